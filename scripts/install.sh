@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs cipherd into a virtual environment. One script for developers, CI and the Docker image.
+#
+#   scripts/install.sh            runtime install (what the Docker image runs)
+#   scripts/install.sh --dev      editable install with the test dependencies and the npm peers
+#
+# CIPHERD_VENV chooses the environment (default: .venv in the repository), PYTHON the interpreter.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${CIPHERD_VENV:-$root/.venv}
+python=${PYTHON:-python3}
+mode=${1:-}
+
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+"${pip[@]}" install --upgrade pip setuptools wheel
+
+# petrelic publishes only a cp310 wheel, but its extension is built for the stable ABI
+# (_petrelic.abi3.so) and runs on 3.10+. Retag the wheel as cp310-abi3 so pip accepts it.
+if ! "$venv/bin/python" -c 'import petrelic' 2>/dev/null; then
+    wheels=$(mktemp -d)
+    "${pip[@]}" download --no-deps --only-binary=:all: --python-version 3.10 \
+        --platform manylinux2014_x86_64 petrelic==0.1.5 -d "$wheels"
+    for wheel in "$wheels"/petrelic-*-cp310-cp310-*.whl; do
+        mv "$wheel" "${wheel/cp310-cp310/cp310-abi3}"
+    done
+    "${pip[@]}" install "$wheels"/petrelic-*.whl
+    rm -rf "$wheels"
+fi
+
+if [ "$mode" = "--dev" ]; then
+    "${pip[@]}" install -e "$root[test]"
+    if [ -f "$root/tests/interop/package.json" ]; then
+        (cd "$root/tests/interop" && npm ci --silent --no-audit --no-fund)
+    fi
+else
+    "${pip[@]}" install "$root"
+fi

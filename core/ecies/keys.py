@@ -1,0 +1,187 @@
+"""Keys and the key agreement of each curve: parsing, generation, public parts, ECDH + HKDF.
+
+Secret keys are 32 bytes on every curve: a scalar in [1, n-1] for secp256k1, any 32 bytes for
+x25519 (clamped by X25519 itself) and an Ed25519 seed for ed25519. Error messages name what was
+wrong with a key and never include its bytes.
+
+ed25519 point arithmetic uses libsodium through PyNaCl (`crypto_scalarmult_ed25519_noclamp`,
+`crypto_core_ed25519_is_valid_point`): constant-time, and its point check is the one wanted
+here (canonical encoding, not of small order, in the prime-order subgroup). secp256k1 is
+libsecp256k1 through coincurve; X25519 is OpenSSL through `cryptography`.
+"""
+
+import hashlib
+import hmac
+import os
+import re
+
+import coincurve
+import nacl.bindings
+import nacl.exceptions
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+
+from core.ecies.config import CURVES
+from core.errors import InvalidKeyError
+
+KeyInput = bytes | bytearray | memoryview | str
+
+SECRET_KEY_LENGTH = 32
+_HEX = re.compile(r"[0-9a-fA-F]*")
+_P25519 = 2**255 - 19
+_HKDF_ZERO_SALT = bytes(32)
+
+
+def key_bytes(key: KeyInput, what: str) -> bytes:
+    """Bytes of a key given as bytes-like or as hex (optional `0x`, any case)."""
+    if isinstance(key, str):
+        text = key[2:] if key[:2] in ("0x", "0X") else key
+        if len(text) % 2 or not _HEX.fullmatch(text):
+            raise InvalidKeyError(f"{what} is not valid hex")
+        return bytes.fromhex(text)
+    if isinstance(key, bytes | bytearray | memoryview):
+        return bytes(key)
+    raise InvalidKeyError(f"{what} must be bytes or a hex string, not {type(key).__name__}")
+
+
+def check_curve(curve: str) -> None:
+    if curve not in CURVES:
+        raise ValueError(f"curve must be one of {', '.join(CURVES)}")
+
+
+def hkdf_sha256(ikm: bytes) -> bytes:
+    """HKDF-SHA256 (RFC 5869) with empty salt and info, 32 bytes of output."""
+    prk = hmac.digest(_HKDF_ZERO_SALT, ikm, "sha256")
+    return hmac.digest(prk, b"\x01", "sha256")
+
+
+# secp256k1 -----------------------------------------------------------------------------------
+
+
+def secp256k1_secret(secret: bytes) -> coincurve.PrivateKey:
+    if len(secret) != SECRET_KEY_LENGTH:
+        raise InvalidKeyError(f"secp256k1 secret key must be 32 bytes, got {len(secret)}")
+    try:
+        return coincurve.PrivateKey(secret)
+    except ValueError:
+        raise InvalidKeyError("secp256k1 secret key must be in [1, n-1]") from None
+
+
+def secp256k1_point(encoded: bytes) -> coincurve.PublicKey:
+    """A SEC1 point (02/03 compressed or 04 uncompressed) or raw 64-byte X || Y.
+
+    The SEC1 'hybrid' forms 06/07 are refused: they would give a second encoding of a point.
+    """
+    if len(encoded) == 64:
+        encoded = b"\x04" + encoded
+    if not (
+        (len(encoded) == 33 and encoded[0] in (2, 3)) or (len(encoded) == 65 and encoded[0] == 4)
+    ):
+        raise InvalidKeyError(
+            "secp256k1 public key must be 33 bytes (02/03), 65 bytes (04) or 64 bytes (X || Y)"
+        )
+    try:
+        return coincurve.PublicKey(encoded)
+    except ValueError:
+        raise InvalidKeyError("secp256k1 public key is not a point on the curve") from None
+
+
+def secp256k1_shared(
+    secret: bytes, point: coincurve.PublicKey, sender: coincurve.PublicKey, compressed: bool
+) -> bytes:
+    """HKDF(sender || secret·point), both points in the same SEC1 form."""
+    shared = point.multiply(secret).format(compressed=compressed)
+    return hkdf_sha256(sender.format(compressed=compressed) + shared)
+
+
+# x25519 --------------------------------------------------------------------------------------
+
+
+def x25519_point(encoded: bytes) -> X25519PublicKey:
+    """A canonical X25519 public key: 32 bytes, u < p, bit 255 clear.
+
+    X25519 itself ignores bit 255 and reduces u mod p, so other encodings are aliases of a
+    canonical one; they are refused to keep payloads non-malleable.
+    """
+    if len(encoded) != 32:
+        raise InvalidKeyError(f"x25519 public key must be 32 bytes, got {len(encoded)}")
+    if int.from_bytes(encoded, "little") >= _P25519:
+        raise InvalidKeyError("x25519 public key is not canonical (u >= p or bit 255 set)")
+    return X25519PublicKey.from_public_bytes(encoded)
+
+
+def x25519_shared(secret: bytes, point: X25519PublicKey, sender: bytes) -> bytes:
+    try:
+        shared = X25519PrivateKey.from_private_bytes(secret).exchange(point)
+    except ValueError:
+        raise InvalidKeyError("x25519 public key is a low-order point") from None
+    return hkdf_sha256(sender + shared)
+
+
+# ed25519 -------------------------------------------------------------------------------------
+
+
+def ed25519_scalar(seed: bytes) -> bytes:
+    """The Ed25519 secret scalar of a seed: SHA-512(seed)[0:32], clamped (RFC 8032)."""
+    scalar = bytearray(hashlib.sha512(seed).digest()[:32])
+    scalar[0] &= 248
+    scalar[31] &= 127
+    scalar[31] |= 64
+    return bytes(scalar)
+
+
+def ed25519_point(encoded: bytes) -> bytes:
+    """A canonical point of the prime-order subgroup, not of small order (libsodium's check)."""
+    if len(encoded) != 32:
+        raise InvalidKeyError(f"ed25519 public key must be 32 bytes, got {len(encoded)}")
+    if not nacl.bindings.crypto_core_ed25519_is_valid_point(encoded):
+        raise InvalidKeyError(
+            "ed25519 public key is not a canonical point of the prime-order subgroup"
+        )
+    return encoded
+
+
+def ed25519_shared(seed: bytes, point: bytes, sender: bytes) -> bytes:
+    try:
+        shared = nacl.bindings.crypto_scalarmult_ed25519_noclamp(ed25519_scalar(seed), point)
+    except nacl.exceptions.RuntimeError:
+        raise InvalidKeyError("ed25519 key agreement gave the identity point") from None
+    return hkdf_sha256(sender + shared)
+
+
+# public API ----------------------------------------------------------------------------------
+
+
+def secret_key(secret: KeyInput, curve: str) -> bytes:
+    """Validated 32 secret-key bytes for `curve`."""
+    check_curve(curve)
+    raw = key_bytes(secret, f"{curve} secret key")
+    if curve == "secp256k1":
+        secp256k1_secret(raw)
+    elif len(raw) != SECRET_KEY_LENGTH:
+        raise InvalidKeyError(f"{curve} secret key must be 32 bytes, got {len(raw)}")
+    return raw
+
+
+def public_key(secret: KeyInput, curve: str = "secp256k1", compressed: bool = False) -> bytes:
+    """The public key of `secret`: SEC1 (65 bytes, or 33 if `compressed`) for secp256k1,
+    32 bytes for x25519 and ed25519 (`compressed` is ignored there)."""
+    raw = secret_key(secret, curve)
+    if curve == "secp256k1":
+        return coincurve.PrivateKey(raw).public_key.format(compressed=compressed)
+    if curve == "x25519":
+        return X25519PrivateKey.from_private_bytes(raw).public_key().public_bytes_raw()
+    return nacl.bindings.crypto_scalarmult_ed25519_base_noclamp(ed25519_scalar(raw))
+
+
+def random_secret(curve: str) -> bytes:
+    """Fresh secret-key bytes from the operating system's CSPRNG."""
+    if curve == "secp256k1":
+        return coincurve.PrivateKey().secret
+    return os.urandom(SECRET_KEY_LENGTH)
+
+
+def generate_keypair(curve: str = "secp256k1") -> tuple[bytes, bytes]:
+    """A fresh (secret, public) pair; the secp256k1 public key is the 65-byte SEC1 form."""
+    check_curve(curve)
+    secret = random_secret(curve)
+    return secret, public_key(secret, curve)

@@ -1,0 +1,148 @@
+"""Bishop–Jain–Kowalczyk function-hiding inner-product encryption (ASIACRYPT 2015).
+
+Weakly function hiding under SXDH. Ciphertexts live in G1 and keys in G2, 2n+6 elements each.
+The decryption base e(C₀, K₀) depends on both the key's and the ciphertext's randomness, so
+`decrypt` takes bounds and searches the range afresh for every pair (no reusable table).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from petrelic.multiplicative.pairing import G1Element, G2Element
+
+from core.fe import encoding, group, linalg
+from core.fe.group import LOCK
+from core.fe.linalg import Matrix
+
+NAME = "bjk"
+
+
+def _size(n: int) -> int:
+    return 2 * n + 4
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class MasterKey(encoding.Encoded):
+    """Dual bases B, B* = (B⁻¹)ᵀ of dimension 2n+4 and D, D* of dimension 2."""
+
+    n: int
+    b: Matrix
+    b_star: Matrix
+    d: Matrix
+    d_star: Matrix
+
+    SCHEME = NAME
+    KIND = encoding.MASTER_KEY
+    LAYOUT = (
+        (encoding.SCALAR, encoding.matrix(_size, _size)),
+        (encoding.SCALAR, encoding.matrix(_size, _size)),
+        (encoding.SCALAR, encoding.matrix(lambda n: 2, lambda n: 2)),
+        (encoding.SCALAR, encoding.matrix(lambda n: 2, lambda n: 2)),
+    )
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Key(encoding.Encoded):
+    """K₀ = [(β, β̃)·D]₂ and K = [k·B]₂."""
+
+    n: int
+    k0: tuple[G2Element, ...]
+    k: tuple[G2Element, ...]
+
+    SCHEME = NAME
+    KIND = encoding.KEY
+    LAYOUT = (
+        (encoding.G2, encoding.vector(lambda n: 2)),
+        (encoding.G2, encoding.vector(_size)),
+    )
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Ciphertext(encoding.Encoded):
+    """C₀ = [(α, α̃)·D*]₁ and C = [c·B*]₁."""
+
+    n: int
+    c0: tuple[G1Element, ...]
+    c: tuple[G1Element, ...]
+
+    SCHEME = NAME
+    KIND = encoding.CIPHERTEXT
+    LAYOUT = (
+        (encoding.G1, encoding.vector(lambda n: 2)),
+        (encoding.G1, encoding.vector(_size)),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedKey:
+    """A key with the pairing lines of all its G2 points precomputed; encodes as its key.
+
+    The prepared parts carry the key's field names, so decryption reads either form alike.
+    """
+
+    key: Key
+    k0: group.PreparedG2 = field(repr=False)
+    k: group.PreparedG2 = field(repr=False)
+
+    @property
+    def n(self) -> int:
+        return self.key.n
+
+    def to_bytes(self) -> bytes:
+        return self.key.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PreparedKey:
+        return prepare(Key.from_bytes(data))
+
+
+def setup(n: int, rng: random.Random | None = None) -> MasterKey:
+    """Draw the dual bases; O(n³) for the (2n+4)-dimensional inversion."""
+    n = linalg.check_dimension(n)
+    with LOCK:
+        b, b_inv, _ = linalg.random_invertible(_size(n), rng)
+        d, d_inv, _ = linalg.random_invertible(2, rng)
+        return MasterKey(n, b, linalg.transpose(b_inv), d, linalg.transpose(d_inv))
+
+
+def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
+    """k = (β·y ‖ β̃·y ‖ 0, β, 0, β̃); the key is [(β, β̃)·D]₂ and [k·B]₂."""
+    yr = linalg.reduce(linalg.inputs(y, msk.n))
+    with LOCK:
+        beta, beta_t = group.random_scalar(rng), group.random_scalar(rng)
+        k = [*linalg.scale(yr, beta), *linalg.scale(yr, beta_t), 0, beta, 0, beta_t]
+        points = group.g2_gen_mul(linalg.vec_mat([beta, beta_t], msk.d) + linalg.vec_mat(k, msk.b))
+        return Key(msk.n, tuple(points[:2]), tuple(points[2:]))
+
+
+def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
+    """c = (α·x ‖ α̃·x ‖ α, 0, α̃, 0); the ciphertext is [(α, α̃)·D*]₁ and [c·B*]₁."""
+    xr = linalg.reduce(linalg.inputs(x, msk.n))
+    with LOCK:
+        alpha, alpha_t = group.random_scalar(rng), group.random_scalar(rng)
+        c = [*linalg.scale(xr, alpha), *linalg.scale(xr, alpha_t), alpha, 0, alpha_t, 0]
+        points = group.g1_gen_mul(
+            linalg.vec_mat([alpha, alpha_t], msk.d_star) + linalg.vec_mat(c, msk.b_star)
+        )
+        return Ciphertext(msk.n, tuple(points[:2]), tuple(points[2:]))
+
+
+def prepare(sk: Key) -> PreparedKey:
+    """Precompute the pairing lines of every key point, for keys used many times."""
+    with LOCK:
+        return PreparedKey(sk, group.prepare_g2(sk.k0), group.prepare_g2(sk.k))
+
+
+def decrypt(sk: Key | PreparedKey, ct: Ciphertext, lo: int, hi: int) -> int | None:
+    """⟨x, y⟩ if it lies in [lo, hi], else None: e(C, K) = e(C₀, K₀)^⟨x,y⟩."""
+    if not isinstance(sk, Key | PreparedKey) or not isinstance(ct, Ciphertext):
+        raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
+    if lo > hi:
+        raise ValueError("lo <= hi")
+    linalg.same_dimension(sk.n, ct.n)
+    with LOCK:
+        base = group.pair(ct.c0, sk.k0)
+        return group.dlog(base, group.pair(ct.c, sk.k), lo, hi)

@@ -1,0 +1,170 @@
+"""Kim–Kim–Seo function-private inner-product encryption (TCS 2019).
+
+Fully function hiding under SXDH, from a generalised Brakerski–Segev transformation.
+Ciphertexts live in G1 and keys in G2, 2n+8 elements each: two halves of n+4. Only the first
+halves contribute to decryption; the second halves (a ciphertext under the uniform ĥ, a key for
+the zero vector) are the shadow slot of the security proof. Fixed decryption base gT.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from petrelic.multiplicative.pairing import G1Element, G2Element, GTElement
+
+from core.fe import encoding, group, linalg
+from core.fe.group import LOCK
+
+NAME = "kks"
+
+
+def _size(n: int) -> int:
+    return 2 * n + 8
+
+
+def _n(n: int) -> int:
+    return n
+
+
+def _n2(n: int) -> int:
+    return n + 2
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class MasterKey(encoding.Encoded):
+    """η, η̄, s, t, u, v, and h = s + η·t, ĥ (uniform), h̄ = u + η̄·v."""
+
+    n: int
+    eta: int
+    eta_bar: int
+    s: tuple[int, ...]
+    t: tuple[int, ...]
+    u: tuple[int, ...]
+    v: tuple[int, ...]
+    h: tuple[int, ...]
+    h_hat: tuple[int, ...]
+    h_bar: tuple[int, ...]
+
+    SCHEME = NAME
+    KIND = encoding.MASTER_KEY
+    LAYOUT = (
+        (encoding.SCALAR, encoding.one),
+        (encoding.SCALAR, encoding.one),
+        (encoding.SCALAR, encoding.vector(_n)),
+        (encoding.SCALAR, encoding.vector(_n)),
+        (encoding.SCALAR, encoding.vector(_n2)),
+        (encoding.SCALAR, encoding.vector(_n2)),
+        (encoding.SCALAR, encoding.vector(_n)),
+        (encoding.SCALAR, encoding.vector(_n)),
+        (encoding.SCALAR, encoding.vector(_n2)),
+    )
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Key(encoding.Encoded):
+    """[KeyHalf(w) ‖ KeyHalf(0)]₂ with w = (−⟨s,y⟩, −⟨t,y⟩) ‖ y."""
+
+    n: int
+    k: tuple[G2Element, ...]
+
+    SCHEME = NAME
+    KIND = encoding.KEY
+    LAYOUT = ((encoding.G2, encoding.vector(_size)),)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Ciphertext(encoding.Encoded):
+    """[CtHalf(h, x) ‖ CtHalf(ĥ, x)]₁."""
+
+    n: int
+    c: tuple[G1Element, ...]
+
+    SCHEME = NAME
+    KIND = encoding.CIPHERTEXT
+    LAYOUT = ((encoding.G1, encoding.vector(_size)),)
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedKey:
+    """A key with its pairing lines precomputed; encodes as its key."""
+
+    key: Key
+    k: group.PreparedG2 = field(repr=False)
+
+    @property
+    def n(self) -> int:
+        return self.key.n
+
+    def to_bytes(self) -> bytes:
+        return self.key.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PreparedKey:
+        return prepare(Key.from_bytes(data))
+
+
+def base() -> GTElement:
+    """The decryption base gT, over which to build the `DlogTable`."""
+    return group.gt_generator()
+
+
+def setup(n: int, rng: random.Random | None = None) -> MasterKey:
+    """Draw the secrets; ĥ = a + η·b for fresh a, b that are then discarded. O(n)."""
+    n = linalg.check_dimension(n)
+    with LOCK:
+        eta, eta_bar = group.random_scalar(rng), group.random_scalar(rng)
+        s, t = linalg.random_vector(n, rng), linalg.random_vector(n, rng)
+        u, v = linalg.random_vector(n + 2, rng), linalg.random_vector(n + 2, rng)
+        a, b = linalg.random_vector(n, rng), linalg.random_vector(n, rng)
+        h = linalg.add(s, linalg.scale(t, eta))
+        h_hat = linalg.add(a, linalg.scale(b, eta))
+        h_bar = linalg.add(u, linalg.scale(v, eta_bar))
+        vectors = (s, t, u, v, h, h_hat, h_bar)
+        return MasterKey(n, eta, eta_bar, *(tuple(w) for w in vectors))
+
+
+def _ct_half(
+    msk: MasterKey, g: Sequence[int], x: list[int], rng: random.Random | None
+) -> list[int]:
+    rho = group.random_scalar(rng)
+    c = [rho, msk.eta * rho % group.ORDER, *linalg.add(x, linalg.scale(g, rho))]
+    return [-linalg.dot(msk.u, c) % group.ORDER, -linalg.dot(msk.v, c) % group.ORDER, *c]
+
+
+def _key_half(msk: MasterKey, w: list[int], rng: random.Random | None) -> list[int]:
+    rho = group.random_scalar(rng)
+    return [rho, msk.eta_bar * rho % group.ORDER, *linalg.add(w, linalg.scale(msk.h_bar, rho))]
+
+
+def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
+    """Two key halves, each under its own ρ: one for w, one for the zero vector."""
+    yr = linalg.reduce(linalg.inputs(y, msk.n))
+    with LOCK:
+        w = [-linalg.dot(msk.s, yr) % group.ORDER, -linalg.dot(msk.t, yr) % group.ORDER, *yr]
+        k = _key_half(msk, w, rng) + _key_half(msk, [0] * (msk.n + 2), rng)
+        return Key(msk.n, tuple(group.g2_gen_mul(k)))
+
+
+def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
+    """Two ciphertext halves of x, under h and ĥ, each with its own ρ."""
+    xr = linalg.reduce(linalg.inputs(x, msk.n))
+    with LOCK:
+        c = _ct_half(msk, msk.h, xr, rng) + _ct_half(msk, msk.h_hat, xr, rng)
+        return Ciphertext(msk.n, tuple(group.g1_gen_mul(c)))
+
+
+def prepare(sk: Key) -> PreparedKey:
+    """Precompute the pairing lines of the key, for keys used many times."""
+    with LOCK:
+        return PreparedKey(sk, group.prepare_g2(sk.k))
+
+
+def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> int | None:
+    """⟨x, y⟩ by a lookup of e(C, K) = gT^⟨x,y⟩ in a table built over `base()`."""
+    if not isinstance(sk, Key | PreparedKey) or not isinstance(ct, Ciphertext):
+        raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
+    linalg.same_dimension(sk.n, ct.n)
+    with LOCK:
+        return table.find(group.pair(ct.c, sk.k))

@@ -1,0 +1,133 @@
+"""Lin's inner-product encryption (CRYPTO 2017), lifted from weak to full function hiding.
+
+SXDH. The weak scheme runs at dimension 2n on zero-padded vectors (x ‖ 0ⁿ), (y ‖ 0ⁿ): the
+padding only serves the security hybrids. Ciphertexts live in G1 and keys in G2, 2n+2 elements
+each. An inner ElGamal-like layer (secret s) hides x and an outer layer (secret t) re-randomises
+the key; they cancel in the pairing, which lands on the fixed base gT.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from petrelic.multiplicative.pairing import G1Element, G2Element, GTElement
+
+from core.fe import encoding, group, linalg
+from core.fe.group import LOCK
+
+NAME = "lin"
+
+
+def _size(n: int) -> int:
+    return 2 * n + 2
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class MasterKey(encoding.Encoded):
+    """s ∈ Z_r^{2n} and t ∈ Z_r^{2n+1}."""
+
+    n: int
+    s: tuple[int, ...]
+    t: tuple[int, ...]
+
+    SCHEME = NAME
+    KIND = encoding.MASTER_KEY
+    LAYOUT = (
+        (encoding.SCALAR, encoding.vector(lambda n: 2 * n)),
+        (encoding.SCALAR, encoding.vector(lambda n: 2 * n + 1)),
+    )
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Key(encoding.Encoded):
+    """[(−ρ) ‖ (ρ·t + u)]₂ with u = (⟨ŷ, s⟩ ‖ ŷ)."""
+
+    n: int
+    k: tuple[G2Element, ...]
+
+    SCHEME = NAME
+    KIND = encoding.KEY
+    LAYOUT = ((encoding.G2, encoding.vector(_size)),)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Ciphertext(encoding.Encoded):
+    """[⟨t, v⟩ ‖ v]₁ with v = (−ρ') ‖ (ρ'·s + x̂)."""
+
+    n: int
+    c: tuple[G1Element, ...]
+
+    SCHEME = NAME
+    KIND = encoding.CIPHERTEXT
+    LAYOUT = ((encoding.G1, encoding.vector(_size)),)
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedKey:
+    """A key with its pairing lines precomputed; encodes as its key."""
+
+    key: Key
+    k: group.PreparedG2 = field(repr=False)
+
+    @property
+    def n(self) -> int:
+        return self.key.n
+
+    def to_bytes(self) -> bytes:
+        return self.key.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PreparedKey:
+        return prepare(Key.from_bytes(data))
+
+
+def base() -> GTElement:
+    """The decryption base gT, over which to build the `DlogTable`."""
+    return group.gt_generator()
+
+
+def setup(n: int, rng: random.Random | None = None) -> MasterKey:
+    """Draw the two secret vectors; O(n)."""
+    n = linalg.check_dimension(n)
+    with LOCK:
+        s = linalg.random_vector(2 * n, rng)
+        t = linalg.random_vector(2 * n + 1, rng)
+        return MasterKey(n, tuple(s), tuple(t))
+
+
+def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
+    """The weak key of ŷ = (y ‖ 0ⁿ) under a fresh ρ."""
+    yr = linalg.reduce(linalg.inputs(y, msk.n))
+    with LOCK:
+        y_hat = yr + [0] * msk.n
+        u = [linalg.dot(y_hat, msk.s), *y_hat]
+        rho = group.random_scalar(rng)
+        k = [-rho % group.ORDER, *linalg.add(linalg.scale(msk.t, rho), u)]
+        return Key(msk.n, tuple(group.g2_gen_mul(k)))
+
+
+def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
+    """The weak ciphertext of x̂ = (x ‖ 0ⁿ) under a fresh ρ'."""
+    xr = linalg.reduce(linalg.inputs(x, msk.n))
+    with LOCK:
+        x_hat = xr + [0] * msk.n
+        rho = group.random_scalar(rng)
+        v = [-rho % group.ORDER, *linalg.add(linalg.scale(msk.s, rho), x_hat)]
+        return Ciphertext(msk.n, tuple(group.g1_gen_mul([linalg.dot(msk.t, v), *v])))
+
+
+def prepare(sk: Key) -> PreparedKey:
+    """Precompute the pairing lines of the key, for keys used many times."""
+    with LOCK:
+        return PreparedKey(sk, group.prepare_g2(sk.k))
+
+
+def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> int | None:
+    """⟨x, y⟩ by a lookup of e(C, K) = gT^⟨x,y⟩ in a table built over `base()`."""
+    if not isinstance(sk, Key | PreparedKey) or not isinstance(ct, Ciphertext):
+        raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
+    linalg.same_dimension(sk.n, ct.n)
+    with LOCK:
+        return table.find(group.pair(ct.c, sk.k))

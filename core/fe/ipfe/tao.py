@@ -1,0 +1,129 @@
+"""Tomida–Abe–Okamoto function-hiding inner-product encryption (ISC 2016).
+
+Fully function hiding under XDLIN. Ciphertexts live in G1 and keys in G2, 2n+5 elements each.
+B* = ρ·(B⁻¹)ᵀ, so decryption lands on the fixed base gT^ρ = `msk.base`: one `DlogTable` over
+that base serves every key and ciphertext of the master key. The base reveals nothing useful
+about ρ and may be given to decryptors.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from petrelic.multiplicative.pairing import G1Element, G2Element, GTElement
+
+from core.fe import encoding, group, linalg
+from core.fe.group import LOCK
+from core.fe.linalg import Matrix
+
+NAME = "tao"
+
+
+def _size(n: int) -> int:
+    return 2 * n + 5
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class MasterKey(encoding.Encoded):
+    """Dual bases with B·B*ᵀ = ρ·I, and the decryption base gT^ρ."""
+
+    n: int
+    b: Matrix
+    b_star: Matrix
+    base: GTElement
+
+    SCHEME = NAME
+    KIND = encoding.MASTER_KEY
+    LAYOUT = (
+        (encoding.SCALAR, encoding.matrix(_size, _size)),
+        (encoding.SCALAR, encoding.matrix(_size, _size)),
+        (encoding.GT, encoding.one),
+    )
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Key(encoding.Encoded):
+    """K = [k·B]₂ with k = (y ‖ 0ⁿ⁺² ‖ σ₁, σ₂, 0)."""
+
+    n: int
+    k: tuple[G2Element, ...]
+
+    SCHEME = NAME
+    KIND = encoding.KEY
+    LAYOUT = ((encoding.G2, encoding.vector(_size)),)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Ciphertext(encoding.Encoded):
+    """C = [c·B*]₁ with c = (x ‖ 0ⁿ ‖ τ₁, τ₂, 0, 0, 0)."""
+
+    n: int
+    c: tuple[G1Element, ...]
+
+    SCHEME = NAME
+    KIND = encoding.CIPHERTEXT
+    LAYOUT = ((encoding.G1, encoding.vector(_size)),)
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedKey:
+    """A key with its pairing lines precomputed; encodes as its key."""
+
+    key: Key
+    k: group.PreparedG2 = field(repr=False)
+
+    @property
+    def n(self) -> int:
+        return self.key.n
+
+    def to_bytes(self) -> bytes:
+        return self.key.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PreparedKey:
+        return prepare(Key.from_bytes(data))
+
+
+def setup(n: int, rng: random.Random | None = None) -> MasterKey:
+    """Draw ρ and the (2n+5)-dimensional dual bases; O(n³) for the inversion."""
+    n = linalg.check_dimension(n)
+    with LOCK:
+        rho = group.random_scalar(rng)
+        b, b_inv, _ = linalg.random_invertible(_size(n), rng)
+        b_star = linalg.scale_matrix(linalg.transpose(b_inv), rho)
+        return MasterKey(n, b, b_star, group.gt_generator() ** rho)
+
+
+def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
+    """[k·B]₂; the random entries sit where every ciphertext vector is zero."""
+    yr = linalg.reduce(linalg.inputs(y, msk.n))
+    with LOCK:
+        sigma1, sigma2 = group.random_scalar(rng), group.random_scalar(rng)
+        k = [*yr, *([0] * (msk.n + 2)), sigma1, sigma2, 0]
+        return Key(msk.n, tuple(group.g2_gen_mul(linalg.vec_mat(k, msk.b))))
+
+
+def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
+    """[c·B*]₁; the random entries sit where every key vector is zero."""
+    xr = linalg.reduce(linalg.inputs(x, msk.n))
+    with LOCK:
+        tau1, tau2 = group.random_scalar(rng), group.random_scalar(rng)
+        c = [*xr, *([0] * msk.n), tau1, tau2, 0, 0, 0]
+        return Ciphertext(msk.n, tuple(group.g1_gen_mul(linalg.vec_mat(c, msk.b_star))))
+
+
+def prepare(sk: Key) -> PreparedKey:
+    """Precompute the pairing lines of the key, for keys used many times."""
+    with LOCK:
+        return PreparedKey(sk, group.prepare_g2(sk.k))
+
+
+def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> int | None:
+    """⟨x, y⟩ by a lookup of e(C, K) = base^⟨x,y⟩ in a table built over `msk.base`."""
+    if not isinstance(sk, Key | PreparedKey) or not isinstance(ct, Ciphertext):
+        raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
+    linalg.same_dimension(sk.n, ct.n)
+    with LOCK:
+        return table.find(group.pair(ct.c, sk.k))

@@ -1,0 +1,155 @@
+"""Vectors and matrices over Z_r, and the checks every scheme applies to its inputs.
+
+Plain Python integers, because the entries are 255-bit residues: the schemes' matrix work is
+small next to the group operations, except the O(m³) inversions at bjk/tao/kim setup.
+Vectors are lists of ints, matrices are sequences of rows. Length mismatches raise
+`ShapeError`, never a silently truncated `zip`.
+"""
+
+from __future__ import annotations
+
+import operator
+import random
+from collections.abc import Sequence
+
+from core.errors import ShapeError
+from core.fe.group import ORDER, random_scalar
+
+Vector = list[int]
+Matrix = tuple[tuple[int, ...], ...]
+
+I64_MIN = -(2**63)
+I64_MAX = 2**63 - 1
+
+
+def check_dimension(n: int) -> int:
+    """The dimension a setup may take: an int of at least 1."""
+    n = operator.index(n)
+    if n < 1:
+        raise ShapeError(expected=1, actual=n)
+    return n
+
+
+def check_i64(value: int) -> int:
+    """A plaintext or function entry: a signed 64-bit integer, as in the reference libraries."""
+    value = operator.index(value)
+    if not I64_MIN <= value <= I64_MAX:
+        raise ValueError(f"entry {value} is outside the signed 64-bit range")
+    return value
+
+
+def inputs(values: Sequence[int], n: int) -> list[int]:
+    """Check the length, then every entry's range; return the signed entries."""
+    if len(values) != n:
+        raise ShapeError(expected=n, actual=len(values))
+    return [check_i64(v) for v in values]
+
+
+def function_matrix(rows: Sequence[Sequence[int]], n: int) -> Matrix:
+    """An n×n function matrix: the row count first, then each row in order."""
+    if len(rows) != n:
+        raise ShapeError(expected=n, actual=len(rows))
+    return tuple(tuple(inputs(row, n)) for row in rows)
+
+
+def same_dimension(expected: int, actual: int) -> None:
+    """A key and a ciphertext must come from setups of the same dimension."""
+    if expected != actual:
+        raise ShapeError(expected=expected, actual=actual)
+
+
+def reduce(values: Sequence[int]) -> Vector:
+    """Integers taken into Z_r (−5 becomes r − 5)."""
+    return [v % ORDER for v in values]
+
+
+def _check_lengths(a: Sequence[object], b: Sequence[object]) -> None:
+    if len(a) != len(b):
+        raise ShapeError(expected=len(a), actual=len(b))
+
+
+def dot(a: Sequence[int], b: Sequence[int]) -> int:
+    """⟨a, b⟩ mod r."""
+    _check_lengths(a, b)
+    return sum(map(operator.mul, a, b)) % ORDER
+
+
+def add(a: Sequence[int], b: Sequence[int]) -> Vector:
+    """a + b, entrywise mod r."""
+    _check_lengths(a, b)
+    return [(x + y) % ORDER for x, y in zip(a, b, strict=True)]
+
+
+def scale(v: Sequence[int], k: int) -> Vector:
+    """k·v mod r."""
+    return [(x * k) % ORDER for x in v]
+
+
+def vec_mat(v: Sequence[int], m: Sequence[Sequence[int]]) -> Vector:
+    """The row vector v·M = Σᵢ vᵢ·(row i of M)."""
+    _check_lengths(m, v)
+    return [sum(map(operator.mul, v, column)) % ORDER for column in zip(*m, strict=True)]
+
+
+def mat_vec(m: Sequence[Sequence[int]], v: Sequence[int]) -> Vector:
+    """The column vector M·v."""
+    return [dot(v, row) for row in m]
+
+
+def transpose(m: Sequence[Sequence[int]]) -> Matrix:
+    """Mᵀ."""
+    return tuple(zip(*m, strict=True))
+
+
+def scale_matrix(m: Sequence[Sequence[int]], k: int) -> Matrix:
+    """k·M mod r."""
+    return tuple(tuple(scale(row, k)) for row in m)
+
+
+def invert(m: Sequence[Sequence[int]]) -> tuple[Matrix, int] | None:
+    """(M⁻¹, det M) by Gauss–Jordan on [M | I], or None when M is singular.
+
+    The pivot is the first row at or below the diagonal with a nonzero entry; each swap
+    negates the running determinant and each pivot multiplies it.
+    """
+    size = len(m)
+    for row in m:
+        _check_lengths(m, row)
+    work = [
+        [x % ORDER for x in row] + [int(i == j) for j in range(size)] for i, row in enumerate(m)
+    ]
+    det = 1
+    for col in range(size):
+        # Rows other than the pivot row are reduced lazily: each elimination adds at most r²
+        # to an entry's magnitude, which is cheaper than a modular reduction per entry.
+        pivot = next((i for i in range(col, size) if work[i][col] % ORDER), None)
+        if pivot is None:
+            return None
+        if pivot != col:
+            work[col], work[pivot] = work[pivot], work[col]
+            det = -det
+        head = work[col][col] % ORDER
+        det = det * head % ORDER
+        inv = pow(head, -1, ORDER)
+        # Columns left of `col` are already zero in the pivot row; skip them.
+        prow = [x * inv % ORDER for x in work[col][col:]]
+        work[col][col:] = prow
+        for i in range(size):
+            f = work[i][col] % ORDER
+            if i != col and f:
+                work[i][col:] = [x - f * y for x, y in zip(work[i][col:], prow, strict=True)]
+    return tuple(tuple(x % ORDER for x in row[size:]) for row in work), det % ORDER
+
+
+def random_vector(length: int, rng: random.Random | None = None) -> Vector:
+    """Independent uniform scalars."""
+    return [random_scalar(rng) for _ in range(length)]
+
+
+def random_invertible(size: int, rng: random.Random | None = None) -> tuple[Matrix, Matrix, int]:
+    """A uniform invertible matrix with its inverse and determinant (rejection sampling)."""
+    while True:
+        m = tuple(tuple(random_vector(size, rng)) for _ in range(size))
+        inverted = invert(m)
+        if inverted is not None:
+            return m, inverted[0], inverted[1]

@@ -1,0 +1,179 @@
+"""Dufour-Sans–Gay–Pointcheval quadratic functional encryption ("Reading in the Dark", 2018).
+
+Public key, secure in the generic group model. A key for an n×n matrix F decrypts a ciphertext
+of (x, y) to xᵀFy; the key carries F in the clear. Ciphertexts hold 2n+1 G1 and 2n G2 elements,
+keys one G2 element. Two independent vectors and no bias coordinate, as in RustPFE. Key
+generation is deterministic. Fixed decryption base gT.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from petrelic.multiplicative.pairing import G1Element, G2Element, GTElement
+
+from core.fe import encoding, group, linalg
+from core.fe.group import LOCK
+from core.fe.linalg import Matrix
+from core.fe.qfe import _bilinear
+
+NAME = "sgp"
+
+
+def _n(n: int) -> int:
+    return n
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class PublicKey(encoding.Encoded):
+    """[s]₁ and [t]₂."""
+
+    n: int
+    s: tuple[G1Element, ...]
+    t: tuple[G2Element, ...]
+
+    SCHEME = NAME
+    KIND = encoding.PUBLIC_KEY
+    LAYOUT = ((encoding.G1, encoding.vector(_n)), (encoding.G2, encoding.vector(_n)))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class MasterKey(encoding.Encoded):
+    """s, t ∈ Z_rⁿ."""
+
+    n: int
+    s: tuple[int, ...]
+    t: tuple[int, ...]
+
+    SCHEME = NAME
+    KIND = encoding.MASTER_KEY
+    LAYOUT = ((encoding.SCALAR, encoding.vector(_n)), (encoding.SCALAR, encoding.vector(_n)))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Key(encoding.Encoded):
+    """F (signed 64-bit entries) and [sᵀFt]₂."""
+
+    n: int
+    f: Matrix
+    k: G2Element
+
+    SCHEME = NAME
+    KIND = encoding.KEY
+    LAYOUT = ((encoding.I64, encoding.matrix(_n, _n)), (encoding.G2, encoding.one))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Ciphertext(encoding.Encoded):
+    """[γ]₁, a₀, a₁ (G1) and b₀, b₁ (G2): (x, γs) and (y, −t) mixed by a fresh W."""
+
+    n: int
+    g: G1Element
+    a0: tuple[G1Element, ...]
+    a1: tuple[G1Element, ...]
+    b0: tuple[G2Element, ...]
+    b1: tuple[G2Element, ...]
+
+    SCHEME = NAME
+    KIND = encoding.CIPHERTEXT
+    LAYOUT = (
+        (encoding.G1, encoding.one),
+        (encoding.G1, encoding.vector(_n)),
+        (encoding.G1, encoding.vector(_n)),
+        (encoding.G2, encoding.vector(_n)),
+        (encoding.G2, encoding.vector(_n)),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedKey:
+    """A key with the lines of its single G2 point precomputed; encodes as its key.
+
+    Only one point can be prepared, so this gives no real speed-up; it exists so that every
+    scheme offers the same verbs.
+    """
+
+    key: Key
+    k: group.PreparedG2 = field(repr=False)
+
+    @property
+    def n(self) -> int:
+        return self.key.n
+
+    def to_bytes(self) -> bytes:
+        return self.key.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PreparedKey:
+        return prepare(Key.from_bytes(data))
+
+
+def base() -> GTElement:
+    """The decryption base gT, over which to build the `DlogTable`."""
+    return group.gt_generator()
+
+
+def setup(n: int, rng: random.Random | None = None) -> tuple[PublicKey, MasterKey]:
+    """Draw s, t; the public key is their images in G1 and G2."""
+    n = linalg.check_dimension(n)
+    with LOCK:
+        s, t = linalg.random_vector(n, rng), linalg.random_vector(n, rng)
+        pk = PublicKey(n, tuple(group.g1_gen_mul(s)), tuple(group.g2_gen_mul(t)))
+        return pk, MasterKey(n, tuple(s), tuple(t))
+
+
+def keygen(msk: MasterKey, f: Sequence[Sequence[int]]) -> Key:
+    """[sᵀFt]₂; deterministic, no randomness."""
+    fm = linalg.function_matrix(f, msk.n)
+    with LOCK:
+        value = linalg.dot(msk.s, linalg.mat_vec(fm, msk.t))
+        return Key(msk.n, fm, group.g2_gen_mul([value])[0])
+
+
+def encrypt(
+    pk: PublicKey, x: Sequence[int], y: Sequence[int], rng: random.Random | None = None
+) -> Ciphertext:
+    """a_k,i = [W*_k0·xᵢ + γ·W*_k1·sᵢ]₁ and b_k,j = [W_k0·yⱼ − W_k1·tⱼ]₂, W fresh per call."""
+    xs = linalg.inputs(x, pk.n)
+    ys = linalg.inputs(y, pk.n)
+    order = group.ORDER
+    with LOCK:
+        gamma = group.random_scalar(rng)
+        w, w_inv, _ = linalg.random_invertible(2, rng)
+        w_star = linalg.transpose(w_inv)
+        n = pk.n
+        masks = [group.g1_mul(s, [gamma * w_star[0][1], gamma * w_star[1][1]]) for s in pk.s]
+        plain = group.g1_gen_mul(
+            [gamma] + [w_star[0][0] * v for v in xs] + [w_star[1][0] * v for v in xs]
+        )
+        a0 = tuple(m[0] * p for m, p in zip(masks, plain[1 : n + 1], strict=True))
+        a1 = tuple(m[1] * p for m, p in zip(masks, plain[n + 1 :], strict=True))
+        masks2 = [group.g2_mul(t, [-w[0][1] % order, -w[1][1] % order]) for t in pk.t]
+        plain2 = group.g2_gen_mul([w[0][0] * v for v in ys] + [w[1][0] * v for v in ys])
+        b0 = tuple(m[0] * p for m, p in zip(masks2, plain2[:n], strict=True))
+        b1 = tuple(m[1] * p for m, p in zip(masks2, plain2[n:], strict=True))
+        return Ciphertext(n, plain[0], a0, a1, b0, b1)
+
+
+def prepare(sk: Key) -> PreparedKey:
+    """Precompute the lines of the key's G2 point."""
+    with LOCK:
+        return PreparedKey(sk, group.prepare_g2([sk.k]))
+
+
+def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> int | None:
+    """xᵀFy from e([γ]₁, [sᵀFt]₂)·E(a₀, F, b₀)·E(a₁, F, b₁) = gT^{xᵀFy}."""
+    if not isinstance(sk, Key | PreparedKey) or not isinstance(ct, Ciphertext):
+        raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
+    linalg.same_dimension(sk.n, ct.n)
+    key = sk.key if isinstance(sk, PreparedKey) else sk
+    with LOCK:
+        g1s = _bilinear.columns(ct.a0, key.f) + _bilinear.columns(ct.a1, key.f)
+        g2s = ct.b0 + ct.b1
+        if isinstance(sk, PreparedKey):
+            value = group.pair(g1s, g2s) * group.pair([ct.g], sk.k)
+        else:
+            value = group.pair([ct.g, *g1s], (key.k, *g2s))
+        return table.find(value)

@@ -1,0 +1,80 @@
+"""First-start secrets of the embedded default: the root key and the admin token.
+
+When neither the environment nor a file provides them, the first process to start generates them
+into the data directory with mode 0600. Creation uses O_EXCL, so several workers starting at once
+agree on one value.
+"""
+
+import base64
+import binascii
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+from app.settings import Settings
+
+ROOT_KEY_BYTES = 32
+
+
+class BootstrapError(RuntimeError):
+    """The configured root key or admin token is unusable."""
+
+
+def _read_or_create(path: Path, make_value: Callable[[], str]) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        value = _read_when_written(path)
+    else:
+        value = make_value()
+        with os.fdopen(fd, "w") as out:
+            out.write(value + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+    return value
+
+
+def _read_when_written(path: Path) -> str:
+    """Read a file another process may have created a moment ago and not yet filled."""
+    for _ in range(200):
+        text = path.read_text().strip()
+        if text:
+            return text
+        os.sched_yield()
+    raise BootstrapError(f"{path} is empty")
+
+
+def _decode_root_key(text: str, origin: str) -> bytes:
+    try:
+        key = base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BootstrapError(f"the root key from {origin} is not valid base64") from exc
+    if len(key) != ROOT_KEY_BYTES:
+        raise BootstrapError(
+            f"the root key from {origin} has {len(key)} bytes where {ROOT_KEY_BYTES} are needed"
+        )
+    return key
+
+
+def load_root_key(settings: Settings) -> bytes:
+    """The 32-byte key that wraps every stored secret."""
+    if settings.root_key:
+        return _decode_root_key(settings.root_key, "CIPHERD_ROOT_KEY")
+    if settings.root_key_file:
+        return _decode_root_key(settings.root_key_file.read_text(), str(settings.root_key_file))
+    path = settings.generated_root_key_file
+    text = _read_or_create(
+        path, lambda: base64.b64encode(secrets.token_bytes(ROOT_KEY_BYTES)).decode()
+    )
+    return _decode_root_key(text, str(path))
+
+
+def load_admin_token(settings: Settings) -> str:
+    """The admin bearer token: from the environment, or generated once into the data directory."""
+    if settings.admin_token:
+        if len(settings.admin_token) < 16:
+            raise BootstrapError("CIPHERD_ADMIN_TOKEN must have at least 16 characters")
+        return settings.admin_token
+    return _read_or_create(settings.admin_token_file, lambda: "cda_" + secrets.token_urlsafe(32))

@@ -1,0 +1,76 @@
+"""Request dependencies: who is calling, and what the store and caches of this process are."""
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import Depends, Path, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from app.auth import Operation, Principal
+from app.errors import forbidden
+from app.keyring import Keyring
+from app.settings import Settings
+
+KEY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+
+bearer = HTTPBearer(
+    auto_error=False,
+    description="the admin token, or a scoped token from POST /v1/tokens",
+)
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Security(bearer)]
+KeyName = Annotated[str, Path(pattern=KEY_NAME_PATTERN, description="the key's name")]
+
+
+def _principal(request: Request, credentials: HTTPAuthorizationCredentials | None) -> Principal:
+    token = credentials.credentials if credentials is not None else None
+    return request.app.state.auth.principal(token)
+
+
+def admin(request: Request, credentials: Credentials) -> Principal:
+    principal = _principal(request, credentials)
+    if not principal.admin:
+        raise forbidden("this operation needs the admin token")
+    return principal
+
+
+def _key_access(operation: Operation) -> Callable[..., Principal]:
+    def dependency(request: Request, name: KeyName, credentials: Credentials) -> Principal:
+        principal = _principal(request, credentials)
+        if not principal.allows(operation, name):
+            raise forbidden(f"the token may not {operation.value} with key {name!r}")
+        return principal
+
+    return dependency
+
+
+def _service_access(operation: Operation) -> Callable[..., Principal]:
+    def dependency(request: Request, credentials: Credentials) -> Principal:
+        principal = _principal(request, credentials)
+        if not principal.allows(operation, None):
+            raise forbidden(f"the token may not {operation.value}")
+        return principal
+
+    return dependency
+
+
+def key_access(operation: Operation) -> Any:
+    """A dependency that admits a token allowed to do `operation` on the path's key."""
+    return Depends(_key_access(operation))
+
+
+def service_access(operation: Operation) -> Any:
+    """A dependency that admits a token allowed to do `operation` without a stored key."""
+    return Depends(_service_access(operation))
+
+
+def _keyring(request: Request) -> Keyring:
+    return request.app.state.keyring
+
+
+def _settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+Admin = Annotated[Principal, Depends(admin)]
+KeyringDep = Annotated[Keyring, Depends(_keyring)]
+SettingsDep = Annotated[Settings, Depends(_settings)]

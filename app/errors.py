@@ -1,0 +1,169 @@
+"""Errors as RFC 9457 problem details (`application/problem+json`).
+
+Every error the service returns has a stable `type` (a URN naming the problem), a `title`, the
+HTTP `status` and a `detail` that says what was wrong with the request. Details never contain
+secret material; unexpected exceptions become a bare 500 whose detail names only the request id.
+"""
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.keystore import KeyExistsError, KeyNotFoundError, VersionNotFoundError
+from core.errors import DecryptionError, EncodingError, InvalidKeyError, ShapeError
+
+PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger("cipherd.errors")
+
+
+class ProblemDetail(BaseModel):
+    """An RFC 9457 problem document."""
+
+    type: str = Field(examples=["urn:cipherd:problem:invalid-input"])
+    title: str
+    status: int
+    detail: str
+    errors: list[dict[str, Any]] | None = Field(
+        None, description="per-field validation errors, when the request body was invalid"
+    )
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ProblemDetail, "content": {PROBLEM_JSON: {}}, "description": description}
+    for status, description in (
+        (401, "missing or invalid token"),
+        (403, "the token's scope does not allow this"),
+        (404, "no such key or version"),
+        (409, "the key exists already, or its type does not fit the operation"),
+        (413, "the body is over the size limit"),
+        (422, "the request is invalid"),
+    )
+}
+
+
+class Problem(Exception):
+    """An error to show the client as a problem document."""
+
+    def __init__(self, status: int, slug: str, title: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.slug = slug
+        self.title = title
+        self.detail = detail
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "type": f"urn:cipherd:problem:{self.slug}",
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+        }
+
+
+def invalid_input(detail: str) -> Problem:
+    return Problem(422, "invalid-input", "Invalid input", detail)
+
+
+def unauthorized(detail: str) -> Problem:
+    return Problem(401, "unauthorized", "Missing or invalid token", detail)
+
+
+def forbidden(detail: str) -> Problem:
+    return Problem(403, "forbidden", "Outside the token's scope", detail)
+
+
+def wrong_key_type(name: str, key_type: str, wanted: str) -> Problem:
+    return Problem(
+        409,
+        "wrong-key-type",
+        "Wrong key type",
+        f"key {name!r} has type {key_type}, which cannot be used for {wanted}",
+    )
+
+
+def problem_for(exc: Exception) -> Problem | None:
+    """The problem a known library or store error stands for, or None for a bug."""
+    match exc:
+        case Problem():
+            return exc
+        case DecryptionError():
+            return Problem(400, "decryption-failed", "Decryption failed", "decryption failed")
+        case ShapeError():
+            return Problem(422, "shape-mismatch", "Wrong shape", str(exc))
+        case InvalidKeyError() | EncodingError():
+            return invalid_input(str(exc))
+        case KeyNotFoundError() | VersionNotFoundError():
+            return Problem(404, "key-not-found", "Key not found", str(exc))
+        case KeyExistsError():
+            return Problem(409, "key-exists", "Key exists", str(exc))
+    return None
+
+
+KNOWN_ERRORS: tuple[type[Exception], ...] = (
+    Problem,
+    DecryptionError,
+    ShapeError,
+    InvalidKeyError,
+    EncodingError,
+    KeyNotFoundError,
+    VersionNotFoundError,
+    KeyExistsError,
+)
+
+
+def problem_response(problem: Problem, extra: dict[str, Any] | None = None) -> JSONResponse:
+    body = problem.body() | (extra or {})
+    headers = {"WWW-Authenticate": "Bearer"} if problem.status == 401 else None
+    return JSONResponse(body, status_code=problem.status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    # Keep location, message and type; drop the offending input, which may be secret.
+    return [
+        {"loc": list(error.get("loc", ())), "msg": error.get("msg", ""), "type": error.get("type")}
+        for error in exc.errors()
+    ]
+
+
+def install_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = _validation_errors(exc)
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(part) for part in first["loc"])
+        return problem_response(
+            invalid_input(f"{where}: {first['msg']}" if where else first["msg"]),
+            {"errors": errors},
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        titles = {404: "Not found", 405: "Method not allowed", 413: "Body too large"}
+        problem = Problem(
+            exc.status_code,
+            f"http-{exc.status_code}",
+            titles.get(exc.status_code, "HTTP error"),
+            str(exc.detail),
+        )
+        return problem_response(problem)
+
+    async def _known(request: Request, exc: Exception) -> JSONResponse:
+        problem = problem_for(exc)
+        assert problem is not None
+        return problem_response(problem)
+
+    for known in KNOWN_ERRORS:
+        app.add_exception_handler(known, _known)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        request_id = request.scope.get("state", {}).get("request_id", "")
+        log.error("unhandled %s", type(exc).__name__, exc_info=exc)
+        return problem_response(
+            Problem(500, "internal", "Internal error", f"request {request_id} failed")
+        )

@@ -1,0 +1,45 @@
+"""Where keys and tokens live: one interface, an SQLite and a PostgreSQL backend."""
+
+from pathlib import Path
+
+from app.keystore.base import (
+    KeyExistsError,
+    KeyInfo,
+    KeyMaterial,
+    KeyNotFoundError,
+    KeyStore,
+    KeyStoreError,
+    KeyVersionInfo,
+    TokenRecord,
+    VersionNotFoundError,
+)
+from app.keystore.wrapping import KeyWrapper, UnwrapError
+
+
+def open_store(url: str, wrapper: KeyWrapper) -> KeyStore:
+    """The backend a `CIPHERD_DATABASE_URL` names."""
+    if url.startswith("sqlite:///"):
+        from app.keystore.sqlite import SqliteKeyStore
+
+        return SqliteKeyStore(Path(url.removeprefix("sqlite:///")), wrapper)
+    if url.startswith(("postgresql://", "postgres://")):
+        from app.keystore.postgres import PostgresKeyStore
+
+        return PostgresKeyStore(url, wrapper)
+    raise ValueError("the database URL must start with sqlite:/// or postgresql://")
+
+
+__all__ = [
+    "KeyExistsError",
+    "KeyInfo",
+    "KeyMaterial",
+    "KeyNotFoundError",
+    "KeyStore",
+    "KeyStoreError",
+    "KeyVersionInfo",
+    "KeyWrapper",
+    "TokenRecord",
+    "UnwrapError",
+    "VersionNotFoundError",
+    "open_store",
+]

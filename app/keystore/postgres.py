@@ -1,0 +1,58 @@
+"""PostgreSQL backend: one store shared by several replicas.
+
+A connection pool serves the worker threads. A rotation locks its key row with
+SELECT ... FOR UPDATE, so concurrent rotations from any replica get consecutive versions.
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from psycopg_pool import ConnectionPool
+
+from app.keystore.sql import Cursor, SqlKeyStore
+from app.keystore.wrapping import KeyWrapper
+
+SCHEMA_LOCK_ID = 0x63697068  # advisory lock taken while creating tables
+
+
+class _QmarkCursor:
+    """Lets the shared queries keep `?` placeholders."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+
+    def execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> None:
+        self._cursor.execute(sql.replace("?", "%s"), params)
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._cursor.fetchall()
+
+
+class PostgresKeyStore(SqlKeyStore):
+    BLOB_TYPE = "BYTEA"
+    ROW_LOCK = " FOR UPDATE"
+
+    def __init__(self, url: str, wrapper: KeyWrapper, pool_size: int = 8) -> None:
+        super().__init__(wrapper)
+        self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True)
+        self._pool.wait(timeout=30)
+        self._create_schema()
+
+    def _lock_schema(self, cursor: Cursor) -> None:
+        cursor.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK_ID,))
+
+    @contextmanager
+    def _transaction(self, write: bool) -> Iterator[Cursor]:
+        with (
+            self._pool.connection() as connection,
+            connection.transaction(),
+            connection.cursor() as cursor,
+        ):
+            yield _QmarkCursor(cursor)
+
+    def close(self) -> None:
+        self._pool.close()

@@ -1,0 +1,257 @@
+"""The key store over SQL, shared by the SQLite and PostgreSQL backends.
+
+The backends differ only in how they connect, how a write transaction takes its lock, the
+placeholder style and one column type; the queries and the wrapping live here once.
+"""
+
+import json
+import time
+from abc import abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from app.keystore.base import (
+    KeyExistsError,
+    KeyInfo,
+    KeyMaterial,
+    KeyNotFoundError,
+    KeyStore,
+    KeyVersionInfo,
+    TokenRecord,
+    VersionNotFoundError,
+)
+from app.keystore.wrapping import KeyWrapper
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS keys (
+    name TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    params TEXT NOT NULL,
+    exportable INTEGER NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    latest_version INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS key_versions (
+    name TEXT NOT NULL REFERENCES keys(name) ON DELETE CASCADE,
+    version INTEGER NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    wrapped {blob} NOT NULL,
+    public {blob},
+    PRIMARY KEY (name, version)
+);
+CREATE TABLE IF NOT EXISTS tokens (
+    id TEXT PRIMARY KEY,
+    token_hash {blob} NOT NULL UNIQUE,
+    description TEXT NOT NULL,
+    key_patterns TEXT NOT NULL,
+    operations TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    expires_at DOUBLE PRECISION
+)
+"""
+
+KEY_COLUMNS = "name, type, params, exportable, created_at, updated_at, latest_version"
+TOKEN_COLUMNS = "id, token_hash, description, key_patterns, operations, created_at, expires_at"
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the store uses, with `?` placeholders on every backend."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+    def fetchone(self) -> tuple[Any, ...] | None: ...
+    def fetchall(self) -> list[tuple[Any, ...]]: ...
+
+
+class SqlKeyStore(KeyStore):
+    BLOB_TYPE = "BLOB"
+    # Appended to the SELECT that reads a key row inside a write transaction, to hold it.
+    ROW_LOCK = ""
+
+    def __init__(self, wrapper: KeyWrapper) -> None:
+        self._wrapper = wrapper
+
+    @abstractmethod
+    def _transaction(self, write: bool) -> AbstractContextManager[Cursor]:
+        """A cursor inside one transaction; `write` transactions serialise with each other."""
+
+    def _lock_schema(self, cursor: Cursor) -> None:
+        """Serialise schema creation between processes starting at once."""
+
+    def _create_schema(self) -> None:
+        with self._transaction(write=True) as cursor:
+            self._lock_schema(cursor)
+            for statement in SCHEMA.format(blob=self.BLOB_TYPE).split(";"):
+                if statement.strip():
+                    cursor.execute(statement)
+
+    def _lock_key_row(self, cursor: Cursor, name: str) -> tuple[Any, ...] | None:
+        cursor.execute(f"SELECT {KEY_COLUMNS} FROM keys WHERE name = ?{self.ROW_LOCK}", (name,))
+        return cursor.fetchone()
+
+    def create(
+        self,
+        name: str,
+        type: str,
+        params: dict[str, Any],
+        exportable: bool,
+        secret: bytes,
+        public: bytes | None,
+    ) -> KeyInfo:
+        now = time.time()
+        wrapped = self._wrapper.wrap(secret, name, 1, type)
+        with self._transaction(write=True) as cursor:
+            cursor.execute("SELECT 1 FROM keys WHERE name = ?", (name,))
+            if cursor.fetchone() is not None:
+                raise KeyExistsError(name)
+            cursor.execute(
+                f"INSERT INTO keys ({KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 1)",
+                (name, type, json.dumps(params), int(exportable), now, now),
+            )
+            cursor.execute(
+                "INSERT INTO key_versions (name, version, created_at, wrapped, public)"
+                " VALUES (?, 1, ?, ?, ?)",
+                (name, now, wrapped, public),
+            )
+            return self._info(cursor, name)
+
+    def rotate(self, name: str, secret: bytes, public: bytes | None) -> KeyInfo:
+        now = time.time()
+        with self._transaction(write=True) as cursor:
+            row = self._lock_key_row(cursor, name)
+            if row is None:
+                raise KeyNotFoundError(name)
+            key_type, version = row[1], row[6] + 1
+            wrapped = self._wrapper.wrap(secret, name, version, key_type)
+            cursor.execute(
+                "INSERT INTO key_versions (name, version, created_at, wrapped, public)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (name, version, now, wrapped, public),
+            )
+            cursor.execute(
+                "UPDATE keys SET latest_version = ?, updated_at = ? WHERE name = ?",
+                (version, now, name),
+            )
+            return self._info(cursor, name)
+
+    def get(self, name: str) -> KeyInfo:
+        with self._transaction(write=False) as cursor:
+            return self._info(cursor, name)
+
+    def list(self) -> Sequence[KeyInfo]:
+        with self._transaction(write=False) as cursor:
+            cursor.execute(f"SELECT {KEY_COLUMNS} FROM keys ORDER BY name")
+            return [_key_info(row) for row in cursor.fetchall()]
+
+    def material(self, name: str, version: int | None = None) -> KeyMaterial:
+        with self._transaction(write=False) as cursor:
+            cursor.execute("SELECT type, params, latest_version FROM keys WHERE name = ?", (name,))
+            key = cursor.fetchone()
+            if key is None:
+                raise KeyNotFoundError(name)
+            key_type, params, latest = key
+            wanted = latest if version is None else version
+            cursor.execute(
+                "SELECT wrapped, public FROM key_versions WHERE name = ? AND version = ?",
+                (name, wanted),
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise VersionNotFoundError(name, wanted)
+        wrapped, public = row
+        return KeyMaterial(
+            name=name,
+            type=key_type,
+            version=wanted,
+            params=json.loads(params),
+            secret=self._wrapper.unwrap(bytes(wrapped), name, wanted, key_type),
+            public=None if public is None else bytes(public),
+        )
+
+    def delete(self, name: str) -> None:
+        with self._transaction(write=True) as cursor:
+            if self._lock_key_row(cursor, name) is None:
+                raise KeyNotFoundError(name)
+            cursor.execute("DELETE FROM key_versions WHERE name = ?", (name,))
+            cursor.execute("DELETE FROM keys WHERE name = ?", (name,))
+
+    def add_token(self, token: TokenRecord) -> None:
+        with self._transaction(write=True) as cursor:
+            cursor.execute(
+                f"INSERT INTO tokens ({TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    token.id,
+                    token.token_hash,
+                    token.description,
+                    json.dumps(list(token.key_patterns)),
+                    json.dumps(list(token.operations)),
+                    token.created_at,
+                    token.expires_at,
+                ),
+            )
+
+    def token_by_hash(self, token_hash: bytes) -> TokenRecord | None:
+        with self._transaction(write=False) as cursor:
+            cursor.execute(
+                f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE token_hash = ?", (token_hash,)
+            )
+            row = cursor.fetchone()
+        return None if row is None else _token(row)
+
+    def list_tokens(self) -> Sequence[TokenRecord]:
+        with self._transaction(write=False) as cursor:
+            cursor.execute(f"SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY created_at, id")
+            return [_token(row) for row in cursor.fetchall()]
+
+    def delete_token(self, token_id: str) -> bool:
+        with self._transaction(write=True) as cursor:
+            cursor.execute("SELECT 1 FROM tokens WHERE id = ?", (token_id,))
+            if cursor.fetchone() is None:
+                return False
+            cursor.execute("DELETE FROM tokens WHERE id = ?", (token_id,))
+            return True
+
+    def ping(self) -> None:
+        with self._transaction(write=False) as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+
+    def _info(self, cursor: Cursor, name: str) -> KeyInfo:
+        cursor.execute(f"SELECT {KEY_COLUMNS} FROM keys WHERE name = ?", (name,))
+        row = cursor.fetchone()
+        if row is None:
+            raise KeyNotFoundError(name)
+        cursor.execute(
+            "SELECT version, created_at FROM key_versions WHERE name = ? ORDER BY version",
+            (name,),
+        )
+        versions = tuple(KeyVersionInfo(v, created) for v, created in cursor.fetchall())
+        return _key_info(row, versions)
+
+
+def _key_info(row: tuple[Any, ...], versions: tuple[KeyVersionInfo, ...] = ()) -> KeyInfo:
+    name, key_type, params, exportable, created_at, updated_at, latest = row
+    return KeyInfo(
+        name=name,
+        type=key_type,
+        params=json.loads(params),
+        exportable=bool(exportable),
+        created_at=created_at,
+        updated_at=updated_at,
+        latest_version=latest,
+        versions=versions,
+    )
+
+
+def _token(row: tuple[Any, ...]) -> TokenRecord:
+    token_id, token_hash, description, patterns, operations, created_at, expires_at = row
+    return TokenRecord(
+        id=token_id,
+        token_hash=bytes(token_hash),
+        description=description,
+        key_patterns=tuple(json.loads(patterns)),
+        operations=tuple(json.loads(operations)),
+        created_at=created_at,
+        expires_at=expires_at,
+    )

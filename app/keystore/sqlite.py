@@ -1,0 +1,67 @@
+"""SQLite backend: the embedded default, one file in the data directory.
+
+WAL lets readers run beside a writer, so several worker processes share one file. Every
+thread gets its own connection (sqlite3 connections are not shared across threads), and write
+transactions start with BEGIN IMMEDIATE, which takes the database's write lock, so concurrent
+rotations queue on it instead of failing half-way. `synchronous=FULL` makes a write that has
+returned survive a crash.
+"""
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from app.keystore.sql import Cursor, SqlKeyStore
+from app.keystore.wrapping import KeyWrapper
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class SqliteKeyStore(SqlKeyStore):
+    def __init__(self, path: Path, wrapper: KeyWrapper) -> None:
+        super().__init__(wrapper)
+        self._path = path
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._create_schema()
+
+    def _connection(self) -> sqlite3.Connection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = sqlite3.connect(
+                self._path, isolation_level=None, check_same_thread=False, timeout=30
+            )
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = FULL")
+            connection.execute("PRAGMA foreign_keys = ON")
+            self._local.connection = connection
+            with self._connections_lock:
+                self._connections.append(connection)
+        return connection
+
+    @contextmanager
+    def _transaction(self, write: bool) -> Iterator[Cursor]:
+        connection = self._connection()
+        cursor = connection.cursor()
+        cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            yield cursor
+        except BaseException:
+            cursor.execute("ROLLBACK")
+            raise
+        else:
+            cursor.execute("COMMIT")
+        finally:
+            cursor.close()
+
+    def close(self) -> None:
+        with self._connections_lock:
+            for connection in self._connections:
+                connection.close()
+            self._connections.clear()
+        self._local = threading.local()

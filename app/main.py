@@ -1,0 +1,63 @@
+"""The FastAPI application: settings → store → auth → routers.
+
+`create_app` is what uvicorn's workers call (`app.main:create_app`, factory mode). Every worker
+opens the shared store and reads the root key and admin token from it or the data directory;
+none generates key material of its own.
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+
+from app import __version__
+from app.auth import Authenticator
+from app.bootstrap import load_admin_token, load_root_key
+from app.errors import Problem, install_handlers, problem_response
+from app.keyring import Keyring
+from app.keystore import KeyWrapper, open_store
+from app.logs import configure_logging
+from app.middleware import BodyTooLarge, ObserveMiddleware
+from app.openapi import install_openapi
+from app.routers import ecies, health, keys, tokens
+from app.settings import Settings, get_settings
+
+
+def _operation_id(route: APIRoute) -> str:
+    return route.name
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    configure_logging(settings.log_format, settings.log_level)
+    store = open_store(settings.resolved_database_url, KeyWrapper(load_root_key(settings)))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        store.close()
+
+    app = FastAPI(
+        title="cipherd",
+        version=__version__,
+        summary="ECIES, AEZ and pairing-based functional encryption with server-held keys",
+        lifespan=lifespan,
+        generate_unique_id_function=_operation_id,
+    )
+    app.state.settings = settings
+    app.state.keyring = Keyring(store, settings.key_cache_seconds)
+    app.state.auth = Authenticator(store, load_admin_token(settings), settings.token_cache_seconds)
+
+    install_handlers(app)
+
+    @app.exception_handler(BodyTooLarge)
+    async def _too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
+        return problem_response(Problem(413, "body-too-large", "Body too large", str(exc)))
+
+    app.add_middleware(ObserveMiddleware, max_body_bytes=settings.max_body_bytes)
+    for router in (health.router, keys.router, tokens.router, ecies.router):
+        app.include_router(router)
+    install_openapi(app)
+    return app

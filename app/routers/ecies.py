@@ -1,0 +1,292 @@
+"""ECIES with server-held keys, to a given public key, and in batches.
+
+Payloads are exactly eciespy's and eciesjs's, so a client can encrypt locally to the key's public
+part and have the service decrypt. Encryption answers with the key version it used; decryption
+takes the version (default: the latest), since the payload format has no room for it.
+"""
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, Field
+
+from app.auth import Operation
+from app.batch import check_batch_size, run_each
+from app.body import OCTET_STREAM, binary_response, dual_body, is_raw, read_json, read_raw
+from app.deps import KeyName, KeyringDep, SettingsDep, key_access, service_access
+from app.errors import ERROR_RESPONSES, ProblemDetail, invalid_input, wrong_key_type
+from app.keyring import Keyring
+from app.keystore import KeyMaterial
+from app.metrics import timed
+from app.schemas import Base64Bytes
+from core import ecies
+
+router = APIRouter(prefix="/v1/ecies", tags=["ecies"], responses=ERROR_RESPONSES)
+
+VERSION_HEADER = "Cipherd-Key-Version"
+
+
+class EciesOptions(BaseModel):
+    """eciespy's Config without the curve, which the key's type fixes."""
+
+    is_ephemeral_key_compressed: bool = False
+    is_hkdf_key_compressed: bool = False
+    symmetric_algorithm: Literal["aes-256-gcm", "xchacha20"] = "aes-256-gcm"
+    symmetric_nonce_length: Literal[12, 16, 24] = Field(
+        16, description="12 or 16 for AES-256-GCM; XChaCha20-Poly1305 always uses 24"
+    )
+
+
+class EciesConfig(EciesOptions):
+    """eciespy's Config, for encryption to a public key given in the request."""
+
+    elliptic_curve: Literal["secp256k1", "x25519", "ed25519"] = "secp256k1"
+
+
+class EciesQuery(EciesOptions):
+    """The parameters of a raw (application/octet-stream) request."""
+
+    key_version: int | None = Field(None, ge=1, description="decrypt only; default: latest")
+
+
+class EciesEncryptRequest(BaseModel):
+    plaintext: Base64Bytes
+    config: EciesOptions = EciesOptions()
+
+
+class EciesDecryptRequest(BaseModel):
+    ciphertext: Base64Bytes
+    key_version: int | None = Field(None, ge=1, description="default: the latest version")
+    config: EciesOptions = EciesOptions()
+
+
+class EciesPublicEncryptRequest(BaseModel):
+    public_key: Base64Bytes = Field(
+        description="secp256k1: 33, 64 or 65 bytes; x25519 and ed25519: 32 bytes"
+    )
+    plaintext: Base64Bytes
+    config: EciesConfig = EciesConfig()
+
+
+class EciesCiphertext(BaseModel):
+    ciphertext: Base64Bytes
+    key_version: int
+
+
+class EciesPlaintext(BaseModel):
+    plaintext: Base64Bytes
+    key_version: int
+
+
+class EciesPublicCiphertext(BaseModel):
+    ciphertext: Base64Bytes
+
+
+class EciesEncryptBatch(BaseModel):
+    items: list[EciesEncryptRequest] = Field(min_length=1)
+
+
+class EciesDecryptBatch(BaseModel):
+    items: list[EciesDecryptRequest] = Field(min_length=1)
+
+
+class EciesEncryptResult(BaseModel):
+    ciphertext: Base64Bytes | None = None
+    key_version: int | None = None
+    error: ProblemDetail | None = None
+
+
+class EciesDecryptResult(BaseModel):
+    plaintext: Base64Bytes | None = None
+    key_version: int | None = None
+    error: ProblemDetail | None = None
+
+
+class EciesEncryptBatchResponse(BaseModel):
+    results: list[EciesEncryptResult]
+
+
+class EciesDecryptBatchResponse(BaseModel):
+    results: list[EciesDecryptResult]
+
+
+def _config(curve: str, options: EciesOptions) -> ecies.Config:
+    nonce_length = (
+        16 if options.symmetric_algorithm == "xchacha20" else (options.symmetric_nonce_length)
+    )
+    if options.symmetric_algorithm == "aes-256-gcm" and nonce_length == 24:
+        raise invalid_input("config.symmetric_nonce_length: AES-256-GCM takes 12 or 16")
+    return ecies.Config(
+        elliptic_curve=curve,
+        is_ephemeral_key_compressed=options.is_ephemeral_key_compressed,
+        is_hkdf_key_compressed=options.is_hkdf_key_compressed,
+        symmetric_algorithm=options.symmetric_algorithm,
+        symmetric_nonce_length=nonce_length,
+    )
+
+
+def _ecies_material(keyring: Keyring, name: str, version: int | None) -> KeyMaterial:
+    material = keyring.material(name, version)
+    if not material.type.startswith("ecies-"):
+        raise wrong_key_type(name, material.type, "ECIES")
+    return material
+
+
+def _curve(material: KeyMaterial) -> str:
+    return material.type.removeprefix("ecies-")
+
+
+def _encrypt(
+    keyring: Keyring, name: str, plaintext: bytes, options: EciesOptions
+) -> tuple[bytes, int]:
+    material = _ecies_material(keyring, name, None)
+    config = _config(_curve(material), options)
+    with timed("ecies", "encrypt"):
+        return ecies.encrypt(material.public or b"", plaintext, config), material.version
+
+
+def _decrypt(
+    keyring: Keyring, name: str, ciphertext: bytes, version: int | None, options: EciesOptions
+) -> tuple[bytes, int]:
+    material = _ecies_material(keyring, name, version)
+    config = _config(_curve(material), options)
+    with timed("ecies", "decrypt"):
+        return ecies.decrypt(material.secret, ciphertext, config), material.version
+
+
+def _raw_response(payload: bytes, version: int) -> Response:
+    return Response(payload, media_type=OCTET_STREAM, headers={VERSION_HEADER: str(version)})
+
+
+VERSION_HEADER_DOC = {
+    VERSION_HEADER: {"description": "the key version used", "schema": {"type": "integer"}}
+}
+
+
+@router.post(
+    "/{name}/encrypt",
+    response_model=EciesCiphertext,
+    summary="Encrypt to a server-held ECIES key",
+    openapi_extra=dual_body(EciesEncryptRequest, "the plaintext; parameters in the query"),
+    responses=binary_response("the payload, for a raw request", VERSION_HEADER_DOC),
+    dependencies=[key_access(Operation.ENCRYPT)],
+)
+async def encrypt(
+    request: Request,
+    name: KeyName,
+    keyring: KeyringDep,
+    query: Annotated[EciesQuery, Query()],
+) -> EciesCiphertext | Response:
+    if is_raw(request):
+        data = await read_raw(request)
+        payload, version = await run_in_threadpool(_encrypt, keyring, name, data, query)
+        return _raw_response(payload, version)
+    body = await read_json(request, EciesEncryptRequest)
+    payload, version = await run_in_threadpool(_encrypt, keyring, name, body.plaintext, body.config)
+    return EciesCiphertext(ciphertext=payload, key_version=version)
+
+
+@router.post(
+    "/{name}/decrypt",
+    response_model=EciesPlaintext,
+    summary="Decrypt with a server-held ECIES key",
+    openapi_extra=dual_body(EciesDecryptRequest, "the payload; parameters in the query"),
+    responses=binary_response("the plaintext, for a raw request", VERSION_HEADER_DOC),
+    dependencies=[key_access(Operation.DECRYPT)],
+)
+async def decrypt(
+    request: Request,
+    name: KeyName,
+    keyring: KeyringDep,
+    query: Annotated[EciesQuery, Query()],
+) -> EciesPlaintext | Response:
+    if is_raw(request):
+        data = await read_raw(request)
+        plaintext, version = await run_in_threadpool(
+            _decrypt, keyring, name, data, query.key_version, query
+        )
+        return _raw_response(plaintext, version)
+    body = await read_json(request, EciesDecryptRequest)
+    plaintext, version = await run_in_threadpool(
+        _decrypt, keyring, name, body.ciphertext, body.key_version, body.config
+    )
+    return EciesPlaintext(plaintext=plaintext, key_version=version)
+
+
+def _encrypt_batch(
+    keyring: Keyring, name: str, items: list[EciesEncryptRequest]
+) -> EciesEncryptBatchResponse:
+    _ecies_material(keyring, name, None)  # unknown key or wrong type fails the whole batch
+
+    def one(item: EciesEncryptRequest) -> EciesEncryptResult:
+        ciphertext, version = _encrypt(keyring, name, item.plaintext, item.config)
+        return EciesEncryptResult(ciphertext=ciphertext, key_version=version)
+
+    return EciesEncryptBatchResponse(
+        results=[
+            EciesEncryptResult(error=r) if isinstance(r, ProblemDetail) else r
+            for r in run_each(items, one)
+        ]
+    )
+
+
+def _decrypt_batch(
+    keyring: Keyring, name: str, items: list[EciesDecryptRequest]
+) -> EciesDecryptBatchResponse:
+    _ecies_material(keyring, name, None)
+
+    def one(item: EciesDecryptRequest) -> EciesDecryptResult:
+        plaintext, version = _decrypt(keyring, name, item.ciphertext, item.key_version, item.config)
+        return EciesDecryptResult(plaintext=plaintext, key_version=version)
+
+    return EciesDecryptBatchResponse(
+        results=[
+            EciesDecryptResult(error=r) if isinstance(r, ProblemDetail) else r
+            for r in run_each(items, one)
+        ]
+    )
+
+
+@router.post(
+    "/{name}/encrypt/batch",
+    response_model=EciesEncryptBatchResponse,
+    response_model_exclude_none=True,
+    summary="Encrypt many plaintexts to a server-held ECIES key",
+    dependencies=[key_access(Operation.ENCRYPT)],
+)
+async def encrypt_batch(
+    body: EciesEncryptBatch, name: KeyName, keyring: KeyringDep, settings: SettingsDep
+) -> EciesEncryptBatchResponse:
+    check_batch_size(len(body.items), settings.max_batch_items)
+    return await run_in_threadpool(_encrypt_batch, keyring, name, body.items)
+
+
+@router.post(
+    "/{name}/decrypt/batch",
+    response_model=EciesDecryptBatchResponse,
+    response_model_exclude_none=True,
+    summary="Decrypt many payloads with a server-held ECIES key",
+    dependencies=[key_access(Operation.DECRYPT)],
+)
+async def decrypt_batch(
+    body: EciesDecryptBatch, name: KeyName, keyring: KeyringDep, settings: SettingsDep
+) -> EciesDecryptBatchResponse:
+    check_batch_size(len(body.items), settings.max_batch_items)
+    return await run_in_threadpool(_decrypt_batch, keyring, name, body.items)
+
+
+def _encrypt_to(body: EciesPublicEncryptRequest) -> bytes:
+    config = _config(body.config.elliptic_curve, body.config)
+    with timed("ecies", "encrypt"):
+        return ecies.encrypt(body.public_key, body.plaintext, config)
+
+
+@router.post(
+    "/encrypt",
+    response_model=EciesPublicCiphertext,
+    summary="Encrypt to a public key given in the request (no stored key)",
+    dependencies=[service_access(Operation.ENCRYPT)],
+)
+async def encrypt_to_public_key(body: EciesPublicEncryptRequest) -> EciesPublicCiphertext:
+    return EciesPublicCiphertext(ciphertext=await run_in_threadpool(_encrypt_to, body))

@@ -1,0 +1,210 @@
+"""Key lifecycle: create, list, read, rotate, delete, public part, export."""
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, status
+from pydantic import BaseModel, Field
+
+from app.auth import Operation, Principal
+from app.deps import (
+    KEY_NAME_PATTERN,
+    Admin,
+    KeyName,
+    KeyringDep,
+    SettingsDep,
+    key_access,
+    service_access,
+)
+from app.errors import Problem, invalid_input
+from app.keystore import KeyInfo
+from app.keytypes import KEY_TYPES
+from app.schemas import Base64Bytes, timestamp
+from app.settings import Settings
+
+router = APIRouter(prefix="/v1/keys", tags=["keys"])
+
+KeyTypeName = Annotated[
+    str, Field(json_schema_extra={"enum": sorted(KEY_TYPES)}, description="the key's type")
+]
+
+
+class KeyCreate(BaseModel):
+    name: str = Field(pattern=KEY_NAME_PATTERN, examples=["orders"])
+    type: KeyTypeName
+    dimension: int | None = Field(None, ge=1, description="vector length, for FE key types only")
+    exportable: bool = Field(False, description="whether the admin may export the secret")
+
+
+class KeyVersionOut(BaseModel):
+    version: int
+    created_at: datetime
+
+
+class KeyOut(BaseModel):
+    name: str
+    type: str
+    dimension: int | None = None
+    exportable: bool
+    created_at: datetime
+    updated_at: datetime
+    latest_version: int
+    versions: list[KeyVersionOut] | None = Field(
+        None, description="every version (present when reading one key)"
+    )
+
+
+class KeyList(BaseModel):
+    keys: list[KeyOut]
+
+
+class PublicKeyOut(BaseModel):
+    name: str
+    type: str
+    version: int
+    public_key: Base64Bytes = Field(
+        description="ECIES: the public key (SEC1 uncompressed for secp256k1, 32 bytes for "
+        "x25519 and ed25519); QFE: the scheme's public key; tao: its decryption base"
+    )
+
+
+class KeyExport(BaseModel):
+    name: str
+    type: str
+    version: int
+    secret: Base64Bytes
+
+
+def key_out(info: KeyInfo, with_versions: bool) -> KeyOut:
+    return KeyOut(
+        name=info.name,
+        type=info.type,
+        dimension=info.params.get("dimension"),
+        exportable=info.exportable,
+        created_at=timestamp(info.created_at),
+        updated_at=timestamp(info.updated_at),
+        latest_version=info.latest_version,
+        versions=[
+            KeyVersionOut(version=v.version, created_at=timestamp(v.created_at))
+            for v in info.versions
+        ]
+        if with_versions
+        else None,
+    )
+
+
+def creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
+    key_type = KEY_TYPES.get(body.type)
+    if key_type is None:
+        raise invalid_input(f"type: unknown key type {body.type!r}; one of {sorted(KEY_TYPES)}")
+    if key_type.family != "fe":
+        if body.dimension is not None:
+            raise invalid_input(f"dimension: only FE key types take a dimension, not {body.type}")
+        return {}
+    if body.dimension is None:
+        raise invalid_input(f"dimension: key type {body.type} needs a dimension")
+    if body.dimension > settings.fe_max_dimension:
+        raise invalid_input(
+            f"dimension: {body.dimension} is over this service's maximum of "
+            f"{settings.fe_max_dimension} (CIPHERD_FE_MAX_DIMENSION)"
+        )
+    return {"dimension": body.dimension}
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=KeyOut,
+    summary="Create a named key (admin)",
+)
+def create_key(body: KeyCreate, keyring: KeyringDep, settings: SettingsDep, _: Admin) -> KeyOut:
+    params = creation_params(body, settings)
+    secret, public = KEY_TYPES[body.type].generate(params)
+    info = keyring.store.create(body.name, body.type, params, body.exportable, secret, public)
+    return key_out(info, with_versions=True)
+
+
+@router.get("", response_model=KeyList, summary="List the keys the token may read")
+def list_keys(
+    keyring: KeyringDep,
+    principal: Annotated[Principal, service_access(Operation.READ)],
+) -> KeyList:
+    return KeyList(
+        keys=[
+            key_out(info, with_versions=False)
+            for info in keyring.store.list()
+            if principal.allows(Operation.READ, info.name)
+        ]
+    )
+
+
+@router.get(
+    "/{name}",
+    response_model=KeyOut,
+    summary="A key's metadata and versions",
+    dependencies=[key_access(Operation.READ)],
+)
+def get_key(name: KeyName, keyring: KeyringDep) -> KeyOut:
+    return key_out(keyring.store.get(name), with_versions=True)
+
+
+@router.post(
+    "/{name}/rotate",
+    response_model=KeyOut,
+    summary="Add a new version; older versions still decrypt (admin)",
+)
+def rotate_key(name: KeyName, keyring: KeyringDep, _: Admin) -> KeyOut:
+    current = keyring.store.get(name)
+    secret, public = KEY_TYPES[current.type].generate(current.params)
+    info = keyring.store.rotate(name, secret, public)
+    keyring.forget(name)
+    return key_out(info, with_versions=True)
+
+
+@router.delete(
+    "/{name}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    summary="Delete a key and every version of it, for good (admin)",
+)
+def delete_key(name: KeyName, keyring: KeyringDep, _: Admin) -> None:
+    keyring.store.delete(name)
+    keyring.forget(name)
+
+
+Version = Annotated[int | None, Query(ge=1, description="key version; default: the latest")]
+
+
+@router.get(
+    "/{name}/public",
+    response_model=PublicKeyOut,
+    summary="A key's public part",
+    dependencies=[key_access(Operation.PUBLIC)],
+)
+def public_key(name: KeyName, keyring: KeyringDep, version: Version = None) -> PublicKeyOut:
+    material = keyring.material(name, version)
+    if material.public is None:
+        raise Problem(
+            409,
+            "no-public-part",
+            "No public part",
+            f"key {name!r} of type {material.type} has no public part",
+        )
+    return PublicKeyOut(
+        name=name, type=material.type, version=material.version, public_key=material.public
+    )
+
+
+@router.get(
+    "/{name}/export",
+    response_model=KeyExport,
+    summary="The secret material of an exportable key (admin)",
+)
+def export_key(name: KeyName, keyring: KeyringDep, _: Admin, version: Version = None) -> KeyExport:
+    material = keyring.store.material(name, version)
+    if not keyring.store.get(name).exportable:
+        raise Problem(
+            403, "not-exportable", "Not exportable", f"key {name!r} was not created exportable"
+        )
+    return KeyExport(
+        name=name, type=material.type, version=material.version, secret=material.secret
+    )

@@ -1,0 +1,94 @@
+"""Scoped tokens: which key names (glob patterns) and which operations (admin only)."""
+
+import time
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request, status
+from pydantic import BaseModel, Field
+
+from app.auth import Operation, hash_token, new_scoped_token
+from app.deps import Admin, KeyringDep
+from app.errors import Problem
+from app.keystore import TokenRecord
+from app.schemas import timestamp
+
+router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
+
+
+class TokenCreate(BaseModel):
+    description: str = Field("", max_length=200)
+    keys: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+        min_length=1, max_length=100, description="glob patterns of key names, e.g. 'orders-*'"
+    )
+    operations: list[Operation] = Field(min_length=1)
+    ttl_seconds: int | None = Field(None, ge=1, le=10 * 365 * 86400)
+
+
+class TokenOut(BaseModel):
+    id: str
+    description: str
+    keys: list[str]
+    operations: list[Operation]
+    created_at: datetime
+    expires_at: datetime | None
+
+
+class TokenCreated(TokenOut):
+    token: str = Field(description="the bearer token; shown only in this response")
+
+
+class TokenList(BaseModel):
+    tokens: list[TokenOut]
+
+
+def token_out(record: TokenRecord) -> TokenOut:
+    return TokenOut(
+        id=record.id,
+        description=record.description,
+        keys=list(record.key_patterns),
+        operations=[Operation(op) for op in record.operations],
+        created_at=timestamp(record.created_at),
+        expires_at=None if record.expires_at is None else timestamp(record.expires_at),
+    )
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=TokenCreated,
+    summary="Issue a scoped token (admin)",
+)
+def create_token(body: TokenCreate, keyring: KeyringDep, _: Admin) -> TokenCreated:
+    token_id, token = new_scoped_token()
+    now = time.time()
+    record = TokenRecord(
+        id=token_id,
+        token_hash=hash_token(token),
+        description=body.description,
+        key_patterns=tuple(body.keys),
+        operations=tuple(sorted({op.value for op in body.operations})),
+        created_at=now,
+        expires_at=None if body.ttl_seconds is None else now + body.ttl_seconds,
+    )
+    keyring.store.add_token(record)
+    return TokenCreated(**token_out(record).model_dump(), token=token)
+
+
+@router.get("", response_model=TokenList, summary="List scoped tokens (admin)")
+def list_tokens(keyring: KeyringDep, _: Admin) -> TokenList:
+    return TokenList(tokens=[token_out(record) for record in keyring.store.list_tokens()])
+
+
+@router.delete(
+    "/{token_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Revoke a scoped token (admin)"
+)
+def delete_token(
+    token_id: Annotated[str, Path(pattern=r"^[0-9a-f]{16}$")],
+    request: Request,
+    keyring: KeyringDep,
+    _: Admin,
+) -> None:
+    if not keyring.store.delete_token(token_id):
+        raise Problem(404, "token-not-found", "Token not found", f"no token with id {token_id!r}")
+    request.app.state.auth.forget(token_id)

@@ -1,0 +1,31 @@
+"""Types shared by the request and response models of several routers."""
+
+import base64
+import binascii
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
+
+
+def _decode_base64(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be a base64 string")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("is not valid base64 (RFC 4648, with padding)") from None
+
+
+Base64Bytes = Annotated[
+    bytes,
+    BeforeValidator(_decode_base64),
+    PlainSerializer(lambda raw: base64.b64encode(raw).decode("ascii"), return_type=str),
+    WithJsonSchema({"type": "string", "format": "byte", "description": "base64 (RFC 4648)"}),
+]
+
+
+def timestamp(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)

@@ -1,0 +1,67 @@
+"""Service settings, read from `CIPHERD_*` environment variables.
+
+Every name and default is listed in the README. Settings are read once per process; tests build
+their own `Settings` and hand it to `create_app`.
+"""
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CIPHERD_", extra="ignore")
+
+    data_dir: Path = Field(Path("var"), description="embedded store, root key and admin token")
+    database_url: str | None = Field(
+        None, description="sqlite:///path or postgresql://...; default: SQLite in data_dir"
+    )
+    root_key: str | None = Field(None, description="base64 of the 32-byte root key")
+    root_key_file: Path | None = Field(None, description="file holding the base64 root key")
+    admin_token: str | None = Field(None, description="the admin bearer token")
+
+    max_body_bytes: int = Field(256 * 1024 * 1024, ge=1024, description="request body limit")
+    max_batch_items: int = Field(1000, ge=1, description="items in one batch request")
+    key_cache_seconds: float = Field(
+        2.0, ge=0, description="how long a process reuses an unwrapped key (rotation lag bound)"
+    )
+    token_cache_seconds: float = Field(
+        2.0, ge=0, description="how long a process reuses a token lookup (revocation lag bound)"
+    )
+    log_format: str = Field("json", description="json or text")
+    log_level: str = Field("INFO")
+
+    fe_max_dimension: int = Field(256, ge=1, description="largest FE dimension a key may have")
+    fe_max_range: int = Field(2**40, ge=1, description="widest decrypt range hi - lo")
+    fe_table_cache_bytes: int = Field(
+        256 * 1024 * 1024, ge=0, description="memory for cached discrete-log tables"
+    )
+    fe_prepared_cache_entries: int = Field(
+        64, ge=0, description="prepared functional keys kept per process"
+    )
+
+    @field_validator("log_format")
+    @classmethod
+    def _known_log_format(cls, value: str) -> str:
+        if value not in ("json", "text"):
+            raise ValueError("log_format must be json or text")
+        return value
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'cipherd.sqlite3'}"
+
+    @property
+    def admin_token_file(self) -> Path:
+        return self.data_dir / "admin-token"
+
+    @property
+    def generated_root_key_file(self) -> Path:
+        return self.data_dir / "root-key"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

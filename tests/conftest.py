@@ -1,0 +1,68 @@
+"""Fixtures shared by the service tests: settings in a temporary data directory, an app, a
+client with the admin token, and the key-store backends (SQLite and a real PostgreSQL)."""
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+
+ADMIN_TOKEN = "test-admin-" + secrets.token_urlsafe(16)
+POSTGRES_URL = os.environ.get(
+    "CIPHERD_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        admin_token=ADMIN_TOKEN,
+        log_format="json",
+    )
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[FastAPI]:
+    yield create_app(settings)
+
+
+@pytest.fixture
+def client(app: FastAPI) -> Iterator[TestClient]:
+    with TestClient(app, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def anonymous(app: FastAPI) -> Iterator[TestClient]:
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, dropped at the end."""
+    name = f"cipherd_test_{secrets.token_hex(4)}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    base = POSTGRES_URL.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def postgres_url(postgres_database: str) -> Iterator[str]:
+    """The session's PostgreSQL database, emptied before each test."""
+    with psycopg.connect(postgres_database, autocommit=True) as connection:
+        connection.execute("DROP TABLE IF EXISTS key_versions, keys, tokens")
+    yield postgres_database

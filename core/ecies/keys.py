@@ -28,6 +28,7 @@ KeyInput = bytes | bytearray | memoryview | str
 SECRET_KEY_LENGTH = 32
 _HEX = re.compile(r"[0-9a-fA-F]*")
 _P25519 = 2**255 - 19
+_SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 _HKDF_ZERO_SALT = bytes(32)
 
 
@@ -57,13 +58,12 @@ def hkdf_sha256(ikm: bytes) -> bytes:
 # secp256k1 -----------------------------------------------------------------------------------
 
 
-def secp256k1_secret(secret: bytes) -> coincurve.PrivateKey:
+def secp256k1_secret(secret: bytes) -> bytes:
     if len(secret) != SECRET_KEY_LENGTH:
         raise InvalidKeyError(f"secp256k1 secret key must be 32 bytes, got {len(secret)}")
-    try:
-        return coincurve.PrivateKey(secret)
-    except ValueError:
-        raise InvalidKeyError("secp256k1 secret key must be in [1, n-1]") from None
+    if not 0 < int.from_bytes(secret, "big") < _SECP256K1_N:
+        raise InvalidKeyError("secp256k1 secret key must be in [1, n-1]")
+    return secret
 
 
 def secp256k1_point(encoded: bytes) -> coincurve.PublicKey:
@@ -167,17 +167,19 @@ def public_key(secret: KeyInput, curve: str = "secp256k1", compressed: bool = Fa
     32 bytes for x25519 and ed25519 (`compressed` is ignored there)."""
     raw = secret_key(secret, curve)
     if curve == "secp256k1":
-        return coincurve.PrivateKey(raw).public_key.format(compressed=compressed)
+        return coincurve.PublicKey.from_secret(raw).format(compressed=compressed)
     if curve == "x25519":
         return X25519PrivateKey.from_private_bytes(raw).public_key().public_bytes_raw()
     return nacl.bindings.crypto_scalarmult_ed25519_base_noclamp(ed25519_scalar(raw))
 
 
 def random_secret(curve: str) -> bytes:
-    """Fresh secret-key bytes from the operating system's CSPRNG."""
-    if curve == "secp256k1":
-        return coincurve.PrivateKey().secret
-    return os.urandom(SECRET_KEY_LENGTH)
+    """Fresh secret-key bytes from the operating system's CSPRNG (for secp256k1, redrawn until
+    in [1, n-1]; a redraw has probability below 2^-127)."""
+    while True:
+        secret = os.urandom(SECRET_KEY_LENGTH)
+        if curve != "secp256k1" or 0 < int.from_bytes(secret, "big") < _SECP256K1_N:
+            return secret
 
 
 def generate_keypair(curve: str = "secp256k1") -> tuple[bytes, bytes]:

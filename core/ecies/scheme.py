@@ -28,13 +28,16 @@ def _byte_view(data: object) -> memoryview:
         raise TypeError(f"data must be a bytes-like object, not {type(data).__name__}") from None
 
 
-def _encapsulate(receiver_pk: KeyInput, ephemeral_sk: bytes, config: Config) -> tuple[bytes, bytes]:
+def _encapsulate(
+    receiver_pk: KeyInput, ephemeral_sk: KeyInput, config: Config
+) -> tuple[bytes, bytes]:
     """(ephemeral public key as written in the payload, symmetric key)."""
     curve = config.elliptic_curve
     raw = keys.key_bytes(receiver_pk, f"{curve} public key")
+    ephemeral_sk = keys.secret_key(ephemeral_sk, curve)
     if curve == "secp256k1":
         receiver = keys.secp256k1_point(raw)
-        ephemeral = coincurve.PrivateKey(ephemeral_sk).public_key
+        ephemeral = coincurve.PublicKey.from_secret(ephemeral_sk)
         written = ephemeral.format(compressed=config.is_ephemeral_key_compressed)
         return written, keys.secp256k1_shared(
             ephemeral_sk, receiver, ephemeral, config.is_hkdf_key_compressed
@@ -66,10 +69,9 @@ def _encrypt_with(
     """Encrypt with a given ephemeral secret and nonce (known-answer tests only: both must be
     fresh and random for every message, which `encrypt` guarantees)."""
     plaintext = _byte_view(data)
-    ephemeral_secret = keys.secret_key(ephemeral_sk, config.elliptic_curve)
     if len(nonce) != config.nonce_length:
         raise ValueError(f"nonce must be {config.nonce_length} bytes")
-    written, sym_key = _encapsulate(receiver_pk, ephemeral_secret, config)
+    written, sym_key = _encapsulate(receiver_pk, ephemeral_sk, config)
     start = len(written) + len(nonce)
     body = start + TAG_LENGTH
     out, view = new_bytes(body + len(plaintext))

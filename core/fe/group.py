@@ -1,19 +1,28 @@
-"""The group layer of the FE schemes: BLS12-381 through petrelic, with RELIC serialised.
+"""The group layer of the FE schemes: BLS12-381 through petrelic, with RELIC's fast paths.
 
 Elements are petrelic's own classes. Every function here takes `LOCK` itself; callers that use
-petrelic's operators directly must hold it (see `core.fe._relic`).
+petrelic's operators directly must hold it. Batched work goes straight to RELIC's multi-pairing
+(`pp_map_sim_oatep_k12`), multi-scalar (`ep_mul_sim_lot`) and comb (`ep_mul_fix_combs`)
+routines through `core.fe._relic`, chunked because RELIC keeps its temporaries on the stack.
 
-Byte encodings are RELIC's compressed ones at fixed sizes; the identity of G1 and G2 (which
-RELIC writes as a single zero byte) is encoded as all-zero bytes of the full size, and is
-accepted on input since it is a valid group element.
+Encodings are RELIC's compressed ones at fixed sizes (G1 49 B, G2 97 B, GT 384 B, scalars 32 B
+big-endian). RELIC writes the identity of G1 and G2 as one zero byte; here it is all-zero bytes
+of the full size, and it is accepted on input (it is a group element; schemes that must not
+see it check for it themselves). Decoding checks, in order: length, RELIC's error code (bad
+prefix, x not on the curve), canonical form (re-encoding gives the same bytes) and membership
+of the prime-order subgroup, each with its own `EncodingError` message.
 """
 
 from __future__ import annotations
 
+import importlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from random import Random
+from types import ModuleType
 
+from petrelic.bindings import _FFI as PETRELIC_FFI
 from petrelic.multiplicative.pairing import (
     G1,
     G2,
@@ -24,7 +33,8 @@ from petrelic.multiplicative.pairing import (
 )
 
 from core.errors import EncodingError, ShapeError
-from core.fe._relic import LOCK
+from core.fe import _relic
+from core.fe._relic import LOCK, ORDER, ffi, lib
 from core.fe.dlog import DlogTable, dlog
 
 __all__ = [
@@ -61,13 +71,35 @@ __all__ = [
     "scalar_to_bytes",
 ]
 
-with LOCK:
-    ORDER: int = int(G1.order())
-
 G1_BYTES = 49
 G2_BYTES = 97
 GT_BYTES = 384
 SCALAR_BYTES = 32
+
+# RELIC allocates per-pair and per-point temporaries on the stack (about 1.2 KB per pair and
+# 0.8-1.6 KB per point): bounded chunks keep every call far below the default 8 MB stack.
+PAIRING_CHUNK = 1024
+MSM_CHUNK = 4096
+# MSMs whose scalars all lie in [-SMALL_MSM, SMALL_MSM] use buckets and additions only.
+SMALL_MSM = 16
+# Scalars below this use RELIC's small-integer multiplication (cost grows with bit length).
+SMALL_MUL = 1 << 32
+# From this many scalars on, one point gets its own comb table before multiplying.
+COMB_BATCH = 8
+
+
+def load_compiled(name: str = "core.fe._pairing") -> ModuleType | None:
+    """The compiled prepared-pairing module bound to librelic, or None if it cannot load."""
+    try:
+        module = importlib.import_module(name)
+        with LOCK:
+            module.init(_relic.LIBRELIC_PATH)
+    except (ImportError, OSError):
+        return None
+    return module
+
+
+_pairing = load_compiled()
 
 
 def random_scalar(rng: Random | None = None) -> int:
@@ -98,49 +130,165 @@ def gt_identity() -> GTElement:
         return GT.neutral_element()
 
 
+@dataclass(frozen=True)
+class _Curve:
+    """What differs between G1 and G2 in the batched routines."""
+
+    element: type
+    ctype: str
+    size: int
+    generator: Callable[[], object]
+    add: Callable[..., None]
+    neg: Callable[..., None]
+    mul_dig: Callable[..., None]
+    mul_sim_lot: Callable[..., None]
+    pre_combs: Callable[..., None]
+    fix_combs: Callable[..., None]
+
+
+_G1 = _Curve(
+    G1Element,
+    "ep_st",
+    _relic.G1_POINT_SIZE,
+    G1.generator,
+    lib.ep_add_projc,
+    lib.ep_neg,
+    lib.ep_mul_dig,
+    lib.ep_mul_sim_lot,
+    lib.ep_mul_pre_combs,
+    lib.ep_mul_fix_combs,
+)
+_G2 = _Curve(
+    G2Element,
+    "ep2_st",
+    _relic.G2_POINT_SIZE,
+    G2.generator,
+    lib.ep2_add_projc,
+    lib.ep2_neg,
+    lib.ep2_mul_dig,
+    lib.ep2_mul_sim_lot,
+    lib.ep2_mul_pre_combs,
+    lib.ep2_mul_fix_combs,
+)
+_generator_tables: dict[str, object] = {}
+
+
+def _points(curve: _Curve, points: Sequence[object]) -> object:
+    for p in points:
+        if type(p) is not curve.element:
+            raise TypeError(f"expected {curve.element.__name__}, got {type(p).__name__}")
+    return _relic.point_array(curve.ctype, curve.size, points)
+
+
+def _new(curve: _Curve, raw: object) -> object:
+    """A petrelic element holding a copy of the RELIC point at `raw`."""
+    out = curve.element()
+    ffi.memmove(out.pt, raw, curve.size)
+    return out
+
+
+def _comb_table(curve: _Curve, point: object) -> object:
+    table = ffi.new(f"{curve.ctype}[]", _relic.COMB_TABLE)
+    curve.pre_combs(table, point.pt)
+    return table
+
+
+def _generator_table(curve: _Curve) -> object:
+    """Comb table of the generator, built once per process on first use (caller holds LOCK)."""
+    table = _generator_tables.get(curve.ctype)
+    if table is None:
+        table = _generator_tables[curve.ctype] = _comb_table(curve, curve.generator())
+    return table
+
+
+def _mul_many(curve: _Curve, point: object, scalars: Sequence[int], table: object | None) -> list:
+    """Each scalar times `point`: small ones by additions, the rest by comb table or wNAF."""
+    out = []
+    big = any(not -SMALL_MUL < s < SMALL_MUL for s in scalars)
+    if table is None and big and len(scalars) >= COMB_BATCH:
+        table = _comb_table(curve, point)
+    bns = _relic.bn_array(scalars) if big else None
+    for i, s in enumerate(scalars):
+        r = curve.element()
+        if -SMALL_MUL < s < SMALL_MUL:
+            curve.mul_dig(r.pt, point.pt, abs(s))
+            if s < 0:
+                curve.neg(r.pt, r.pt)
+        elif table is not None:
+            curve.fix_combs(r.pt, table, bns + i)
+        else:
+            r = point ** (s % ORDER)
+        out.append(r)
+    return out
+
+
 def g1_gen_mul(scalars: Sequence[int]) -> list[G1Element]:
-    """[v]_1: each scalar times the G1 generator."""
+    """[v]_1: each scalar (any int, taken mod r) times the G1 generator, by comb table."""
     with LOCK:
-        g = G1.generator()
-        return [g ** (s % ORDER) for s in scalars]
+        return _mul_many(_G1, G1.generator(), scalars, _generator_table(_G1))
 
 
 def g2_gen_mul(scalars: Sequence[int]) -> list[G2Element]:
-    """[v]_2: each scalar times the G2 generator."""
+    """[v]_2: each scalar (any int, taken mod r) times the G2 generator, by comb table."""
     with LOCK:
-        g = G2.generator()
-        return [g ** (s % ORDER) for s in scalars]
+        return _mul_many(_G2, G2.generator(), scalars, _generator_table(_G2))
 
 
 def g1_mul(point: G1Element, scalars: Sequence[int]) -> list[G1Element]:
+    """One point times many scalars (a comb table for the point when there are many)."""
     with LOCK:
-        return [point ** (s % ORDER) for s in scalars]
+        return _mul_many(_G1, point, scalars, None)
 
 
 def g2_mul(point: G2Element, scalars: Sequence[int]) -> list[G2Element]:
     with LOCK:
-        return [point ** (s % ORDER) for s in scalars]
+        return _mul_many(_G2, point, scalars, None)
+
+
+def _msm(curve: _Curve, points: Sequence[object], scalars: Sequence[int]) -> object:
+    if len(scalars) != len(points):
+        raise ShapeError(len(points), len(scalars))
+    arr = _points(curve, points)
+    if all(-SMALL_MSM <= s <= SMALL_MSM for s in scalars):
+        return _msm_small(curve, arr, scalars)
+    acc = ffi.new(f"{curve.ctype} *")
+    part = ffi.new(f"{curve.ctype} *")
+    for start in range(0, len(points), MSM_CHUNK):
+        chunk = scalars[start : start + MSM_CHUNK]
+        curve.mul_sim_lot(part, arr + start, _relic.bn_array(chunk), len(chunk))
+        curve.add(acc, acc, part)
+    return _new(curve, acc)
+
+
+def _msm_small(curve: _Curve, arr: object, scalars: Sequence[int]) -> object:
+    """Σ s_i·P_i for |s_i| ≤ SMALL_MSM: one bucket per |s|, then a running sum (2·max adds)."""
+    top = max((abs(s) for s in scalars), default=0)
+    pos = ffi.new(f"{curve.ctype}[]", top + 1)
+    neg = ffi.new(f"{curve.ctype}[]", top + 1)
+    for i, s in enumerate(scalars):
+        if s > 0:
+            curve.add(pos + s, pos + s, arr + i)
+        elif s < 0:
+            curve.add(neg + -s, neg + -s, arr + i)
+    running = ffi.new(f"{curve.ctype} *")
+    total = ffi.new(f"{curve.ctype} *")
+    for v in range(top, 0, -1):
+        curve.neg(neg + v, neg + v)
+        curve.add(running, running, pos + v)
+        curve.add(running, running, neg + v)
+        curve.add(total, total, running)
+    return _new(curve, total)
 
 
 def g1_msm(points: Sequence[G1Element], scalars: Sequence[int]) -> G1Element:
-    """Σ s_i·P_i (written multiplicatively: Π P_i^s_i)."""
-    if len(scalars) != len(points):
-        raise ShapeError(len(points), len(scalars))
+    """Σ s_i·P_i: additions only when every |s_i| ≤ 16, else RELIC's simultaneous method."""
     with LOCK:
-        acc = G1.neutral_element()
-        for p, s in zip(points, scalars, strict=True):
-            acc = acc * p ** (s % ORDER)
-        return acc
+        return _msm(_G1, points, scalars)
 
 
 def g2_msm(points: Sequence[G2Element], scalars: Sequence[int]) -> G2Element:
-    if len(scalars) != len(points):
-        raise ShapeError(len(points), len(scalars))
     with LOCK:
-        acc = G2.neutral_element()
-        for p, s in zip(points, scalars, strict=True):
-            acc = acc * p ** (s % ORDER)
-        return acc
+        return _msm(_G2, points, scalars)
 
 
 def g1_neg(points: Sequence[G1Element]) -> list[G1Element]:
@@ -149,30 +297,62 @@ def g1_neg(points: Sequence[G1Element]) -> list[G1Element]:
 
 
 class PreparedG2:
-    """Fixed G2 points made ready for repeated pairings against changing G1 points."""
+    """Fixed G2 points made ready for repeated pairings against changing G1 points.
+
+    With the compiled module the Miller-loop lines of every point are computed once (~20 KB a
+    point); without it the points are kept in RELIC's layout and paired by the plain
+    multi-pairing. Both give results identical to `pair` with the points themselves.
+    """
+
+    __slots__ = ("_count", "_lines", "_points", "_present")
 
     def __init__(self, points: Sequence[G2Element]) -> None:
         with LOCK:
-            self._points = [p.__copy__() for p in points]
+            self._points = _points(_G2, points)
+            self._present: bytes | None = None
+            self._lines: bytes | None = None
+            if _pairing is not None:
+                buf = ffi.buffer(self._points, _G2.size * len(points))
+                self._lines, self._present = _pairing.prepare(buf)
+        self._count = len(points)
 
     def __len__(self) -> int:
-        return len(self._points)
+        return self._count
 
 
 def prepare_g2(points: Sequence[G2Element]) -> PreparedG2:
+    """Precompute the pairing lines of G2 points that will be paired many times."""
     return PreparedG2(points)
 
 
+def _pair_arrays(g1s: object, g2s: object, n: int) -> GTElement:
+    out = GT.neutral_element()
+    part = GTElement()
+    for start in range(0, n, PAIRING_CHUNK):
+        k = min(PAIRING_CHUNK, n - start)
+        lib.pp_map_sim_oatep_k12(part.pt, g1s + start, g2s + start, k)
+        out = out * part
+    return out
+
+
 def pair(g1s: Sequence[G1Element], g2s: Sequence[G2Element] | PreparedG2) -> GTElement:
-    """Π e(g1s[i], g2s[i]); lengths must agree."""
+    """Π e(g1s[i], g2s[i]) with one final exponentiation per chunk of pairs."""
     if len(g2s) != len(g1s):
         raise ShapeError(len(g2s), len(g1s))
-    g2_list = g2s._points if isinstance(g2s, PreparedG2) else g2s
+    n = len(g1s)
     with LOCK:
-        acc = GT.neutral_element()
-        for a, b in zip(g1s, g2_list, strict=True):
-            acc = acc * a.pair(b)
-        return acc
+        if n == 0:
+            return GT.neutral_element()
+        left = _points(_G1, g1s)
+        if not isinstance(g2s, PreparedG2):
+            return _pair_arrays(left, _points(_G2, g2s), n)
+        if g2s._lines is None:
+            return _pair_arrays(left, g2s._points, n)
+        out = GTElement()
+        _pairing.pair(
+            g2s._lines, g2s._present, ffi.buffer(left, _G1.size * n), PETRELIC_FFI.buffer(out.pt)
+        )
+        return out
 
 
 def _pad(raw: bytes, size: int) -> bytes:
@@ -194,41 +374,51 @@ def gt_to_bytes(e: GTElement) -> bytes:
         return e.to_binary()
 
 
-def _check_len(b: bytes, size: int, what: str) -> None:
-    if not isinstance(b, bytes | bytearray) or len(b) != size:
-        got = len(b) if isinstance(b, bytes | bytearray) else type(b).__name__
-        raise EncodingError(f"{what} must be {size} bytes, got {got}")
+def _check_len(b: object, size: int, what: str) -> bytes:
+    if not isinstance(b, bytes | bytearray | memoryview):
+        raise EncodingError(f"{what} must be bytes, got {type(b).__name__}")
+    b = bytes(b)
+    if len(b) != size:
+        raise EncodingError(f"{what} must be {size} bytes, got {len(b)}")
+    return b
+
+
+def _decode_point(b: object, size: int, what: str, group: type, reader: Callable) -> object:
+    raw = _check_len(b, size, what)
+    if not any(raw):
+        with LOCK:
+            return group.neutral_element()
+    if raw[0] not in (2, 3):
+        raise EncodingError(f"{what} has an invalid prefix byte {raw[0]:#04x}")
+    return _decode(raw, size, what, group._element_type(), reader)
+
+
+def _decode(raw: bytes, size: int, what: str, element: type, reader: Callable) -> object:
+    with LOCK:
+        out = element()
+        _relic.clear_error()
+        reader(out.pt, raw, size)
+        if _relic.failed():
+            raise EncodingError(f"{what} does not decode to a point on the curve")
+        if out.to_binary() != raw:
+            raise EncodingError(f"{what} is not in canonical form")
+        if not out.is_valid():
+            raise EncodingError(f"{what} is not in the prime-order subgroup")
+        return out
 
 
 def g1_from_bytes(b: bytes) -> G1Element:
-    _check_len(b, G1_BYTES, "G1 element")
-    with LOCK:
-        if not any(b):
-            return G1.neutral_element()
-        p = G1Element.from_binary(bytes(b))
-        if not p.is_valid():
-            raise EncodingError("G1 element is not on the curve or not in the subgroup")
-        return p
+    return _decode_point(b, G1_BYTES, "G1 element", G1, lib.ep_read_bin)
 
 
 def g2_from_bytes(b: bytes) -> G2Element:
-    _check_len(b, G2_BYTES, "G2 element")
-    with LOCK:
-        if not any(b):
-            return G2.neutral_element()
-        p = G2Element.from_binary(bytes(b))
-        if not p.is_valid():
-            raise EncodingError("G2 element is not on the curve or not in the subgroup")
-        return p
+    return _decode_point(b, G2_BYTES, "G2 element", G2, lib.ep2_read_bin)
 
 
 def gt_from_bytes(b: bytes) -> GTElement:
-    _check_len(b, GT_BYTES, "GT element")
-    with LOCK:
-        e = GTElement.from_binary(bytes(b))
-        if not e.is_valid():
-            raise EncodingError("GT element is not in the subgroup")
-        return e
+    return _decode(
+        _check_len(b, GT_BYTES, "GT element"), GT_BYTES, "GT element", GTElement, lib.fp12_read_bin
+    )
 
 
 def scalar_to_bytes(s: int) -> bytes:
@@ -237,8 +427,8 @@ def scalar_to_bytes(s: int) -> bytes:
 
 
 def scalar_from_bytes(b: bytes) -> int:
-    _check_len(b, SCALAR_BYTES, "scalar")
-    s = int.from_bytes(b, "big")
+    raw = _check_len(b, SCALAR_BYTES, "scalar")
+    s = int.from_bytes(raw, "big")
     if s >= ORDER:
         raise EncodingError("scalar is not reduced modulo the group order")
     return s

@@ -9,5 +9,16 @@ from setuptools import Extension, setup
 EXTRA_COMPILE_ARGS = ["-O3", "-std=c11", "-Wall", "-Wextra"]
 
 extensions: list[Extension] = []
+extensions.append(
+    Extension("core.aez._aez", ["core/aez/_aez.c"], extra_compile_args=EXTRA_COMPILE_ARGS)
+)
+extensions.append(
+    Extension(
+        "core.fe._pairing",
+        ["core/fe/_pairing.c"],
+        extra_compile_args=EXTRA_COMPILE_ARGS,
+        libraries=["dl"],
+    )
+)
 
 setup(ext_modules=extensions)

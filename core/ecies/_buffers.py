@@ -6,7 +6,8 @@ which alone would double the cost of AES-256-GCM (measured on the development ma
 bytearray is zero-filled first; a `bytes()` copy of it another 0.05 s). So the payload is
 written straight into a new, uninitialised `bytes` object made with the CPython C API
 `PyBytes_FromStringAndSize(NULL, n)`, which is exactly how C extensions build their results:
-the object is filled in before any other code can see it, and only then returned.
+the object is filled in before any other code can see it, and only then returned. This needs
+CPython (`ctypes.pythonapi`), which is what cipherd runs on.
 """
 
 import ctypes

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 from psycopg_pool import ConnectionPool
 
 from app.keystore.sql import Cursor, SqlKeyStore
@@ -35,6 +36,7 @@ class _QmarkCursor:
 class PostgresKeyStore(SqlKeyStore):
     BLOB_TYPE = "BYTEA"
     ROW_LOCK = " FOR UPDATE"
+    INTEGRITY_ERROR = psycopg.IntegrityError
 
     def __init__(self, url: str, wrapper: KeyWrapper, pool_size: int = 8) -> None:
         super().__init__(wrapper)

@@ -68,6 +68,8 @@ class SqlKeyStore(KeyStore):
     BLOB_TYPE = "BLOB"
     # Appended to the SELECT that reads a key row inside a write transaction, to hold it.
     ROW_LOCK = ""
+    # What the driver raises when an INSERT hits a unique constraint.
+    INTEGRITY_ERROR: type[Exception]
 
     def __init__(self, wrapper: KeyWrapper) -> None:
         self._wrapper = wrapper
@@ -101,6 +103,22 @@ class SqlKeyStore(KeyStore):
     ) -> KeyInfo:
         now = time.time()
         wrapped = self._wrapper.wrap(secret, name, 1, type)
+        try:
+            return self._insert_key(name, type, params, exportable, wrapped, public, now)
+        except self.INTEGRITY_ERROR:
+            # Another replica created the same name between our check and our insert.
+            raise KeyExistsError(name) from None
+
+    def _insert_key(
+        self,
+        name: str,
+        type: str,
+        params: dict[str, Any],
+        exportable: bool,
+        wrapped: bytes,
+        public: bytes | None,
+        now: float,
+    ) -> KeyInfo:
         with self._transaction(write=True) as cursor:
             cursor.execute("SELECT 1 FROM keys WHERE name = ?", (name,))
             if cursor.fetchone() is not None:

@@ -20,6 +20,8 @@ BUSY_TIMEOUT_MS = 30_000
 
 
 class SqliteKeyStore(SqlKeyStore):
+    INTEGRITY_ERROR = sqlite3.IntegrityError
+
     def __init__(self, path: Path, wrapper: KeyWrapper) -> None:
         super().__init__(wrapper)
         self._path = path

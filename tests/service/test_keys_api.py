@@ -1,0 +1,112 @@
+"""Key lifecycle over HTTP."""
+
+import base64
+
+from fastapi.testclient import TestClient
+
+from app.keytypes import KEY_TYPES
+
+PROBLEM = "application/problem+json"
+
+
+def create(client: TestClient, name: str, key_type: str, **extra: object) -> dict:
+    response = client.post("/v1/keys", json={"name": name, "type": key_type, **extra})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def test_create_read_list_rotate_delete(client: TestClient) -> None:
+    created = create(client, "orders", "ecies-secp256k1")
+    assert created["latest_version"] == 1 and created["exportable"] is False
+    assert client.get("/v1/keys/orders").json()["versions"][0]["version"] == 1
+
+    rotated = client.post("/v1/keys/orders/rotate").json()
+    assert rotated["latest_version"] == 2
+    assert [v["version"] for v in rotated["versions"]] == [1, 2]
+
+    assert [k["name"] for k in client.get("/v1/keys").json()["keys"]] == ["orders"]
+    assert client.delete("/v1/keys/orders").status_code == 204
+    missing = client.get("/v1/keys/orders")
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == PROBLEM
+    assert missing.json()["type"] == "urn:cipherd:problem:key-not-found"
+
+
+def test_every_non_fe_type_can_be_created(client: TestClient) -> None:
+    for key_type, spec in KEY_TYPES.items():
+        if spec.family != "fe":
+            assert create(client, f"k-{key_type}", key_type)["type"] == key_type
+
+
+def test_public_part_per_version(client: TestClient) -> None:
+    create(client, "k", "ecies-x25519")
+    first = client.get("/v1/keys/k/public").json()
+    client.post("/v1/keys/k/rotate")
+    second = client.get("/v1/keys/k/public").json()
+    assert (first["version"], second["version"]) == (1, 2)
+    assert len(base64.b64decode(first["public_key"])) == 32
+    assert first["public_key"] != second["public_key"]
+    assert client.get("/v1/keys/k/public", params={"version": 1}).json() == first
+    assert client.get("/v1/keys/k/public", params={"version": 9}).status_code == 404
+
+
+def test_aez_key_has_no_public_part(client: TestClient) -> None:
+    create(client, "sym", "aez")
+    response = client.get("/v1/keys/sym/public")
+    assert response.status_code == 409
+    assert response.json()["type"] == "urn:cipherd:problem:no-public-part"
+
+
+def test_metadata_never_contains_secret_material(client: TestClient) -> None:
+    create(client, "k", "ecies-secp256k1", exportable=True)
+    secret = client.get("/v1/keys/k/export").json()["secret"]
+    for path in ("/v1/keys", "/v1/keys/k", "/v1/keys/k/public"):
+        assert secret not in client.get(path).text
+
+
+def test_export_only_when_exportable(client: TestClient) -> None:
+    create(client, "open", "aez", exportable=True)
+    create(client, "closed", "aez")
+    exported = client.get("/v1/keys/open/export").json()
+    assert len(base64.b64decode(exported["secret"])) == 48
+    refused = client.get("/v1/keys/closed/export")
+    assert refused.status_code == 403
+    assert refused.json()["type"] == "urn:cipherd:problem:not-exportable"
+
+
+def test_bad_creation_requests(client: TestClient) -> None:
+    cases = [
+        ({"name": "x", "type": "rsa"}, 422),
+        ({"name": "bad name", "type": "aez"}, 422),
+        ({"name": "", "type": "aez"}, 422),
+        ({"name": "x" * 129, "type": "aez"}, 422),
+        ({"name": "x", "type": "aez", "dimension": 4}, 422),
+        ({"type": "aez"}, 422),
+        ({"name": "x", "type": "aez", "exportable": "maybe"}, 422),
+    ]
+    for body, status in cases:
+        response = client.post("/v1/keys", json=body)
+        assert response.status_code == status, (body, response.text)
+        assert response.headers["content-type"] == PROBLEM
+        assert response.json()["detail"]
+    assert client.get("/v1/keys").json()["keys"] == []
+
+
+def test_duplicate_name_is_a_conflict_and_keeps_the_first(client: TestClient) -> None:
+    first = create(client, "k", "aez", exportable=True)
+    response = client.post("/v1/keys", json={"name": "k", "type": "ecies-x25519"})
+    assert response.status_code == 409
+    assert client.get("/v1/keys/k").json()["type"] == first["type"] == "aez"
+
+
+def test_malformed_json_is_a_problem(client: TestClient) -> None:
+    response = client.post(
+        "/v1/keys", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert response.headers["content-type"] == PROBLEM
+
+
+def test_unknown_path_and_method(client: TestClient) -> None:
+    assert client.get("/v1/nothing").status_code == 404
+    assert client.put("/v1/keys").status_code == 405

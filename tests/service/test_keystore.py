@@ -1,0 +1,189 @@
+"""The key-store suite, run on SQLite and on a real PostgreSQL."""
+
+import os
+import stat
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.bootstrap import load_admin_token, load_root_key
+from app.keystore import (
+    KeyExistsError,
+    KeyNotFoundError,
+    KeyStore,
+    KeyWrapper,
+    TokenRecord,
+    UnwrapError,
+    VersionNotFoundError,
+    open_store,
+)
+from app.settings import Settings
+
+ROOT_KEY = bytes(range(32))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[KeyStore]:
+    opened = open_store(store_url, KeyWrapper(ROOT_KEY))
+    yield opened
+    opened.close()
+
+
+def test_create_get_and_material(store: KeyStore) -> None:
+    info = store.create("orders", "aez", {}, False, b"s" * 48, None)
+    assert (info.name, info.type, info.latest_version) == ("orders", "aez", 1)
+    assert [v.version for v in info.versions] == [1]
+    material = store.material("orders")
+    assert (material.secret, material.version, material.public) == (b"s" * 48, 1, None)
+    assert "s" * 48 not in repr(material)
+
+
+def test_create_twice_is_refused_and_changes_nothing(store: KeyStore) -> None:
+    store.create("orders", "aez", {}, False, b"a" * 48, None)
+    with pytest.raises(KeyExistsError):
+        store.create("orders", "ecies-x25519", {}, False, b"b" * 32, b"p" * 32)
+    assert store.material("orders").secret == b"a" * 48
+
+
+def test_rotation_keeps_old_versions(store: KeyStore) -> None:
+    store.create("k", "ecies-x25519", {}, False, b"1" * 32, b"P1")
+    info = store.rotate("k", b"2" * 32, b"P2")
+    assert info.latest_version == 2
+    assert store.material("k").secret == b"2" * 32
+    assert store.material("k", 1).secret == b"1" * 32
+    assert store.material("k", 1).public == b"P1"
+    with pytest.raises(VersionNotFoundError):
+        store.material("k", 3)
+
+
+def test_unknown_key(store: KeyStore) -> None:
+    for call in (
+        lambda: store.get("nope"),
+        lambda: store.material("nope"),
+        lambda: store.rotate("nope", b"x", None),
+        lambda: store.delete("nope"),
+    ):
+        with pytest.raises(KeyNotFoundError):
+            call()
+
+
+def test_delete_removes_every_version(store: KeyStore) -> None:
+    store.create("k", "aez", {}, False, b"1" * 48, None)
+    store.rotate("k", b"2" * 48, None)
+    store.delete("k")
+    with pytest.raises(KeyNotFoundError):
+        store.material("k", 1)
+    assert store.list() == []
+    # The name can be used again, starting from version 1.
+    assert store.create("k", "aez", {}, False, b"3" * 48, None).latest_version == 1
+
+
+def test_list_is_sorted_and_params_survive(store: KeyStore) -> None:
+    store.create("b", "ipfe-opt", {"dimension": 10}, True, b"x", b"y")
+    store.create("a", "aez", {}, False, b"x" * 48, None)
+    listed = store.list()
+    assert [k.name for k in listed] == ["a", "b"]
+    assert listed[1].params == {"dimension": 10} and listed[1].exportable
+
+
+def test_concurrent_rotations_get_distinct_consecutive_versions(store: KeyStore) -> None:
+    store.create("hot", "aez", {}, False, b"0" * 48, None)
+    errors: list[BaseException] = []
+
+    def rotate(i: int) -> None:
+        try:
+            store.rotate("hot", bytes([i]) * 48, None)
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=rotate, args=(i,)) for i in range(1, 21)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    info = store.get("hot")
+    assert info.latest_version == 21
+    assert [v.version for v in info.versions] == list(range(1, 22))
+    secrets_seen = {store.material("hot", v).secret for v in range(2, 22)}
+    assert secrets_seen == {bytes([i]) * 48 for i in range(1, 21)}
+
+
+def test_secrets_are_stored_wrapped(store: KeyStore, store_url: str) -> None:
+    store.create("k", "aez", {}, False, b"S3CRET-MATERIAL" * 3 + b"xxx", None)
+    if store_url.startswith("sqlite"):
+        raw = Path(store_url.removeprefix("sqlite:///")).read_bytes()
+        assert b"S3CRET-MATERIAL" not in raw
+
+
+def test_wrapped_blob_is_bound_to_its_row(store_url: str) -> None:
+    """A blob copied to another key's row does not unwrap: the AAD binds name and version."""
+    store = open_store(store_url, KeyWrapper(ROOT_KEY))
+    try:
+        store.create("a", "aez", {}, False, b"a" * 48, None)
+        store.create("b", "aez", {}, False, b"b" * 48, None)
+        with store._transaction(write=True) as cursor:  # type: ignore[attr-defined]
+            cursor.execute("SELECT wrapped FROM key_versions WHERE name = ?", ("a",))
+            (blob,) = cursor.fetchone()
+            cursor.execute("UPDATE key_versions SET wrapped = ? WHERE name = ?", (blob, "b"))
+        with pytest.raises(UnwrapError):
+            store.material("b")
+    finally:
+        store.close()
+
+
+def test_wrong_root_key_does_not_unwrap(store_url: str) -> None:
+    first = open_store(store_url, KeyWrapper(ROOT_KEY))
+    first.create("k", "aez", {}, False, b"k" * 48, None)
+    first.close()
+    second = open_store(store_url, KeyWrapper(bytes(32)))
+    try:
+        with pytest.raises(UnwrapError):
+            second.material("k")
+    finally:
+        second.close()
+
+
+def test_tokens(store: KeyStore) -> None:
+    record = TokenRecord(
+        "0123456789abcdef", b"h" * 32, "ci", ("orders-*",), ("encrypt",), 1.0, None
+    )
+    store.add_token(record)
+    assert store.token_by_hash(b"h" * 32) == record
+    assert store.token_by_hash(b"x" * 32) is None
+    assert store.list_tokens() == [record]
+    assert store.delete_token(record.id) is True
+    assert store.delete_token(record.id) is False
+    assert store.token_by_hash(b"h" * 32) is None
+
+
+def test_ping(store: KeyStore) -> None:
+    store.ping()
+
+
+def test_embedded_default_generates_secrets_once_with_mode_0600(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    root_key = load_root_key(settings)
+    token = load_admin_token(settings)
+    assert len(root_key) == 32 and token.startswith("cda_")
+    assert load_root_key(settings) == root_key and load_admin_token(settings) == token
+    for path in (settings.generated_root_key_file, settings.admin_token_file):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_root_key_from_environment_must_be_32_bytes(tmp_path: Path) -> None:
+    from app.bootstrap import BootstrapError
+
+    with pytest.raises(BootstrapError, match="32"):
+        load_root_key(Settings(data_dir=tmp_path, root_key="AAAA"))
+    with pytest.raises(BootstrapError, match="base64"):
+        load_root_key(Settings(data_dir=tmp_path, root_key="not base64!"))

@@ -36,6 +36,7 @@ class ProblemDetail(BaseModel):
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ProblemDetail, "content": {PROBLEM_JSON: {}}, "description": description}
     for status, description in (
+        (400, "the ciphertext does not decrypt or authenticate"),
         (401, "missing or invalid token"),
         (403, "the token's scope does not allow this"),
         (404, "no such key or version"),

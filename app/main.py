@@ -21,12 +21,13 @@ from app.keystore import KeyWrapper, open_store
 from app.logs import configure_logging
 from app.middleware import BodyTooLarge, ObserveMiddleware
 from app.openapi import install_openapi
-from app.routers import ecies, health, keys, tokens
+from app.routers import aez, ecies, health, keys, tokens
 from app.settings import Settings, get_settings
 
 
 def _operation_id(route: APIRoute) -> str:
-    return route.name
+    """Stable, readable names for generated clients: `ecies_encrypt`, `keys_create_key`."""
+    return f"{route.tags[0]}_{route.name}" if route.tags else route.name
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -57,7 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return problem_response(Problem(413, "body-too-large", "Body too large", str(exc)))
 
     app.add_middleware(ObserveMiddleware, max_body_bytes=settings.max_body_bytes)
-    for router in (health.router, keys.router, tokens.router, ecies.router):
+    for router in (health.router, keys.router, tokens.router, ecies.router, aez.router):
         app.include_router(router)
     install_openapi(app)
     return app

@@ -13,8 +13,10 @@ RELIC at once can corrupt results. Every call into RELIC from this package holds
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Sequence
+from types import ModuleType
 
 from cffi import FFI
 from petrelic.bindings import _C as PETRELIC_LIB
@@ -127,3 +129,20 @@ def point_array(ctype: str, size: int, points: Sequence[object]) -> object:
     for i, p in enumerate(points):
         ffi.memmove(out + i, p.pt, size)
     return out
+
+
+def load_compiled(name: str = "core.fe._pairing") -> ModuleType | None:
+    """The compiled pairing module bound to this librelic, or None when it cannot load.
+
+    Everything it speeds up has a pure-Python path over `lib` with identical results.
+    """
+    try:
+        module = importlib.import_module(name)
+        with LOCK:
+            module.init(LIBRELIC_PATH)
+    except (ImportError, OSError):
+        return None
+    return module
+
+
+pairing_ext = load_compiled()

@@ -7,20 +7,20 @@ routines through `core.fe._relic`, chunked because RELIC keeps its temporaries o
 
 Encodings are RELIC's compressed ones at fixed sizes (G1 49 B, G2 97 B, GT 384 B, scalars 32 B
 big-endian). RELIC writes the identity of G1 and G2 as one zero byte; here it is all-zero bytes
-of the full size, and it is accepted on input (it is a group element; schemes that must not
-see it check for it themselves). Decoding checks, in order: length, RELIC's error code (bad
-prefix, x not on the curve), canonical form (re-encoding gives the same bytes) and membership
-of the prime-order subgroup, each with its own `EncodingError` message.
+of the full size (as RELIC's compressed identity of GT already is), and it is accepted on input:
+it is a group element, and schemes that must not see it check for it themselves. Decoding
+checks, in order: length, prefix byte, RELIC's error code (x not on the curve, or not a valid
+compressed Fp12), canonical form (re-encoding gives the same bytes) and membership of the
+prime-order subgroup, each with its own `EncodingError` message. RELIC prints a line
+("ERROR THROWN ...") to stdout when it rejects bytes; nothing else comes of it.
 """
 
 from __future__ import annotations
 
-import importlib
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from random import Random
-from types import ModuleType
 
 from petrelic.bindings import _FFI as PETRELIC_FFI
 from petrelic.multiplicative.pairing import (
@@ -86,20 +86,6 @@ SMALL_MSM = 16
 SMALL_MUL = 1 << 32
 # From this many scalars on, one point gets its own comb table before multiplying.
 COMB_BATCH = 8
-
-
-def load_compiled(name: str = "core.fe._pairing") -> ModuleType | None:
-    """The compiled prepared-pairing module bound to librelic, or None if it cannot load."""
-    try:
-        module = importlib.import_module(name)
-        with LOCK:
-            module.init(_relic.LIBRELIC_PATH)
-    except (ImportError, OSError):
-        return None
-    return module
-
-
-_pairing = load_compiled()
 
 
 def random_scalar(rng: Random | None = None) -> int:
@@ -311,9 +297,9 @@ class PreparedG2:
             self._points = _points(_G2, points)
             self._present: bytes | None = None
             self._lines: bytes | None = None
-            if _pairing is not None:
+            if _relic.pairing_ext is not None:
                 buf = ffi.buffer(self._points, _G2.size * len(points))
-                self._lines, self._present = _pairing.prepare(buf)
+                self._lines, self._present = _relic.pairing_ext.prepare(buf)
         self._count = len(points)
 
     def __len__(self) -> int:
@@ -346,10 +332,10 @@ def pair(g1s: Sequence[G1Element], g2s: Sequence[G2Element] | PreparedG2) -> GTE
         left = _points(_G1, g1s)
         if not isinstance(g2s, PreparedG2):
             return _pair_arrays(left, _points(_G2, g2s), n)
-        if g2s._lines is None:
+        if g2s._lines is None or _relic.pairing_ext is None:
             return _pair_arrays(left, g2s._points, n)
         out = GTElement()
-        _pairing.pair(
+        _relic.pairing_ext.pair(
             g2s._lines, g2s._present, ffi.buffer(left, _G1.size * n), PETRELIC_FFI.buffer(out.pt)
         )
         return out
@@ -390,16 +376,17 @@ def _decode_point(b: object, size: int, what: str, group: type, reader: Callable
             return group.neutral_element()
     if raw[0] not in (2, 3):
         raise EncodingError(f"{what} has an invalid prefix byte {raw[0]:#04x}")
-    return _decode(raw, size, what, group._element_type(), reader)
+    return _decode(raw, what, "is not a point on the curve", group._element_type(), reader)
 
 
-def _decode(raw: bytes, size: int, what: str, element: type, reader: Callable) -> object:
+def _decode(raw: bytes, what: str, invalid: str, element: type, reader: Callable) -> object:
+    """Read with RELIC, then check its error code, canonical form and the subgroup."""
     with LOCK:
         out = element()
         _relic.clear_error()
-        reader(out.pt, raw, size)
+        reader(out.pt, raw, len(raw))
         if _relic.failed():
-            raise EncodingError(f"{what} does not decode to a point on the curve")
+            raise EncodingError(f"{what} {invalid}")
         if out.to_binary() != raw:
             raise EncodingError(f"{what} is not in canonical form")
         if not out.is_valid():
@@ -416,8 +403,10 @@ def g2_from_bytes(b: bytes) -> G2Element:
 
 
 def gt_from_bytes(b: bytes) -> GTElement:
+    """The identity is the all-zero encoding here too (RELIC's compressed form of 1)."""
+    raw = _check_len(b, GT_BYTES, "GT element")
     return _decode(
-        _check_len(b, GT_BYTES, "GT element"), GT_BYTES, "GT element", GTElement, lib.fp12_read_bin
+        raw, "GT element", "is not a valid compressed Fp12 element", GTElement, lib.fp12_read_bin
     )
 
 

@@ -1,0 +1,173 @@
+"""Real `cipherd serve` processes for end-to-end tests.
+
+Each server is `python -m app serve` in a subprocess with its own environment, its output going
+to a file (a pipe would fill and stall a server that logs at DEBUG). `start` returns once
+/readyz answers 200 and, with several workers, every worker process is up.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+STARTUP_SECONDS = 60
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def workers(pid: int) -> list[int]:
+    """The uvicorn worker processes under a multi-worker `cipherd serve` process."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    children = [int(p) for p in path.read_text().split()] if path.exists() else []
+    return [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+def cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+class ServerError(RuntimeError):
+    """The server did not come up; the message ends with its last output."""
+
+
+@dataclass
+class Server:
+    url: str
+    admin_token: str
+    process: subprocess.Popen[bytes]
+    data_dir: Path
+    log_path: Path
+    command: list[str]
+    env: dict[str, str]
+
+    def client(self, token: str | None = None, **kwargs: object) -> httpx.Client:
+        """An HTTP client for this server with the admin token (or `token`)."""
+        headers = {"Authorization": f"Bearer {token or self.admin_token}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kwargs)  # type: ignore[arg-type]
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: no shutdown code runs, as in a power cut."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=15)
+
+    def stop(self) -> None:
+        """SIGTERM and wait for a clean exit; SIGKILL if it does not come."""
+        if self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
+
+
+def start(
+    data_dir: Path,
+    *,
+    workers_count: int = 1,
+    env: Mapping[str, str] | None = None,
+    log_path: Path | None = None,
+    port: int | None = None,
+) -> Server:
+    """Start `cipherd serve` on a free loopback port and wait until it is ready.
+
+    `env` adds or overrides CIPHERD_* settings; without CIPHERD_ADMIN_TOKEN in it the server
+    generates one into the data directory and this reads it from there.
+    """
+    port = port or free_port()
+    full_env = {
+        key: value for key, value in os.environ.items() if not key.startswith("CIPHERD_")
+    }
+    full_env |= {"CIPHERD_DATA_DIR": str(data_dir), "CIPHERD_LOG_LEVEL": "WARNING"}
+    full_env |= dict(env or {})
+    log_path = log_path or data_dir.parent / f"server-{port}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable,
+        "-m",
+        "app",
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers_count),
+    ]
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            command,
+            env=full_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so kill() reaches the workers
+        )
+    url = f"http://127.0.0.1:{port}"
+    server = Server(url, "", process, data_dir, log_path, command, full_env)
+    try:
+        _wait_ready(server, workers_count)
+    except BaseException:
+        server.kill()
+        raise
+    server.admin_token = full_env.get("CIPHERD_ADMIN_TOKEN") or (
+        (data_dir / "admin-token").read_text().strip()
+    )
+    return server
+
+
+def restart(server: Server) -> Server:
+    """Start the same command with the same settings again, after a kill or a stop."""
+    port = int(server.command[server.command.index("--port") + 1])
+    workers_count = int(server.command[server.command.index("--workers") + 1])
+    return start(
+        server.data_dir,
+        workers_count=workers_count,
+        env=server.env,
+        log_path=server.log_path,
+        port=port,
+    )
+
+
+def _wait_ready(server: Server, workers_count: int) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise ServerError(f"server exited with {server.process.returncode}: {_tail(server)}")
+        try:
+            ready = httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            ready = False
+        if ready and (workers_count == 1 or len(workers(server.process.pid)) >= workers_count):
+            return
+        time.sleep(0.1)
+    raise ServerError(f"server not ready after {STARTUP_SECONDS} s: {_tail(server)}")
+
+
+def _tail(server: Server) -> str:
+    return server.output()[-3000:]
+
+
+@contextmanager
+def running(data_dir: Path, **kwargs: object) -> Iterator[Server]:
+    """A started server, stopped on the way out (killed if it does not stop)."""
+    server = start(data_dir, **kwargs)  # type: ignore[arg-type]
+    try:
+        yield server
+    finally:
+        server.stop()

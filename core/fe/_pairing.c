@@ -16,6 +16,11 @@
  * the G1 point, one by its y coordinate, one independent of it. Which slots those are depends on
  * the twist type, so `init` finds them by evaluating one line at three probe points.
  *
+ * The module also keeps the two other loops that are too slow driven call by call from Python:
+ * the baby steps of a discrete-log table, and fixed-base multiplication with a table of 8-bit
+ * windows (32 windows of 255 affine multiples each: at most 32 mixed additions per scalar,
+ * against ~64 doublings and additions for RELIC's comb method with its 16-entry table).
+ *
  * RELIC is not thread-safe: callers hold the Python-side lock around every function here.
  */
 #define PY_SSIZE_T_CLEAN
@@ -53,6 +58,7 @@ typedef void (*fp2_fn)(void *c, const void *a);
 typedef void (*fp_dig_fn)(void *c, uint64_t d);
 typedef int (*is_fn)(const void *p);
 typedef void (*bn_fn)(void *b);
+typedef void (*norm_sim_fn)(void *r, const void *t, int n);
 
 static struct {
     line_fn dbl, add;
@@ -61,6 +67,8 @@ static struct {
     fp_dig_fn fp_set_dig, fp12_set_dig;
     is_fn ep_is_infty, ep2_is_infty;
     bn_fn fp_prime_get_par, ep2_curve_get_gen;
+    fp3_fn ep_add, ep2_add;
+    norm_sim_fn ep_norm_sim, ep2_norm_sim;
 } R;
 
 static int ready;
@@ -187,6 +195,10 @@ static PyObject *py_init(PyObject *self, PyObject *args) {
     R.ep2_is_infty = (is_fn)sym(h, "ep2_is_infty", &missing);
     R.fp_prime_get_par = (bn_fn)sym(h, "fp_prime_get_par", &missing);
     R.ep2_curve_get_gen = (bn_fn)sym(h, "ep2_curve_get_gen", &missing);
+    R.ep_add = (fp3_fn)sym(h, "ep_add_projc", &missing);
+    R.ep2_add = (fp3_fn)sym(h, "ep2_add_projc", &missing);
+    R.ep_norm_sim = (norm_sim_fn)sym(h, "ep_norm_sim", &missing);
+    R.ep2_norm_sim = (norm_sim_fn)sym(h, "ep2_norm_sim", &missing);
     if (missing) {
         PyErr_SetString(PyExc_OSError, "librelic lacks a function the prepared pairing needs");
         return NULL;
@@ -428,11 +440,125 @@ static PyObject *py_baby_steps(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+#define WINDOWS 32
+#define DIGITS 255
+
+/* The point size, addition and batch normalisation of G1 (kind 1) or G2 (kind 2). */
+static int curve_ops(int kind, size_t *size, fp3_fn *add, norm_sim_fn *norm_sim) {
+    if (kind == 1) {
+        *size = sizeof(ep_st);
+        *add = R.ep_add;
+        *norm_sim = R.ep_norm_sim;
+    } else if (kind == 2) {
+        *size = sizeof(ep2_st);
+        *add = R.ep2_add;
+        *norm_sim = R.ep2_norm_sim;
+    } else {
+        PyErr_SetString(PyExc_ValueError, "kind must be 1 (G1) or 2 (G2)");
+        return 0;
+    }
+    return 1;
+}
+
+/* fixed_table(kind, point) -> table of d * 256^w * point, w < 32, 1 <= d <= 255, affine. */
+static PyObject *py_fixed_table(PyObject *self, PyObject *args) {
+    Py_buffer pt;
+    int kind, w, d;
+    size_t size;
+    fp3_fn add;
+    norm_sim_fn norm_sim;
+    PyObject *table;
+    char *base, *row;
+    (void)self;
+    if (!check_ready() || !PyArg_ParseTuple(args, "iy*", &kind, &pt)) {
+        return NULL;
+    }
+    if (!curve_ops(kind, &size, &add, &norm_sim) || pt.len != (Py_ssize_t)size) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "point buffer has the wrong size");
+        }
+        PyBuffer_Release(&pt);
+        return NULL;
+    }
+    table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(WINDOWS * DIGITS * size));
+    base = malloc(size);
+    if (table == NULL || base == NULL) {
+        Py_XDECREF(table);
+        free(base);
+        PyBuffer_Release(&pt);
+        return PyErr_NoMemory();
+    }
+    memcpy(base, pt.buf, size);
+    Py_BEGIN_ALLOW_THREADS
+    for (w = 0; w < WINDOWS; w++) {
+        row = PyBytes_AS_STRING(table) + (size_t)w * DIGITS * size;
+        memcpy(row, base, size);
+        for (d = 1; d < DIGITS; d++) {
+            add(row + (size_t)d * size, row + (size_t)(d - 1) * size, base);
+        }
+        add(base, row + (size_t)(DIGITS - 1) * size, base); /* 256 * base */
+        norm_sim(row, row, DIGITS);
+    }
+    Py_END_ALLOW_THREADS
+    free(base);
+    PyBuffer_Release(&pt);
+    return table;
+}
+
+/* fixed_mul(kind, table, scalars, out): scalars are 32-byte little-endian integers. */
+static PyObject *py_fixed_mul(PyObject *self, PyObject *args) {
+    Py_buffer table, scalars, out;
+    int kind;
+    size_t size;
+    fp3_fn add;
+    norm_sim_fn norm_sim;
+    PyObject *ret = NULL;
+    (void)self;
+    if (!check_ready() || !PyArg_ParseTuple(args, "iy*y*w*", &kind, &table, &scalars, &out)) {
+        return NULL;
+    }
+    if (!curve_ops(kind, &size, &add, &norm_sim)) {
+        goto done;
+    }
+    if (table.len != (Py_ssize_t)(WINDOWS * DIGITS * size) || scalars.len % WINDOWS != 0 ||
+        out.len != scalars.len / WINDOWS * (Py_ssize_t)size) {
+        PyErr_SetString(PyExc_ValueError, "buffer sizes do not match");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    {
+        Py_ssize_t i, n = scalars.len / WINDOWS;
+        const unsigned char *k = scalars.buf;
+        const char *t = table.buf;
+        int w;
+        for (i = 0; i < n; i++) {
+            char *r = (char *)out.buf + i * (Py_ssize_t)size;
+            memset(r, 0, size); /* z = 0: the point at infinity */
+            for (w = 0; w < WINDOWS; w++) {
+                unsigned d = k[i * WINDOWS + w];
+                if (d != 0) {
+                    add(r, r, t + ((size_t)w * DIGITS + d - 1) * size);
+                }
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    ret = Py_None;
+    Py_INCREF(ret);
+done:
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&scalars);
+    PyBuffer_Release(&out);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"init", py_init, METH_VARARGS, "Bind to the loaded librelic and learn its line layout."},
     {"prepare", py_prepare, METH_VARARGS, "Miller-loop lines of G2 points."},
     {"pair", py_pair, METH_VARARGS, "Product of pairings with prepared G2 points."},
     {"baby_steps", py_baby_steps, METH_VARARGS, "First limbs of successive powers in GT."},
+    {"fixed_table", py_fixed_table, METH_VARARGS, "Window table for fixed-base multiplication."},
+    {"fixed_mul", py_fixed_mul, METH_VARARGS, "Fixed-base multiplications with a window table."},
     {NULL, NULL, 0, NULL},
 };
 

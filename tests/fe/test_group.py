@@ -53,12 +53,17 @@ def test_random_scalar(rng: random.Random) -> None:
     assert all(0 <= s < R for s in draws)
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["window-table", "comb-table"])
 @pytest.mark.parametrize(
     ("gen_mul", "group_cls"), [(group.g1_gen_mul, G1), (group.g2_gen_mul, G2)], ids=["g1", "g2"]
 )
-def test_generator_tables_match_plain_multiplication(gen_mul, group_cls, rng) -> None:
+def test_generator_tables_match_plain_multiplication(gen_mul, group_cls, compiled, rng) -> None:
     scalars = [*SCALARS, *(rng.randrange(R) for _ in range(10))]
-    got = gen_mul(scalars)
+    with pytest.MonkeyPatch.context() as mp:
+        if not compiled:
+            mp.setattr(_relic, "pairing_ext", None)
+        got = gen_mul(scalars)
+        assert gen_mul([]) == []
     with group.LOCK:
         g = group_cls.generator()
         assert got == [g ** (s % R) for s in scalars]
@@ -233,6 +238,14 @@ def test_compiled_module_guards() -> None:
             ext.pair(lines, present, b"", bytearray(_relic.GT_SIZE))
         with pytest.raises(ValueError, match="bad buffer sizes"):
             ext.baby_steps(b"\x00", bytearray(8))
+        with pytest.raises(ValueError, match="kind"):
+            ext.fixed_table(3, bytes(_relic.G1_POINT_SIZE))
+        with pytest.raises(ValueError, match="wrong size"):
+            ext.fixed_table(1, bytes(_relic.G2_POINT_SIZE))
+        with pytest.raises(ValueError, match="kind"):
+            ext.fixed_mul(0, b"", b"", bytearray())
+        with pytest.raises(ValueError, match="do not match"):
+            ext.fixed_mul(1, b"", bytes(32), bytearray(_relic.G1_POINT_SIZE))
         with pytest.raises(OSError, match="cannot reach"):
             ext.init("/nonexistent/librelic.so")
 

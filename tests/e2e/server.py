@@ -93,9 +93,7 @@ def start(
     generates one into the data directory and this reads it from there.
     """
     port = port or free_port()
-    full_env = {
-        key: value for key, value in os.environ.items() if not key.startswith("CIPHERD_")
-    }
+    full_env = {key: value for key, value in os.environ.items() if not key.startswith("CIPHERD_")}
     full_env |= {"CIPHERD_DATA_DIR": str(data_dir), "CIPHERD_LOG_LEVEL": "WARNING"}
     full_env |= dict(env or {})
     log_path = log_path or data_dir.parent / f"server-{port}.log"

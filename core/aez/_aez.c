@@ -1311,6 +1311,9 @@ static PyObject *py_prf(PyObject *self, PyObject *args) {
     return res;
 }
 
+/* Tweak indices for e(): far beyond any real message, small enough to compute at once. */
+#define MAX_TWEAK_I (1 << 24)
+
 static PyObject *py_e(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *key;
@@ -1322,8 +1325,9 @@ static PyObject *py_e(PyObject *self, PyObject *args) {
     }
     PyObject *res = NULL;
     aez_key k;
-    if (block.len != 16 || j < -1) {
-        PyErr_SetString(PyExc_ValueError, "block must be 16 bytes and j at least -1");
+    if (block.len != 16 || j < -1 || i > MAX_TWEAK_I) {
+        PyErr_Format(PyExc_ValueError,
+                     "block must be 16 bytes, j at least -1 and i at most %d", MAX_TWEAK_I);
     } else if (load_key(key, &k) == 0) {
         blk x = bload(block.buf);
         if (j == -1) {

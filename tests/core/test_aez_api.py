@@ -234,3 +234,16 @@ def test_backend_selection() -> None:
         _aez.set_backend("fastest")
     with pytest.raises(TypeError):
         _aez.set_backend(1)  # type: ignore[arg-type]
+
+
+def test_internal_functions_check_their_arguments() -> None:
+    with pytest.raises(ValueError, match="i at most"):
+        _aez.e(KEY, 0, 1 << 40, bytes(16))
+    with pytest.raises(ValueError, match="16 bytes"):
+        _aez.e(KEY, 0, 1, bytes(15))
+    with pytest.raises(ValueError, match="j at least -1"):
+        _aez.e(KEY, -2, 1, bytes(16))
+    with pytest.raises(ValueError, match="delta must be 16 bytes"):
+        _aez.prf(KEY, bytes(8), 16)
+    with pytest.raises(TypeError, match="not a single string"):
+        _aez.hash(KEY, 128, b"nonce")

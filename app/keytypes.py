@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from app.fe_schemes import FE_SCHEMES, FeScheme
 from core import ecies
 
 AEZ_KEY_BYTES = 48
@@ -34,6 +35,14 @@ def _aez(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
     return os.urandom(AEZ_KEY_BYTES), None
 
 
+def _fe(scheme: FeScheme) -> KeyType:
+    def generate(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
+        return scheme.setup(params["dimension"])
+
+    kind = "quadratic" if scheme.quadratic else "inner-product"
+    return KeyType(scheme.key_type, "fe", generate, f"{scheme.name} {kind} FE master key")
+
+
 KEY_TYPES: dict[str, KeyType] = {
     kt.name: kt
     for kt in (
@@ -41,5 +50,6 @@ KEY_TYPES: dict[str, KeyType] = {
         _ecies("x25519"),
         _ecies("ed25519"),
         KeyType("aez", "aez", _aez, "48 random bytes for AEZ"),
+        *(_fe(scheme) for scheme in FE_SCHEMES.values()),
     )
 }

@@ -16,12 +16,13 @@ from app import __version__
 from app.auth import Authenticator
 from app.bootstrap import load_admin_token, load_root_key
 from app.errors import Problem, install_handlers, problem_response
+from app.fe_cache import FeCaches
 from app.keyring import Keyring
 from app.keystore import KeyWrapper, open_store
 from app.logs import configure_logging
 from app.middleware import BodyTooLarge, ObserveMiddleware
 from app.openapi import install_openapi
-from app.routers import aez, ecies, health, keys, tokens
+from app.routers import aez, ecies, fe, health, keys, tokens
 from app.settings import Settings, get_settings
 
 
@@ -49,6 +50,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.keyring = Keyring(store, settings.key_cache_seconds)
+    app.state.fe_caches = FeCaches(
+        settings.fe_table_cache_bytes, settings.fe_prepared_cache_entries
+    )
     app.state.auth = Authenticator(store, load_admin_token(settings), settings.token_cache_seconds)
 
     install_handlers(app)
@@ -58,7 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return problem_response(Problem(413, "body-too-large", "Body too large", str(exc)))
 
     app.add_middleware(ObserveMiddleware, max_body_bytes=settings.max_body_bytes)
-    for router in (health.router, keys.router, tokens.router, ecies.router, aez.router):
+    for router in (health.router, keys.router, tokens.router, ecies.router, aez.router, fe.router):
         app.include_router(router)
     install_openapi(app)
     return app

@@ -33,8 +33,8 @@ class Settings(BaseSettings):
     log_format: str = Field("json", description="json or text")
     log_level: str = Field("INFO")
 
-    fe_max_dimension: int = Field(256, ge=1, description="largest FE dimension a key may have")
-    fe_max_range: int = Field(2**40, ge=1, description="widest decrypt range hi - lo")
+    fe_max_dimension: int = Field(128, ge=1, description="largest FE dimension a key may have")
+    fe_max_range: int = Field(2**32, ge=1, description="widest decrypt range hi - lo")
     fe_table_cache_bytes: int = Field(
         256 * 1024 * 1024, ge=0, description="memory for cached discrete-log tables"
     )

@@ -1,0 +1,379 @@
+"""Functional encryption with server-held master keys: keygen, encrypt, decrypt, in batches.
+
+The authority's master key never leaves the service. Clients ask for functional keys (for a
+vector y, or a matrix F for the quadratic schemes) and ciphertexts, which travel as the versioned
+bytes of `core.fe` (base64 here), so they can also be decrypted without the service. Decryption
+needs no secret: it checks every point it receives, then reuses cached discrete-log tables and
+prepared keys. Limits on dimension and range are checked before any work.
+"""
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field, StrictInt, model_validator
+
+from app.auth import Operation
+from app.batch import check_batch_size, run_each
+from app.deps import KeyName, KeyringDep, SettingsDep, key_access
+from app.errors import ERROR_RESPONSES, ProblemDetail, invalid_input, wrong_key_type
+from app.fe_cache import FeCaches
+from app.fe_schemes import FE_SCHEMES, FeScheme
+from app.keyring import Keyring
+from app.keystore import KeyMaterial
+from app.metrics import timed
+from app.schemas import Base64Bytes
+from app.settings import Settings
+from core.fe import group
+
+router = APIRouter(prefix="/v1/fe", tags=["fe"], responses=ERROR_RESPONSES)
+
+I64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
+Vector = Annotated[list[I64], Field(min_length=1, max_length=4096)]
+KeyVersion = Annotated[int | None, Field(ge=1, description="master key version; default latest")]
+
+
+class FeKeygenRequest(BaseModel):
+    y: Vector | None = Field(None, description="inner-product schemes: the function vector")
+    f: Annotated[list[Vector], Field(min_length=1, max_length=4096)] | None = Field(
+        None, description="quadratic schemes: the n×n function matrix, row by row"
+    )
+    key_version: KeyVersion = None
+
+    @model_validator(mode="after")
+    def _one_function(self) -> "FeKeygenRequest":
+        if (self.y is None) == (self.f is None):
+            raise ValueError("give y (inner-product schemes) or f (quadratic schemes)")
+        return self
+
+
+class FeEncryptRequest(BaseModel):
+    x: Vector
+    y: Vector | None = Field(None, description="quadratic schemes only: the second vector")
+    key_version: KeyVersion = None
+
+
+class FeDecryptRequest(BaseModel):
+    functional_key: Base64Bytes
+    ciphertext: Base64Bytes
+    bounds: Annotated[list[I64], Field(min_length=2, max_length=2)] = Field(
+        description="[lo, hi]: the result is searched in this range, both ends included"
+    )
+    key_version: KeyVersion = Field(None, description="tao only: whose decryption base to use")
+
+
+class FeDecryptManyRequest(BaseModel):
+    functional_key: Base64Bytes
+    ciphertexts: list[Base64Bytes] = Field(min_length=1)
+    bounds: Annotated[list[I64], Field(min_length=2, max_length=2)]
+    key_version: KeyVersion = None
+
+
+class FeFunctionalKey(BaseModel):
+    functional_key: Base64Bytes
+    key_version: int
+
+
+class FeCiphertext(BaseModel):
+    ciphertext: Base64Bytes
+    key_version: int
+
+
+class FeResult(BaseModel):
+    result: int | None = Field(description="the value, or null when it is outside the bounds")
+
+
+class FeKeygenBatch(BaseModel):
+    items: list[FeKeygenRequest] = Field(min_length=1)
+
+
+class FeEncryptBatch(BaseModel):
+    items: list[FeEncryptRequest] = Field(min_length=1)
+
+
+class FeDecryptBatch(BaseModel):
+    items: list[FeDecryptRequest] = Field(min_length=1)
+
+
+class FeKeygenResult(BaseModel):
+    functional_key: Base64Bytes | None = None
+    key_version: int | None = None
+    error: ProblemDetail | None = None
+
+
+class FeEncryptResult(BaseModel):
+    ciphertext: Base64Bytes | None = None
+    key_version: int | None = None
+    error: ProblemDetail | None = None
+
+
+class FeDecryptResult(BaseModel):
+    result: int | None = None
+    error: ProblemDetail | None = None
+
+
+class FeKeygenBatchResponse(BaseModel):
+    results: list[FeKeygenResult]
+
+
+class FeEncryptBatchResponse(BaseModel):
+    results: list[FeEncryptResult]
+
+
+class FeDecryptBatchResponse(BaseModel):
+    results: list[FeDecryptResult]
+
+
+def _caches(request: Request) -> FeCaches:
+    return request.app.state.fe_caches
+
+
+def _fe_material(keyring: Keyring, name: str, version: int | None) -> tuple[KeyMaterial, FeScheme]:
+    material = keyring.material(name, version)
+    scheme = FE_SCHEMES.get(material.type)
+    if scheme is None:
+        raise wrong_key_type(name, material.type, "functional encryption")
+    return material, scheme
+
+
+def _keygen(keyring: Keyring, caches: FeCaches, name: str, item: FeKeygenRequest) -> FeKeygenResult:
+    material, scheme = _fe_material(keyring, name, item.key_version)
+    function = item.f if scheme.quadratic else item.y
+    if function is None:
+        wanted = "f (an n×n matrix)" if scheme.quadratic else "y (a vector)"
+        raise invalid_input(f"key type {material.type} takes {wanted}")
+    msk = caches.decoded(
+        "master", scheme, name, material.version, material.secret, scheme.master_key
+    )
+    with timed("fe", f"{scheme.name}.keygen"):
+        key = scheme.keygen(msk, function)
+    return FeKeygenResult(functional_key=key, key_version=material.version)
+
+
+def _encrypt(
+    keyring: Keyring, caches: FeCaches, name: str, item: FeEncryptRequest
+) -> FeEncryptResult:
+    material, scheme = _fe_material(keyring, name, item.key_version)
+    if scheme.quadratic:
+        if item.y is None:
+            raise invalid_input(f"key type {material.type} encrypts a pair: give x and y")
+        assert material.public is not None
+        key = caches.decoded(
+            "public", scheme, name, material.version, material.public, scheme.public_key
+        )
+    else:
+        if item.y is not None:
+            raise invalid_input(f"key type {material.type} encrypts one vector: give only x")
+        key = caches.decoded(
+            "master", scheme, name, material.version, material.secret, scheme.master_key
+        )
+    with timed("fe", f"{scheme.name}.encrypt"):
+        ciphertext = scheme.encrypt(key, item.x, item.y)
+    return FeEncryptResult(ciphertext=ciphertext, key_version=material.version)
+
+
+def _check_bounds(bounds: list[int], settings: Settings) -> tuple[int, int]:
+    lo, hi = bounds
+    if lo > hi:
+        raise invalid_input(f"bounds: lo ({lo}) must not be above hi ({hi})")
+    if hi - lo > settings.fe_max_range:
+        raise invalid_input(
+            f"bounds: the range spans {hi - lo}, over this service's maximum of "
+            f"{settings.fe_max_range} (CIPHERD_FE_MAX_RANGE)"
+        )
+    return lo, hi
+
+
+def _decryptor(
+    keyring: Keyring,
+    caches: FeCaches,
+    settings: Settings,
+    name: str,
+    functional_key: bytes,
+    bounds: list[int],
+    version: int | None,
+) -> Callable[[bytes], int | None]:
+    """Decryption of ciphertexts under one functional key: decoded, tabled and prepared once."""
+    lo, hi = _check_bounds(bounds, settings)
+    material, scheme = _fe_material(keyring, name, version)
+    key = caches.functional_key(scheme, functional_key)
+    dimension = material.params["dimension"]
+    if key.n != dimension:
+        raise invalid_input(
+            f"functional_key: dimension {key.n}, but key {name!r} has dimension {dimension}"
+        )
+    if scheme.base == "per-pair":
+
+        def find(ct: Any) -> int | None:
+            return scheme.module.decrypt(key, ct, lo, hi)
+    else:
+        if scheme.base == "master":
+            public = material.public or b""
+            table = caches.table(public, lambda: group.gt_from_bytes(public), lo, hi)
+        else:
+            table = caches.table(b"gT", group.gt_generator, lo, hi)
+
+        def find(ct: Any) -> int | None:
+            return scheme.module.decrypt(table, key, ct)
+
+    def decrypt(data: bytes) -> int | None:
+        ciphertext = scheme.ciphertext(data)
+        with timed("fe", f"{scheme.name}.decrypt"):
+            return find(ciphertext)
+
+    return decrypt
+
+
+def _decrypt_results(results: list[int | ProblemDetail | None]) -> FeDecryptBatchResponse:
+    return FeDecryptBatchResponse(
+        results=[
+            FeDecryptResult(error=r) if isinstance(r, ProblemDetail) else FeDecryptResult(result=r)
+            for r in results
+        ]
+    )
+
+
+@router.post(
+    "/{name}/keygen",
+    response_model=FeFunctionalKey,
+    summary="A functional key for y (inner product) or F (quadratic)",
+    dependencies=[key_access(Operation.KEYGEN)],
+)
+def keygen(
+    body: FeKeygenRequest, name: KeyName, request: Request, keyring: KeyringDep
+) -> FeKeygenResult:
+    return _keygen(keyring, _caches(request), name, body)
+
+
+@router.post(
+    "/{name}/encrypt",
+    response_model=FeCiphertext,
+    summary="A ciphertext of x (inner product) or of x and y (quadratic)",
+    dependencies=[key_access(Operation.ENCRYPT)],
+)
+def encrypt(
+    body: FeEncryptRequest, name: KeyName, request: Request, keyring: KeyringDep
+) -> FeEncryptResult:
+    return _encrypt(keyring, _caches(request), name, body)
+
+
+@router.post(
+    "/{name}/decrypt",
+    response_model=FeResult,
+    summary="The inner product or quadratic form, or null outside the bounds",
+    dependencies=[key_access(Operation.DECRYPT)],
+)
+def decrypt(
+    body: FeDecryptRequest,
+    name: KeyName,
+    request: Request,
+    keyring: KeyringDep,
+    settings: SettingsDep,
+) -> FeResult:
+    decryptor = _decryptor(
+        keyring,
+        _caches(request),
+        settings,
+        name,
+        body.functional_key,
+        body.bounds,
+        body.key_version,
+    )
+    return FeResult(result=decryptor(body.ciphertext))
+
+
+@router.post(
+    "/{name}/decrypt/many",
+    response_model=FeDecryptBatchResponse,
+    summary="One functional key against many ciphertexts",
+    dependencies=[key_access(Operation.DECRYPT)],
+)
+def decrypt_many(
+    body: FeDecryptManyRequest,
+    name: KeyName,
+    request: Request,
+    keyring: KeyringDep,
+    settings: SettingsDep,
+) -> FeDecryptBatchResponse:
+    check_batch_size(len(body.ciphertexts), settings.max_batch_items)
+    decryptor = _decryptor(
+        keyring,
+        _caches(request),
+        settings,
+        name,
+        body.functional_key,
+        body.bounds,
+        body.key_version,
+    )
+    return _decrypt_results(run_each(body.ciphertexts, decryptor))
+
+
+@router.post(
+    "/{name}/keygen/batch",
+    response_model=FeKeygenBatchResponse,
+    response_model_exclude_none=True,
+    summary="Many functional keys",
+    dependencies=[key_access(Operation.KEYGEN)],
+)
+def keygen_batch(
+    body: FeKeygenBatch, name: KeyName, request: Request, keyring: KeyringDep, settings: SettingsDep
+) -> FeKeygenBatchResponse:
+    check_batch_size(len(body.items), settings.max_batch_items)
+    _fe_material(keyring, name, None)
+    results = run_each(body.items, lambda item: _keygen(keyring, _caches(request), name, item))
+    return FeKeygenBatchResponse(
+        results=[FeKeygenResult(error=r) if isinstance(r, ProblemDetail) else r for r in results]
+    )
+
+
+@router.post(
+    "/{name}/encrypt/batch",
+    response_model=FeEncryptBatchResponse,
+    response_model_exclude_none=True,
+    summary="Many ciphertexts",
+    dependencies=[key_access(Operation.ENCRYPT)],
+)
+def encrypt_batch(
+    body: FeEncryptBatch,
+    name: KeyName,
+    request: Request,
+    keyring: KeyringDep,
+    settings: SettingsDep,
+) -> FeEncryptBatchResponse:
+    check_batch_size(len(body.items), settings.max_batch_items)
+    _fe_material(keyring, name, None)
+    results = run_each(body.items, lambda item: _encrypt(keyring, _caches(request), name, item))
+    return FeEncryptBatchResponse(
+        results=[FeEncryptResult(error=r) if isinstance(r, ProblemDetail) else r for r in results]
+    )
+
+
+@router.post(
+    "/{name}/decrypt/batch",
+    response_model=FeDecryptBatchResponse,
+    summary="Many (functional key, ciphertext, bounds) decryptions",
+    dependencies=[key_access(Operation.DECRYPT)],
+)
+def decrypt_batch(
+    body: FeDecryptBatch,
+    name: KeyName,
+    request: Request,
+    keyring: KeyringDep,
+    settings: SettingsDep,
+) -> FeDecryptBatchResponse:
+    check_batch_size(len(body.items), settings.max_batch_items)
+    _fe_material(keyring, name, None)
+
+    def one(item: FeDecryptRequest) -> int | None:
+        decryptor = _decryptor(
+            keyring,
+            _caches(request),
+            settings,
+            name,
+            item.functional_key,
+            item.bounds,
+            item.key_version,
+        )
+        return decryptor(item.ciphertext)
+
+    return _decrypt_results(run_each(body.items, one))

@@ -1,11 +1,19 @@
 """Discrete logarithms in GT over a bounded signed range (baby-step giant-step).
 
-The baby-step table holds a 64-bit fingerprint of each power base^j, the first raw limb of
-its Fp12 value, which RELIC keeps fully reduced and is therefore canonical. Reading it costs
-a fraction of a microsecond, against ~17 µs for hashing the serialised element. An element and
-its inverse (its conjugate) share that limb, and unrelated elements may collide, so every hit
-is confirmed with one exact comparison before it is returned. Keys and exponents live in
-sorted numpy arrays (12 bytes per baby step), searched with `searchsorted`.
+The baby-step table holds a 64-bit fingerprint of each power base^j (0 ≤ j < m): the first raw
+limb of its Fp12 value, which RELIC keeps fully reduced, so it is canonical. Reading it costs a
+fraction of a microsecond, against ~17 µs for hashing the serialised element. An element and
+its inverse (its conjugate) share that limb, so one table answers both base^j and base^-j: each
+giant step covers a window of 2m − 1 values around its centre. Unrelated elements may collide
+too, so every hit is confirmed exactly (one small exponentiation) before it is returned. Keys
+and exponents live in sorted numpy arrays (12 bytes per baby step), searched with
+`searchsorted`; memory is bounded whatever the range.
+
+Windows are visited outward from the point of [lo, hi] nearest to zero, so small results (the
+common case for inner products) come back after a few steps even in a huge range. A value
+outside the range costs a full sweep of about span / (2m) giant steps: callers bound the span.
+For a degenerate base (one of small order, such as the identity), several values in the range
+match; the one nearest that starting point is returned.
 """
 
 from __future__ import annotations
@@ -19,12 +27,14 @@ from petrelic.multiplicative.pairing import GT, GTElement
 from core.fe import _relic
 from core.fe._relic import LOCK, ORDER, lib
 
-# A reused table trades memory for lookups: ranges up to FULL_TABLE values get one entry per
-# value; larger ones aim at GIANT_STEPS_TARGET giant steps per lookup, with at most
-# MAX_BABY_STEPS entries (12 MiB).
+# A reused table trades memory for lookups: ranges up to FULL_TABLE values are covered by a
+# single window; larger ones aim at GIANT_STEPS_TARGET giant steps for a full sweep, with at
+# most MAX_BABY_STEPS entries (12 MiB). One-off tables (per-pair bases) balance build and
+# search, with at most MAX_ONE_OFF_BABY_STEPS entries.
 FULL_TABLE = 1 << 14
 GIANT_STEPS_TARGET = 16
 MAX_BABY_STEPS = 1 << 20
+MAX_ONE_OFF_BABY_STEPS = 1 << 16
 
 
 def _fingerprint(e: GTElement) -> int:
@@ -44,11 +54,19 @@ def _baby_keys(base: GTElement, m: int) -> np.ndarray:
     return keys
 
 
-class DlogTable:
-    """Baby steps of `base` over [lo, hi], built once and reused for many `find` calls.
+def baby_steps_for(span: int, balanced: bool) -> int:
+    """Table size m for a range of span + 1 values (each window covers 2m − 1 of them)."""
+    if balanced:
+        return min(isqrt(span // 2) + 1, MAX_ONE_OFF_BABY_STEPS)
+    wanted = max(FULL_TABLE, -(-span // (2 * GIANT_STEPS_TARGET)))
+    return min(span + 1, wanted, MAX_BABY_STEPS)
 
-    `balanced=True` picks √span baby steps (cheapest build plus one search, for one-off use);
-    the default spends more on the table so that each `find` needs few giant steps.
+
+class DlogTable:
+    """Baby steps of `base` for searches in [lo, hi], built once and reused by `find`.
+
+    `balanced=True` picks about √(span/2) baby steps: the cheapest build plus one search, for
+    one-off use. The default spends more on the table so that each `find` needs few giant steps.
     """
 
     def __init__(self, base: GTElement, lo: int, hi: int, *, balanced: bool = False) -> None:
@@ -57,46 +75,63 @@ class DlogTable:
         self.lo = lo
         self.hi = hi
         self.span = hi - lo
-        m = isqrt(self.span) + 1
-        if not balanced:
-            wanted = max(FULL_TABLE, -(-self.span // GIANT_STEPS_TARGET))
-            m = max(m, min(self.span + 1, wanted, MAX_BABY_STEPS))
-        self.baby_steps = m
+        self.baby_steps = m = baby_steps_for(self.span, balanced)
+        self._start = min(max(0, lo), hi)
         with LOCK:
             self._base = base.__copy__()
             keys = _baby_keys(self._base, m)
             order = np.argsort(keys, kind="stable")
             self._keys = keys[order]
             self._exponents = order.astype(np.uint32)
-            self._shift = base ** (-lo % ORDER)
-            self._giant = (base**m).inverse()
+            self._shift = base ** (-self._start % ORDER)
+            self._step_up = base ** (-(2 * m - 1) % ORDER)
+            self._step_down = self._step_up.inverse()
 
     @property
     def nbytes(self) -> int:
         """Memory held by the table's arrays."""
         return self._keys.nbytes + self._exponents.nbytes
 
-    def _match(self, gamma: GTElement, i: int) -> int | None:
-        """The k = i·m + j ≤ span with gamma == base^j, if the table has one."""
+    def _match(self, gamma: GTElement, centre: int) -> int | None:
+        """The x in [lo, hi] with gamma == base^(x − centre), |x − centre| < m, if any."""
         key = np.uint64(_fingerprint(gamma))
         idx = int(self._keys.searchsorted(key))
         while idx < self.baby_steps and self._keys[idx] == key:
-            k = i * self.baby_steps + int(self._exponents[idx])
-            if k <= self.span and gamma == self._base ** int(self._exponents[idx]):
-                return k
+            j = int(self._exponents[idx])
+            power = self._base**j
+            if gamma == power:
+                x = centre + j
+            elif gamma == power.inverse():
+                x = centre - j
+            else:
+                x = None
+            if x is not None and self.lo <= x <= self.hi:
+                return x
             idx += 1
         return None
 
     def find(self, target: GTElement) -> int | None:
         """Return the x in [lo, hi] with base^x == target, or None."""
+        reach = self.baby_steps - 1
+        width = 2 * reach + 1
         with LOCK:
-            gamma = target * self._shift
-            for i in range(self.span // self.baby_steps + 1):
-                k = self._match(gamma, i)
-                if k is not None:
-                    return self.lo + k
-                lib.fp12_mul_lazyr(gamma.pt, gamma.pt, self._giant.pt)
-        return None
+            up = target * self._shift
+            down = up.__copy__()
+            found = self._match(up, self._start)
+            t = 1
+            while found is None:
+                centre_up = self._start + t * width
+                centre_down = self._start - t * width
+                if centre_up - reach > self.hi and centre_down + reach < self.lo:
+                    return None
+                if centre_up - reach <= self.hi:
+                    lib.fp12_mul_lazyr(up.pt, up.pt, self._step_up.pt)
+                    found = self._match(up, centre_up)
+                if found is None and centre_down + reach >= self.lo:
+                    lib.fp12_mul_lazyr(down.pt, down.pt, self._step_down.pt)
+                    found = self._match(down, centre_down)
+                t += 1
+        return found
 
 
 def dlog(base: GTElement, target: GTElement, lo: int, hi: int) -> int | None:

@@ -58,10 +58,29 @@ def test_balanced_one_off_search(rng: random.Random) -> None:
     base = group.pair(group.g1_gen_mul([rng.randrange(R)]), group.g2_gen_mul([rng.randrange(R)]))
     for x in (-1000, -1, 0, 999, 1000):
         assert group.dlog(base, _gt(x, base), -1000, 1000) == x
-    # m = 4 baby steps over [0, 10]: 11 is reached in the last giant step but lies past hi
-    assert group.dlog(base, _gt(11, base), 0, 10) is None
-    assert group.dlog(base, _gt(12, base), 0, 10) is None
-    assert DlogTable(base, 0, 10, balanced=True).baby_steps == 4
+    # 3 baby steps over [0, 10]: windows of 5 values centred on 0, 5, 10, 15; 11 and 12 fall in
+    # the last one, past hi
+    assert DlogTable(base, 0, 10, balanced=True).baby_steps == 3
+    assert [group.dlog(base, _gt(x, base), 0, 10) for x in (10, 11, 12, -1)] == [10, *[None] * 3]
+
+
+def test_huge_range_finds_small_values_quickly(rng: random.Random) -> None:
+    """Windows go outward from 0, so |x| small is found at once even in a 2^64-wide range."""
+    base = _gt(rng.randrange(R))
+    for x in (0, 5, -7, 2**20, -(2**20) - 3):
+        assert group.dlog(base, _gt(x, base), -(2**63), 2**63) == x
+    assert DlogTable(base, -(2**63), 2**63, balanced=True).nbytes == 12 * 2**16
+
+
+def test_ranges_on_one_side_of_zero() -> None:
+    above = DlogTable(group.gt_generator(), 10**6, 2 * 10**6)
+    below = DlogTable(group.gt_generator(), -2 * 10**6, -(10**6))
+    for x in (10**6, 1_234_567, 2 * 10**6):
+        assert above.find(_gt(x)) == x
+        assert below.find(_gt(-x)) == -x
+    for x in (10**6 - 1, 2 * 10**6 + 1, 0, -(10**6)):
+        assert above.find(_gt(x)) is None
+        assert below.find(_gt(-x)) is None
 
 
 def test_table_sizes() -> None:
@@ -69,11 +88,23 @@ def test_table_sizes() -> None:
     assert small.baby_steps == 16
     assert small.nbytes == 16 * 12
     wide = DlogTable(group.gt_generator(), 0, 10**6)
-    assert wide.baby_steps == -(-(10**6) // dlog.GIANT_STEPS_TARGET)
+    assert wide.baby_steps == -(-(10**6) // (2 * dlog.GIANT_STEPS_TARGET))
     assert wide.nbytes == wide.baby_steps * 12
     for x in (0, 1, 123_456, 999_999, 10**6):
         assert wide.find(_gt(x)) == x
     assert wide.find(_gt(10**6 + 1)) is None
+    assert dlog.baby_steps_for(2**64, balanced=False) == dlog.MAX_BABY_STEPS
+
+
+def test_fingerprint_collisions_are_verified(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a 4-bit fingerprint most hits are false; exact checks must still give x or None."""
+    monkeypatch.setattr(_relic, "pairing_ext", None)
+    monkeypatch.setattr(dlog, "_fingerprint", lambda e: e.pt[0][0][0][0] & 0xF)
+    table = DlogTable(group.gt_generator(), -300, 300)
+    for x in (-300, -17, 0, 1, 250, 300):
+        assert table.find(_gt(x)) == x
+    assert table.find(_gt(301)) is None
+    assert table.find(_gt(-301)) is None
 
 
 def test_python_baby_steps_match_compiled(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -76,10 +76,11 @@ G2_BYTES = 97
 GT_BYTES = 384
 SCALAR_BYTES = 32
 
-# RELIC allocates per-pair and per-point temporaries on the stack (about 1.2 KB per pair and
-# 0.8-1.6 KB per point): bounded chunks keep every call far below the default 8 MB stack.
+# RELIC allocates per-pair and per-point temporaries on the stack (about 1.2 KB per pair, 0.8
+# KB per G1 point and 1.6 KB per G2 point): bounded chunks keep every call to a few MB at most,
+# well inside the 8 MB stack of the main thread and of worker threads.
 PAIRING_CHUNK = 1024
-MSM_CHUNK = 4096
+MSM_CHUNK = 2048
 # MSMs whose scalars all lie in [-SMALL_MSM, SMALL_MSM] use buckets and additions only.
 SMALL_MSM = 16
 # Scalars below this use RELIC's small-integer multiplication (cost grows with bit length).

@@ -1,0 +1,157 @@
+"""FE decryption over HTTP beside the same decryption in process: what the service adds.
+
+Starts `cipherd serve` (one worker, a fresh data directory), creates opt and sgp keys at
+n = 10 and 100, and times decryptions with a warm table and a warm (prepared) key:
+
+* over HTTP: POST /v1/fe/{name}/decrypt on a keep-alive connection;
+* in process, from bytes: decode and check the ciphertext, then decrypt (what the service does
+  with the bytes it receives, without HTTP, JSON and base64);
+* in process, from objects: decrypt an already decoded ciphertext.
+
+Run: .venv/bin/python bench/fe_http_bench.py [--runs 30]
+"""
+
+import argparse
+import base64
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from core.fe.group import DlogTable
+from core.fe.ipfe import opt
+from core.fe.qfe import sgp
+
+BOUND = 10_000
+CASES = [("ipfe-opt", opt, 10), ("ipfe-opt", opt, 100), ("qfe-sgp", sgp, 10), ("qfe-sgp", sgp, 100)]
+
+
+def median_ms(run: Callable[[], object], runs: int) -> float:
+    run()  # warm-up: builds the table and prepares the key on the server as in process
+    run()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def start_server(data_dir: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "CIPHERD_DATA_DIR": str(data_dir), "CIPHERD_LOG_LEVEL": "WARNING"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return process, url, (data_dir / "admin-token").read_text().strip()
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    process.kill()
+    raise SystemExit("the server did not start")
+
+
+def sample(n: int, quadratic: bool, rng: random.Random) -> tuple[dict, dict, int]:
+    """RustPFE's benchmark inputs: entries in [0, L] so that the result stays in [0, BOUND]."""
+    if quadratic:
+        top = max(v for v in range(1, 100) if n * n * v**3 <= BOUND)
+        x, y = ([rng.randint(0, top) for _ in range(n)] for _ in range(2))
+        f = [[rng.randint(0, top) for _ in range(n)] for _ in range(n)]
+        value = sum(x[i] * f[i][j] * y[j] for i in range(n) for j in range(n))
+        return {"f": f}, {"x": x, "y": y}, value
+    top = max(v for v in range(1, 100) if n * v * v <= BOUND)
+    x, y = ([rng.randint(0, top) for _ in range(n)] for _ in range(2))
+    return {"y": y}, {"x": x}, sum(a * b for a, b in zip(x, y, strict=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args()
+    rng = random.Random(1)
+    table = DlogTable(opt.base(), 0, BOUND)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        process, url, token = start_server(Path(tmp) / "data")
+        try:
+            with httpx.Client(
+                base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+            ) as client:
+                for key_type, module, n in CASES:
+                    name = f"{key_type}-{n}"
+                    client.post(
+                        "/v1/keys", json={"name": name, "type": key_type, "dimension": n}
+                    ).raise_for_status()
+                    function, message, value = sample(n, key_type.startswith("qfe"), rng)
+                    key = client.post(f"/v1/fe/{name}/keygen", json=function).json()
+                    ct = client.post(f"/v1/fe/{name}/encrypt", json=message).json()
+                    body = {
+                        "functional_key": key["functional_key"],
+                        "ciphertext": ct["ciphertext"],
+                        "bounds": [0, BOUND],
+                    }
+                    assert client.post(f"/v1/fe/{name}/decrypt", json=body).json() == {
+                        "result": value
+                    }
+
+                    ct_bytes = base64.b64decode(ct["ciphertext"])
+                    prepared = module.prepare(
+                        module.Key.from_bytes(base64.b64decode(key["functional_key"]))
+                    )
+                    ciphertext = module.Ciphertext.from_bytes(ct_bytes)
+                    assert module.decrypt(table, prepared, ciphertext) == value
+
+                    http = median_ms(
+                        lambda name=name, body=body: client.post(
+                            f"/v1/fe/{name}/decrypt", json=body
+                        ).raise_for_status(),
+                        args.runs,
+                    )
+                    from_bytes = median_ms(
+                        lambda m=module, p=prepared, b=ct_bytes: m.decrypt(
+                            table, p, m.Ciphertext.from_bytes(b)
+                        ),
+                        args.runs,
+                    )
+                    from_objects = median_ms(
+                        lambda m=module, p=prepared, c=ciphertext: m.decrypt(table, p, c), args.runs
+                    )
+                    rows.append((module.NAME, n, http, from_bytes, from_objects))
+        finally:
+            process.terminate()
+            process.wait(timeout=15)
+
+    print(
+        f"FE decrypt, warm table over [0, {BOUND}] and prepared key, median of {args.runs} (ms)\n"
+    )
+    print(
+        "| scheme | n | HTTP | in process, from bytes | in process, from objects "
+        "| HTTP / from bytes | HTTP / from objects |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, n, http, from_bytes, from_objects in rows:
+        print(
+            f"| {name} | {n} | {http:.2f} | {from_bytes:.2f} | {from_objects:.2f} "
+            f"| {http / from_bytes:.2f} | {http / from_objects:.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

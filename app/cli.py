@@ -6,6 +6,7 @@ an operator can bootstrap a deployment without a running server.
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import sys
@@ -19,7 +20,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
     import uvicorn
 
     from app.bootstrap import load_admin_token, load_root_key
+    from app.logs import configure_logging
 
+    # The supervising process logs too (worker deaths, restarts): the same JSON lines.
+    configure_logging(settings.log_format, settings.log_level)
     # Generate the embedded default's secrets once, before any worker starts.
     load_root_key(settings)
     load_admin_token(settings)
@@ -29,7 +33,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
         metrics_dir.mkdir(parents=True)
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     if not settings.admin_token:
-        print(f"admin token: in {settings.admin_token_file}", file=sys.stderr)
+        logging.getLogger("cipherd").warning("admin token: in %s", settings.admin_token_file)
     uvicorn.run(
         "app.main:create_app",
         factory=True,

@@ -7,10 +7,12 @@ not about an item (no token, unknown key) still fail the whole request, before a
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from pydantic import BaseModel
+
 from app.errors import KNOWN_ERRORS, ProblemDetail, invalid_input, problem_for
 
 ItemT = TypeVar("ItemT")
-ResultT = TypeVar("ResultT")
+ResultT = TypeVar("ResultT", bound=BaseModel)
 
 
 def check_batch_size(count: int, limit: int) -> None:
@@ -21,14 +23,15 @@ def check_batch_size(count: int, limit: int) -> None:
 
 
 def run_each(
-    items: Sequence[ItemT], operation: Callable[[ItemT], ResultT]
-) -> list[ResultT | ProblemDetail]:
-    results: list[ResultT | ProblemDetail] = []
+    items: Sequence[ItemT], operation: Callable[[ItemT], ResultT], result_type: type[ResultT]
+) -> list[ResultT]:
+    """`operation` on every item; a failed item becomes `result_type(error=<problem>)`."""
+    results: list[ResultT] = []
     for item in items:
         try:
             results.append(operation(item))
         except KNOWN_ERRORS as exc:
             problem = problem_for(exc)
             assert problem is not None
-            results.append(ProblemDetail(**problem.body()))
+            results.append(result_type(error=ProblemDetail(**problem.body())))
     return results

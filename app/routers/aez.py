@@ -192,12 +192,7 @@ def _encrypt_batch(
         ciphertext, version = _encrypt(keyring, name, item, item.plaintext)
         return AezEncryptResult(ciphertext=ciphertext, key_version=version)
 
-    return AezEncryptBatchResponse(
-        results=[
-            AezEncryptResult(error=r) if isinstance(r, ProblemDetail) else r
-            for r in run_each(items, one)
-        ]
-    )
+    return AezEncryptBatchResponse(results=run_each(items, one, AezEncryptResult))
 
 
 def _decrypt_batch(
@@ -209,12 +204,7 @@ def _decrypt_batch(
         plaintext, version = _decrypt(keyring, name, item, item.ciphertext, item.key_version)
         return AezDecryptResult(plaintext=plaintext, key_version=version)
 
-    return AezDecryptBatchResponse(
-        results=[
-            AezDecryptResult(error=r) if isinstance(r, ProblemDetail) else r
-            for r in run_each(items, one)
-        ]
-    )
+    return AezDecryptBatchResponse(results=run_each(items, one, AezDecryptResult))
 
 
 @router.post(

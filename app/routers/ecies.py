@@ -223,12 +223,7 @@ def _encrypt_batch(
         ciphertext, version = _encrypt(keyring, name, item.plaintext, item.config)
         return EciesEncryptResult(ciphertext=ciphertext, key_version=version)
 
-    return EciesEncryptBatchResponse(
-        results=[
-            EciesEncryptResult(error=r) if isinstance(r, ProblemDetail) else r
-            for r in run_each(items, one)
-        ]
-    )
+    return EciesEncryptBatchResponse(results=run_each(items, one, EciesEncryptResult))
 
 
 def _decrypt_batch(
@@ -240,12 +235,7 @@ def _decrypt_batch(
         plaintext, version = _decrypt(keyring, name, item.ciphertext, item.key_version, item.config)
         return EciesDecryptResult(plaintext=plaintext, key_version=version)
 
-    return EciesDecryptBatchResponse(
-        results=[
-            EciesDecryptResult(error=r) if isinstance(r, ProblemDetail) else r
-            for r in run_each(items, one)
-        ]
-    )
+    return EciesDecryptBatchResponse(results=run_each(items, one, EciesDecryptResult))
 
 
 @router.post(

@@ -224,15 +224,6 @@ def _decryptor(
     return decrypt
 
 
-def _decrypt_results(results: list[int | ProblemDetail | None]) -> FeDecryptBatchResponse:
-    return FeDecryptBatchResponse(
-        results=[
-            FeDecryptResult(error=r) if isinstance(r, ProblemDetail) else FeDecryptResult(result=r)
-            for r in results
-        ]
-    )
-
-
 @router.post(
     "/{name}/keygen",
     response_model=FeFunctionalKey,
@@ -305,7 +296,11 @@ def decrypt_many(
         body.bounds,
         body.key_version,
     )
-    return _decrypt_results(run_each(body.ciphertexts, decryptor))
+    return FeDecryptBatchResponse(
+        results=run_each(
+            body.ciphertexts, lambda ct: FeDecryptResult(result=decryptor(ct)), FeDecryptResult
+        )
+    )
 
 
 @router.post(
@@ -320,9 +315,11 @@ def keygen_batch(
 ) -> FeKeygenBatchResponse:
     check_batch_size(len(body.items), settings.max_batch_items)
     _fe_material(keyring, name, None)
-    results = run_each(body.items, lambda item: _keygen(keyring, _caches(request), name, item))
+    caches = _caches(request)
     return FeKeygenBatchResponse(
-        results=[FeKeygenResult(error=r) if isinstance(r, ProblemDetail) else r for r in results]
+        results=run_each(
+            body.items, lambda item: _keygen(keyring, caches, name, item), FeKeygenResult
+        )
     )
 
 
@@ -342,9 +339,11 @@ def encrypt_batch(
 ) -> FeEncryptBatchResponse:
     check_batch_size(len(body.items), settings.max_batch_items)
     _fe_material(keyring, name, None)
-    results = run_each(body.items, lambda item: _encrypt(keyring, _caches(request), name, item))
+    caches = _caches(request)
     return FeEncryptBatchResponse(
-        results=[FeEncryptResult(error=r) if isinstance(r, ProblemDetail) else r for r in results]
+        results=run_each(
+            body.items, lambda item: _encrypt(keyring, caches, name, item), FeEncryptResult
+        )
     )
 
 
@@ -364,7 +363,7 @@ def decrypt_batch(
     check_batch_size(len(body.items), settings.max_batch_items)
     _fe_material(keyring, name, None)
 
-    def one(item: FeDecryptRequest) -> int | None:
+    def one(item: FeDecryptRequest) -> FeDecryptResult:
         decryptor = _decryptor(
             keyring,
             _caches(request),
@@ -374,6 +373,6 @@ def decrypt_batch(
             item.bounds,
             item.key_version,
         )
-        return decryptor(item.ciphertext)
+        return FeDecryptResult(result=decryptor(item.ciphertext))
 
-    return _decrypt_results(run_each(body.items, one))
+    return FeDecryptBatchResponse(results=run_each(body.items, one, FeDecryptResult))

@@ -340,11 +340,16 @@ NI static void aes10_ni(const aez_key *k, blk *x, size_t n) {
     }
 }
 
+/* blk_dbl in registers: byte-reverse to a little-endian 128-bit integer, shift each 64-bit half
+ * left by one, carry the low half's top bit into the high half and fold the high half's top
+ * bit back as 0x87. */
 NI static inline __m128i dbl_ni(__m128i v) {
-    blk t;
-    st(t.b, v);
-    blk_dbl(&t);
-    return ld(t.b);
+    const __m128i reverse = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m128i x = _mm_shuffle_epi8(v, reverse);
+    const __m128i tops = _mm_shuffle_epi32(_mm_srli_epi64(x, 63), _MM_SHUFFLE(1, 0, 3, 2));
+    const __m128i carry = _mm_and_si128(_mm_sub_epi64(_mm_setzero_si128(), tops),
+                                        _mm_set_epi64x(1, 0x87));
+    return _mm_shuffle_epi8(_mm_xor_si128(_mm_slli_epi64(x, 1), carry), reverse);
 }
 
 /* Pass 1 on n <= 8 pairs of one group, the first of them at lane `lane` (so their J, L
@@ -450,7 +455,7 @@ static const backend AESNI = {"aesni", aes4_ni, aes10_ni, pass1_ni, pass2_ni};
 /* VAES with 512-bit registers: the bulk passes run 4 blocks per register and VECS registers
  * per stage, so a group is 4 * VECS pairs; what is left over goes through the AES-NI code. */
 #define VX __attribute__((target("aes,sse4.1,avx512f,vaes")))
-#define VECS 8
+#define VECS 4
 #define GROUP (4 * VECS)
 
 #define ENCZ(s, key) ((s) = _mm512_aesenc_epi128((s), (key)))

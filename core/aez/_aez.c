@@ -3,11 +3,13 @@
  *
  * The algorithm (hash, PRF, AEZ-tiny, AEZ-core, encrypt/decrypt) is written once, in plain C,
  * over a 16-byte block type. Only the block cipher work goes through a backend: batches of AES4
- * and AES10 calls, and the two bulk passes of AEZ-core. Two backends give identical bytes:
+ * and AES10 calls, and the two bulk passes of AEZ-core. Three backends give identical bytes:
  *
- *   aesni     AESENC intrinsics, 8 blocks in flight in the bulk passes. Compiled with a
- *             per-function target attribute, so the file needs no -maes, and picked at run
- *             time when CPUID reports AES-NI and SSE4.1.
+ *   vaes      the bulk passes with 512-bit VAES, 16 pairs (32 blocks) at a time; everything
+ *             else as aesni. Picked when CPUID reports VAES and AVX-512F (with OS support).
+ *   aesni     AESENC intrinsics, 8 pairs (16 blocks) in flight in the bulk passes, picked when
+ *             CPUID reports AES-NI and SSE4.1. Both SIMD backends are compiled with per-function
+ *             target attributes, so the file builds without -maes or -mavx512f.
  *   portable  a table-driven AES round (T-tables computed at import). Runs anywhere, but its
  *             table look-ups depend on secret data, so it is not constant-time against cache
  *             timing; it exists for machines without AES-NI and to cross-check the fast path.

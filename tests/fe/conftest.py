@@ -109,6 +109,11 @@ def qs(request: pytest.FixtureRequest) -> QScheme:
     return request.param
 
 
+@pytest.fixture(params=IP_SCHEMES + Q_SCHEMES, ids=lambda s: s.name)
+def any_scheme(request: pytest.FixtureRequest) -> IpScheme | QScheme:
+    return request.param
+
+
 @pytest.fixture
 def rng(request: pytest.FixtureRequest) -> random.Random:
     """A deterministic RNG per test, seeded from the test's id."""

@@ -1,0 +1,172 @@
+"""Versioned bytes of every FE object: round trips, and rejection of every malformed input."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from core.errors import EncodingError
+from core.fe import encoding
+from core.fe.group import ORDER
+from core.fe.ipfe import lin, tao
+
+HEADER = 10
+F = [[1, 0, 2], [0, -1, 0], [3, 1, 1]]
+
+
+def ip_objects(ip: Any, rng: random.Random) -> dict[str, Any]:
+    msk = ip.setup(4, rng)
+    return {
+        "msk": msk,
+        "sk": ip.keygen(msk, [1, -2, 3, 4], rng),
+        "ct": ip.encrypt(msk, [5, 6, 7, 8], rng),
+    }
+
+
+def q_objects(qs: Any, rng: random.Random) -> dict[str, Any]:
+    pk, msk = qs.setup(3, rng)
+    return {
+        "pk": pk,
+        "msk": msk,
+        "sk": qs.keygen(msk, F, rng),
+        "ct": qs.encrypt(pk, [1, -2, 3], [4, 5, -6], rng),
+    }
+
+
+def test_ip_round_trips_reencode_and_decrypt(ip: Any, rng: random.Random) -> None:
+    objs = ip_objects(ip, rng)
+    restored = {}
+    for name, obj in objs.items():
+        data = obj.to_bytes()
+        again = type(obj).from_bytes(data)
+        assert again.to_bytes() == data, name
+        assert again == obj and again.n == obj.n
+        restored[name] = again
+    prepared = ip.module.PreparedKey.from_bytes(objs["sk"].to_bytes())
+    assert prepared.to_bytes() == objs["sk"].to_bytes()
+    dec = ip.decryptor(restored["msk"], -100, 100)
+    assert dec(restored["sk"], restored["ct"]) == 46
+    assert dec(prepared, restored["ct"]) == 46
+    assert dec(objs["sk"], ip.encrypt(restored["msk"], [5, 6, 7, 8], rng)) == 46
+
+
+def test_q_round_trips_reencode_and_decrypt(qs: Any, rng: random.Random) -> None:
+    objs = q_objects(qs, rng)
+    restored = {}
+    for name, obj in objs.items():
+        data = obj.to_bytes()
+        again = type(obj).from_bytes(bytearray(data))
+        assert again.to_bytes() == data, name
+        restored[name] = again
+    prepared = qs.module.PreparedKey.from_bytes(objs["sk"].to_bytes())
+    assert prepared.to_bytes() == objs["sk"].to_bytes()
+    dec = qs.decryptor(-100, 100)
+    assert dec(restored["sk"], restored["ct"]) == 35
+    assert dec(prepared, restored["ct"]) == 35
+    sk = qs.keygen(restored["msk"], F, rng)
+    assert dec(sk, qs.encrypt(restored["pk"], [1, -2, 3], [4, 5, -6], rng)) == 35
+
+
+def _all_objects(scheme: Any, rng: random.Random) -> dict[str, Any]:
+    return ip_objects(scheme, rng) if hasattr(scheme, "per_pair_base") else q_objects(scheme, rng)
+
+
+def test_header_layout(any_scheme: Any, rng: random.Random) -> None:
+    for obj in _all_objects(any_scheme, rng).values():
+        data = obj.to_bytes()
+        assert data[:3] == b"CFE"
+        assert data[3] == encoding.FORMAT_VERSION
+        assert data[4] == encoding.SCHEME_IDS[any_scheme.name]
+        assert data[5] == type(obj).KIND
+        assert int.from_bytes(data[6:10], "big") == obj.n
+
+
+def test_every_truncation_rejected(any_scheme: Any, rng: random.Random) -> None:
+    for obj in _all_objects(any_scheme, rng).values():
+        data = obj.to_bytes()
+        cuts = {len(data) - 1, HEADER, HEADER - 1, HEADER + 1, 1, 0}
+        cuts |= set(range(0, len(data), max(1, len(data) // 40)))
+        for cut in sorted(cuts):
+            with pytest.raises(EncodingError):
+                type(obj).from_bytes(data[:cut])
+        with pytest.raises(EncodingError, match="bytes where"):
+            type(obj).from_bytes(data + b"\x00")
+
+
+def test_wrong_header_fields_rejected(any_scheme: Any, rng: random.Random) -> None:
+    for obj in _all_objects(any_scheme, rng).values():
+        data = bytearray(obj.to_bytes())
+        cls = type(obj)
+        for pos, value, message in [
+            (0, ord("X"), "not a cipherd"),
+            (3, 2, "version"),
+            (4, 0, "not for scheme"),
+            (5, 9, "is not a"),
+        ]:
+            bad = bytearray(data)
+            bad[pos] = value
+            with pytest.raises(EncodingError, match=message):
+                cls.from_bytes(bytes(bad))
+        zero_n = data[:6] + bytes(4) + data[10:]
+        with pytest.raises(EncodingError, match="at least 1"):
+            cls.from_bytes(bytes(zero_n))
+        other_n = data[:6] + (obj.n + 1).to_bytes(4, "big") + data[10:]
+        with pytest.raises(EncodingError, match="bytes where"):
+            cls.from_bytes(bytes(other_n))
+
+
+def test_objects_of_another_kind_or_scheme_rejected(ip: Any, rng: random.Random) -> None:
+    objs = ip_objects(ip, rng)
+    m = ip.module
+    with pytest.raises(EncodingError, match="is not a Key"):
+        m.Key.from_bytes(objs["ct"].to_bytes())
+    with pytest.raises(EncodingError, match="is not a Ciphertext"):
+        m.Ciphertext.from_bytes(objs["sk"].to_bytes())
+    other = tao if m is lin else lin
+    with pytest.raises(EncodingError, match="not for scheme"):
+        other.Key.from_bytes(objs["sk"].to_bytes())
+
+
+def _first_point(obj: Any) -> tuple[int, Any]:
+    """Offset and codec of the first group element (QFE keys open with F, 8 bytes an entry)."""
+    layout = type(obj).LAYOUT
+    if layout[0][0] is encoding.I64:
+        return HEADER + 8 * obj.n * obj.n, layout[1][0]
+    return HEADER, layout[0][0]
+
+
+def _splice(data: bytes, at: int, piece: bytes) -> bytes:
+    return data[:at] + piece + data[at + len(piece) :]
+
+
+def test_points_off_curve_or_subgroup_rejected(
+    any_scheme: Any, rng: random.Random, bad_points: dict[str, bytes]
+) -> None:
+    objs = _all_objects(any_scheme, rng)
+    for name, obj in objs.items():
+        if name == "msk":
+            continue
+        cls = type(obj)
+        data = obj.to_bytes()
+        at, codec = _first_point(obj)
+        if codec is encoding.G1:
+            replacements = [bad_points["g1 off subgroup"], bad_points["g1 off curve"]]
+        else:
+            replacements = [bad_points["g2 off subgroup"]]
+        for piece in replacements:
+            with pytest.raises(EncodingError):
+                cls.from_bytes(_splice(data, at, piece))
+        flipped = bytearray(data)
+        flipped[at + 7] ^= 0x40
+        with pytest.raises(EncodingError):
+            cls.from_bytes(bytes(flipped))
+
+
+def test_unreduced_scalars_rejected(any_scheme: Any, rng: random.Random) -> None:
+    msk = _all_objects(any_scheme, rng)["msk"]
+    data = msk.to_bytes()
+    for bad in (ORDER, 2**256 - 1):
+        with pytest.raises(EncodingError):
+            type(msk).from_bytes(_splice(data, HEADER, bad.to_bytes(32, "big")))

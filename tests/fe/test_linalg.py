@@ -1,0 +1,106 @@
+"""Vectors and matrices mod r, and the input checks the schemes share."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import pytest
+
+from core.errors import ShapeError
+from core.fe import linalg
+from core.fe.group import ORDER
+
+
+def test_inverse_needs_a_pivot_swap() -> None:
+    m = [[0, 2], [3, 0]]
+    inverted = linalg.invert(m)
+    assert inverted is not None
+    inv, det = inverted
+    assert det == -6 % ORDER
+    assert linalg.mat_vec(inv, linalg.mat_vec(m, [5, 7])) == [5, 7]
+
+
+def test_singular_matrix_has_no_inverse() -> None:
+    assert linalg.invert([[1, 2], [2, 4]]) is None
+    assert linalg.invert([[0, 0], [0, 0]]) is None
+
+
+def test_random_invertible_inverse_and_determinant() -> None:
+    m, inv, det = linalg.random_invertible(6, random.Random(1))
+    identity = [linalg.vec_mat(row, inv) for row in m]
+    assert identity == [[int(i == j) for j in range(6)] for i in range(6)]
+    # det(M)·det(M⁻¹) = 1, and the 1×1 case is the entry itself.
+    assert det * linalg.invert(inv)[1] % ORDER == 1
+    assert linalg.invert([[7]]) == (((pow(7, -1, ORDER),),), 7)
+
+
+def test_determinant_of_a_permutation_with_scaling() -> None:
+    # Rows (0,0,3), (0,2,0), (1,0,0): one swap, det = −6.
+    assert linalg.invert([[0, 0, 3], [0, 2, 0], [1, 0, 0]])[1] == -6 % ORDER
+
+
+def test_vector_operations() -> None:
+    assert linalg.dot([1, 2, 3], [4, 5, -6]) == -4 % ORDER
+    assert linalg.add([ORDER - 1, 2], [1, 3]) == [0, 5]
+    assert linalg.scale([1, -1], 3) == [3, ORDER - 3]
+    assert linalg.vec_mat([1, 2], [[1, 2, 3], [4, 5, 6]]) == [9, 12, 15]
+    assert linalg.mat_vec([[1, 2, 3], [4, 5, 6]], [1, 0, -1]) == [ORDER - 2, ORDER - 2]
+    assert linalg.transpose([[1, 2, 3], [4, 5, 6]]) == ((1, 4), (2, 5), (3, 6))
+    assert linalg.scale_matrix([[1, 2]], -1) == ((ORDER - 1, ORDER - 2),)
+    assert linalg.reduce([-5, ORDER + 1]) == [ORDER - 5, 1]
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda: linalg.dot([1, 2], [1, 2, 3]),
+        lambda: linalg.add([1, 2, 3], [1, 2]),
+        lambda: linalg.vec_mat([1, 2, 3], [[1, 2], [3, 4]]),
+        lambda: linalg.vec_mat([1, 2], [[1, 2], [3]]),
+        lambda: linalg.mat_vec([[1, 2], [3, 4]], [1, 2, 3]),
+        lambda: linalg.invert([[1, 2], [3]]),
+        lambda: linalg.invert([[1, 2, 3], [4, 5, 6]]),
+    ],
+    ids=["dot", "add", "vec_mat", "vec_mat ragged", "mat_vec", "ragged", "not square"],
+)
+def test_length_mismatches_raise(op: Callable[[], object]) -> None:
+    # ShapeError for a wrong length, ValueError (strict zip) for ragged rows.
+    with pytest.raises(ValueError):
+        op()
+
+
+def test_input_checks() -> None:
+    assert linalg.inputs([-(2**63), 2**63 - 1], 2) == [-(2**63), 2**63 - 1]
+    with pytest.raises(ShapeError) as err:
+        linalg.inputs([1, 2, 3], 2)
+    assert (err.value.expected, err.value.actual) == (2, 3)
+    with pytest.raises(ValueError, match="64-bit"):
+        linalg.check_i64(2**63)
+    with pytest.raises(TypeError):
+        linalg.check_i64("1")  # type: ignore[arg-type]
+    assert linalg.check_dimension(True) == 1
+    with pytest.raises(ShapeError):
+        linalg.check_dimension(0)
+    with pytest.raises(TypeError):
+        linalg.check_dimension(2.0)  # type: ignore[arg-type]
+    linalg.same_dimension(3, 3)
+    with pytest.raises(ShapeError):
+        linalg.same_dimension(3, 4)
+
+
+def test_function_matrix_checks_rows_then_each_row() -> None:
+    assert linalg.function_matrix([[1, -2], [3, 4]], 2) == ((1, -2), (3, 4))
+    with pytest.raises(ShapeError) as err:
+        linalg.function_matrix([[1, 2, 3]], 2)
+    assert (err.value.expected, err.value.actual) == (2, 1)
+    with pytest.raises(ShapeError) as err:
+        linalg.function_matrix([[1, 2], [3]], 2)
+    assert (err.value.expected, err.value.actual) == (2, 1)
+
+
+def test_random_vector_uses_the_given_rng() -> None:
+    a = linalg.random_vector(3, random.Random(9))
+    assert a == linalg.random_vector(3, random.Random(9))
+    assert all(0 <= v < ORDER for v in a)
+    assert len(set(linalg.random_vector(4))) == 4

@@ -270,8 +270,8 @@ def test_data_survives_restart_and_stop_is_prompt(
         podman("stop", "--time", "5", first.name)
         stop_seconds = time.monotonic() - started
         # After the 5 s grace time podman would send SIGKILL (exit code 137). uvicorn finishes
-        # its shutdown and then re-raises the SIGTERM it caught: 143, after its last log line.
-        assert first.inspect("{{.State.ExitCode}}") == "143"
+        # its shutdown, logs it, and exits 0 or (since 0.29) re-raises the SIGTERM it caught: 143.
+        assert first.inspect("{{.State.ExitCode}}") in ("0", "143")
         logs = podman("logs", first.name)
         assert "Finished server process" in logs.stdout + logs.stderr
         report_figure(f"podman stop: {stop_seconds:.2f} s until the container ended (SIGTERM)")

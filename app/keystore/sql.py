@@ -170,6 +170,9 @@ class SqlKeyStore(KeyStore):
                 raise KeyNotFoundError(name)
             key_type, params, latest = key
             wanted = latest if version is None else version
+            if not 1 <= wanted <= latest:
+                # Not stored, and past what an INTEGER column can even be asked for.
+                raise VersionNotFoundError(name, wanted)
             cursor.execute(
                 "SELECT wrapped, public FROM key_versions WHERE name = ? AND version = ?",
                 (name, wanted),

@@ -11,7 +11,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import models_json_schema
 
-from app.body import EXTRA_SCHEMA_MODELS
+from app.body import EXTRA_SCHEMA_MODELS, OCTET_STREAM
+from app.errors import PROBLEM_JSON
 
 
 def install_openapi(app: FastAPI) -> None:
@@ -31,10 +32,59 @@ def install_openapi(app: FastAPI) -> None:
             schemas = document.setdefault("components", {}).setdefault("schemas", {})
             for name, schema in extra.get("$defs", {}).items():
                 schemas.setdefault(name, schema)
+            _document_problems(document)
             app.openapi_schema = document
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _document_problems(document: dict[str, Any]) -> None:
+    """Declare every error an operation can answer, as the problem document it really is.
+
+    FastAPI documents its own validation error (a JSON `HTTPValidationError`) and lists the
+    `application/problem+json` of declared errors without a schema; the service answers every
+    4xx with a `ProblemDetail` as `application/problem+json`. Generated clients and contract
+    tests need the document to say so, and to list the 400/401/403/404/415/422 that any
+    operation with a body, a token, a key name, a raw body or parameters can give.
+    """
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            responses = operation["responses"]
+            body = operation.get("requestBody", {}).get("content", {})
+            needed = {
+                "400": bool(body),
+                "401": bool(operation.get("security")),
+                "403": bool(operation.get("security")),
+                "404": "{" in path,
+                "415": OCTET_STREAM in body,
+                "422": bool(body or operation.get("parameters")),
+            }
+            for status, applies in needed.items():
+                if applies and status not in responses:
+                    responses[status] = {"description": PROBLEM_DESCRIPTIONS[status]}
+            for status, response in responses.items():
+                if status.startswith("4"):
+                    if response.get("description") == "Validation Error":
+                        response["description"] = PROBLEM_DESCRIPTIONS[status]
+                    response["content"] = {PROBLEM_JSON: {"schema": dict(PROBLEM_SCHEMA)}}
+            operation["responses"] = dict(sorted(responses.items()))
+    schemas = document["components"]["schemas"]
+    text = repr(document["paths"])
+    for unused in ("HTTPValidationError", "ValidationError"):
+        if f"#/components/schemas/{unused}'" not in text:
+            schemas.pop(unused, None)
+
+
+PROBLEM_SCHEMA = {"$ref": "#/components/schemas/ProblemDetail"}
+PROBLEM_DESCRIPTIONS = {
+    "400": "the body cannot be parsed",
+    "401": "missing or invalid token",
+    "403": "the token's scope does not allow this",
+    "404": "no such key, version or token",
+    "415": "the body is neither JSON nor application/octet-stream",
+    "422": "the request is invalid",
+}
 
 
 def openapi_yaml(app: FastAPI) -> str:

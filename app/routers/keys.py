@@ -116,6 +116,7 @@ def creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
     status_code=status.HTTP_201_CREATED,
     response_model=KeyOut,
     summary="Create a named key (admin)",
+    responses={409: {"description": "a key of that name exists already"}},
 )
 def create_key(body: KeyCreate, keyring: KeyringDep, settings: SettingsDep, _: Admin) -> KeyOut:
     params = creation_params(body, settings)
@@ -178,6 +179,7 @@ Version = Annotated[int | None, Query(ge=1, description="key version; default: t
     "/{name}/public",
     response_model=PublicKeyOut,
     summary="A key's public part",
+    responses={409: {"description": "the key's type has no public part"}},
     dependencies=[key_access(Operation.PUBLIC)],
 )
 def public_key(name: KeyName, keyring: KeyringDep, version: Version = None) -> PublicKeyOut:

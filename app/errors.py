@@ -164,7 +164,10 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         request_id = request.scope.get("state", {}).get("request_id", "")
-        log.error("unhandled %s", type(exc).__name__, exc_info=exc)
+        # This handler runs outside the middleware that sets the request id for log lines.
+        log.error(
+            "unhandled %s", type(exc).__name__, exc_info=exc, extra={"request_id": request_id}
+        )
         return problem_response(
             Problem(500, "internal", "Internal error", f"request {request_id} failed")
         )

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from app.auth import Operation
 from app.batch import check_batch_size, run_each
@@ -44,8 +44,17 @@ class EciesConfig(EciesOptions):
     elliptic_curve: Literal["secp256k1", "x25519", "ed25519"] = "secp256k1"
 
 
+def _query_number(value: object) -> object:
+    """A query value is text: "12" must meet the Literal[12, 16, 24] that JSON gives as 12."""
+    return int(value) if isinstance(value, str) and value.isdecimal() else value
+
+
 class EciesQuery(EciesOptions):
     """The parameters of a raw (application/octet-stream) request."""
+
+    symmetric_nonce_length: Annotated[Literal[12, 16, 24], BeforeValidator(_query_number)] = Field(
+        16, description="12 or 16 for AES-256-GCM; XChaCha20-Poly1305 always uses 24"
+    )
 
     key_version: int | None = Field(None, ge=1, description="decrypt only; default: latest")
 

@@ -195,6 +195,8 @@ typedef int (*code_fn)(void);
 typedef void (*frb_fn)(void *r, const void *p, int i);
 typedef void (*infty_fn)(void *p);
 typedef int (*srt_fn)(uint64_t *c, const uint64_t *a);
+typedef void (*exp_fn)(uint64_t *c, const uint64_t *a, const bn_st *e);
+typedef const uint64_t *(*prime_fn)(void);
 
 typedef struct {
     f_mul_fn mul, add, sub;
@@ -217,6 +219,12 @@ static struct {
     infty_fn ep_set_infty, ep2_set_infty;
     fp_t beta;
     uint64_t par_abs, par_sq[2]; /* |u| and u^2 (low word first) */
+    read_fn fp2_read;
+    exp_fn fp_exp;
+    f_un_fn fp_hlv;
+    bn_st exp_sqrt, exp_inv_sqrt; /* (p + 1) / 4 and (p - 3) / 4 */
+    fp2_t b2;                     /* b of E': y^2 = x^3 + b */
+    int basic;                    /* RELIC's tag of affine coordinates */
 } D;
 
 static int is_zero(const field_ops *f, const uint64_t *a) {
@@ -380,6 +388,85 @@ static int member(int kind, void *p) {
     }
 }
 
+/*
+ * Square root in Fp2 = Fp[i], i^2 = -1, p = 3 mod 4, with two exponentiations in Fp where
+ * RELIC's fp2_srt spends more: a = a0 + a1 i is a square iff its norm n = a0^2 + a1^2 is one
+ * in Fp; with s = sqrt(n) and t = (a0 + s) / 2, one power w = t^((p-3)/4) gives x = t w, a
+ * square root of t or of -t, and w = 1/x or -1/x. Then
+ *   x^2 = t:  sqrt(a) = x + (a1 w / 2) i,     x^2 = -t:  sqrt(a) = -(a1 w / 2) + x i.
+ * Returns 0 when a is not a square; the root found is checked by squaring it.
+ */
+static int fp2_sqrt(uint64_t *c, const uint64_t *a) {
+    const field_ops *f = &D.fp;
+    const uint64_t *a0 = a, *a1 = a + FP_LIMBS;
+    uint64_t *c0 = c, *c1 = c + FP_LIMBS;
+    uint64_t n[FP_LIMBS], s[FP_LIMBS], t[FP_LIMBS], w[FP_LIMBS], x[FP_LIMBS];
+    uint64_t check[2 * FP_LIMBS];
+    if (is_zero(f, a1)) {
+        /* a in Fp: its root is sqrt(a0), or sqrt(-a0) i (-1 is not a square in Fp) */
+        memset(c, 0, 2 * FP_BYTES);
+        D.fp_exp(s, a0, &D.exp_sqrt);
+        f->sqr(t, s);
+        if (equal(f, t, a0)) {
+            memcpy(c0, s, FP_BYTES);
+        } else {
+            R.fp_neg(n, a0);
+            D.fp_exp(c1, n, &D.exp_sqrt);
+        }
+    } else {
+        f->sqr(n, a0);
+        f->sqr(t, a1);
+        f->add(n, n, t);
+        D.fp_exp(s, n, &D.exp_sqrt);
+        f->sqr(t, s);
+        if (!equal(f, t, n)) {
+            return 0;
+        }
+        f->add(t, a0, s);
+        D.fp_hlv(t, t); /* t != 0 because a1 != 0 */
+        D.fp_exp(w, t, &D.exp_inv_sqrt);
+        f->mul(x, t, w);
+        f->sqr(n, x);
+        f->mul(w, w, a1);
+        D.fp_hlv(w, w);
+        if (equal(f, n, t)) {
+            memcpy(c0, x, FP_BYTES);
+            memcpy(c1, w, FP_BYTES);
+        } else {
+            R.fp_neg(c0, w);
+            memcpy(c1, x, FP_BYTES);
+        }
+    }
+    D.fp2.sqr(check, c);
+    return equal(&D.fp2, check, a);
+}
+
+/* RELIC's decompression of G2, with the square root above: x from the bytes, then the y of
+ * y^2 = x^3 + b whose sign RELIC's own writer encodes with the prefix byte given. */
+static int g2_read(ep2_st *p, const uint8_t *in, uint8_t *again) {
+    uint64_t rhs[2 * FP_LIMBS];
+    D.err_get_code(); /* reading the code resets it */
+    D.fp2_read(p->x, in + 1, 2 * FP_BYTES);
+    if (D.err_get_code() != 0) {
+        return 0; /* a coordinate is not below p */
+    }
+    D.fp2.sqr(rhs, &p->x[0][0]);
+    D.fp2.mul(rhs, rhs, &p->x[0][0]);
+    D.fp2.add(rhs, rhs, &D.b2[0][0]);
+    if (!fp2_sqrt(&p->y[0][0], rhs)) {
+        return 0;
+    }
+    memcpy(p->z, D.fp2.one, sizeof p->z);
+    p->coord = D.basic;
+    D.ep2_write(again, 2 * FP_BYTES + 1, p, 1);
+    if (again[0] != in[0]) {
+        memset(rhs, 0, sizeof rhs);
+        D.fp2.sub(&p->y[0][0], rhs, &p->y[0][0]);
+        D.ep2_write(again, 2 * FP_BYTES + 1, p, 1);
+    }
+    return 1;
+}
+
 static int decode_init(void *h, int *missing) {
     bn_st par;
     ep_st g1;
@@ -402,11 +489,14 @@ static int decode_init(void *h, int *missing) {
     D.err_get_code = (code_fn)sym(h, "err_get_code", missing);
     D.ep2_frb = (frb_fn)sym(h, "ep2_frb", missing);
     D.ep_set_infty = (infty_fn)sym(h, "ep_set_infty", missing);
+    D.fp2_read = (read_fn)sym(h, "fp2_read_bin", missing);
+    D.fp_exp = (exp_fn)sym(h, "fp_exp_slide", missing);
+    D.fp_hlv = (f_un_fn)sym(h, "fp_hlv_integ", missing);
     D.ep2_set_infty = (infty_fn)sym(h, "ep2_set_infty", missing);
     {
         fp_dig_fn fp2_set_dig_ = (fp_dig_fn)sym(h, "fp2_set_dig", missing);
         srt_fn fp_srt = (srt_fn)sym(h, "fp_srt", missing);
-        f_un_fn fp_hlv = (f_un_fn)sym(h, "fp_hlv_integ", missing);
+        prime_fn fp_prime_get = (prime_fn)sym(h, "fp_prime_get", missing);
         bn_fn get_gen = (bn_fn)sym(h, "ep_curve_get_gen", missing);
         if (*missing) {
             return -1;
@@ -437,7 +527,7 @@ static int decode_init(void *h, int *missing) {
             return -1;
         }
         D.fp.sub(D.beta, D.beta, D.fp.one);
-        fp_hlv(D.beta, D.beta);
+        D.fp_hlv(D.beta, D.beta);
         get_gen(&g1);
         R.ep_norm(&g1, &g1);
         if (!g1_member(&g1)) {
@@ -449,6 +539,35 @@ static int decode_init(void *h, int *missing) {
         }
         R.ep2_curve_get_gen(&g2);
         R.ep2_norm(&g2, &g2);
+        D.basic = g2.coord;
+        /* b = y^2 - x^3 at the generator */
+        D.fp2.sqr(&D.b2[0][0], &g2.x[0][0]);
+        D.fp2.mul(&D.b2[0][0], &D.b2[0][0], &g2.x[0][0]);
+        {
+            fp2_t yy;
+            D.fp2.sqr(&yy[0][0], &g2.y[0][0]);
+            D.fp2.sub(&D.b2[0][0], &yy[0][0], &D.b2[0][0]);
+        }
+        {
+            /* exponents (p + 1) / 4 and (p - 3) / 4 from the limbs of p (p = 3 mod 4) */
+            const uint64_t *prime = fp_prime_get();
+            unsigned __int128 carry = 1;
+            int i;
+            memset(&D.exp_sqrt, 0, sizeof D.exp_sqrt);
+            D.exp_sqrt.alloc = BN_LIMBS;
+            D.exp_sqrt.used = FP_LIMBS;
+            for (i = 0; i < FP_LIMBS; i++) {
+                carry += prime[i];
+                D.exp_sqrt.dp[i] = (uint64_t)carry;
+                carry >>= 64;
+            }
+            for (i = 0; i < FP_LIMBS; i++) {
+                D.exp_sqrt.dp[i] = (D.exp_sqrt.dp[i] >> 2) |
+                                   (i + 1 < FP_LIMBS ? D.exp_sqrt.dp[i + 1] << 62 : 0);
+            }
+            D.exp_inv_sqrt = D.exp_sqrt;
+            D.exp_inv_sqrt.dp[0] -= 1; /* (p + 1) / 4 is even: no borrow */
+        }
         return g2_member(&g2) ? 0 : -1;
     }
 }
@@ -510,13 +629,20 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
             reason = BAD_PREFIX;
             break;
         }
-        D.err_get_code(); /* reading the code resets it */
-        rd(p, in, (int)encoded);
-        if (D.err_get_code() != 0) {
-            reason = NOT_ON_CURVE;
-            break;
+        if (kind == 2) {
+            if (!g2_read(p, in, again)) {
+                reason = NOT_ON_CURVE;
+                break;
+            }
+        } else {
+            D.err_get_code(); /* reading the code resets it */
+            rd(p, in, (int)encoded);
+            if (D.err_get_code() != 0) {
+                reason = NOT_ON_CURVE;
+                break;
+            }
+            wr(again, (int)encoded, p, 1);
         }
-        wr(again, (int)encoded, p, 1);
         if (memcmp(again, in, encoded) != 0) {
             reason = NOT_CANONICAL;
             break;

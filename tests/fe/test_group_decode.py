@@ -367,3 +367,52 @@ def test_compiled_decoder_guards() -> None:
             ext.in_subgroup(0, b"")
         with pytest.raises(ValueError, match="whole number"):
             ext.in_subgroup(1, bytes(_relic.G1_POINT_SIZE + 1))
+
+
+def _outcome(decode: Callable[[bytes], Any], raw: bytes) -> object:
+    try:
+        return decode(raw)
+    except EncodingError as exc:
+        return str(exc)
+
+
+def _xs_with_rhs_in_fp(count: int) -> list[Fp2]:
+    """x = a + b·i with Im(x³ + 4 + 4i) = 0, i.e. 3a²b − b³ = −4: right-hand sides in Fp,
+    half of them squares in Fp and half not (then their roots are multiples of i)."""
+    out = []
+    b = 1
+    while len(out) < count:
+        a2 = (b**3 - 4) * pow(3 * b, -1, P) % P
+        a = pow(a2, (P + 1) // 4, P)
+        if a * a % P == a2:
+            x = Fp2(a, b)
+            assert (x * x * x + Fp2(4, 4)).b == 0
+            out.append(x)
+        b += 1
+    return out
+
+
+def test_g2_decoder_matches_relic_reader(rng: random.Random) -> None:
+    """The compiled G2 decompression (its own square root) against RELIC's ep2_read_bin."""
+    special = _xs_with_rhs_in_fp(8)
+    rhs_squares = [pow((x * x * x).a + 4, (P - 1) // 2, P) == 1 for x in special]
+    assert any(rhs_squares) and not all(rhs_squares)
+    xs = [Fp2(rng.randrange(P), rng.randrange(P)) for _ in range(60)]
+    xs += [*special, Fp2(0), Fp2(special[0].a, 0)]
+    raws = [
+        bytes([prefix]) + x.a.to_bytes(48, "big") + x.b.to_bytes(48, "big")
+        for x in xs
+        for prefix in (2, 3)
+    ]
+    raws += [
+        b"\x02" + P.to_bytes(48, "big") + bytes(48),
+        b"\x03" + bytes(48) + P.to_bytes(48, "big"),
+    ]
+    raws += [group.g2_to_bytes(q) for q in group.g2_gen_mul([rng.randrange(R) for _ in range(60)])]
+    compiled = [_outcome(group.g2_from_bytes, raw) for raw in raws]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_relic, "pairing_ext", None)
+        assert [_outcome(group.g2_from_bytes, raw) for raw in raws] == compiled
+    assert compiled.count("G2 element is not in the prime-order subgroup") > 20
+    assert compiled.count("G2 element is not a point on the curve") > 20
+    assert sum(isinstance(c, G2Element) for c in compiled) == 60

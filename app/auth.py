@@ -13,6 +13,7 @@ import hmac
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.errors import unauthorized
@@ -60,6 +61,10 @@ def new_scoped_token() -> tuple[str, str]:
     return token_id, f"{SCOPED_TOKEN_PREFIX}{secrets.token_urlsafe(32)}"
 
 
+class _NotCached(Exception):
+    """The token's record is not in this process's cache."""
+
+
 class Authenticator:
     def __init__(self, store: KeyStore, admin_token: str, cache_seconds: float) -> None:
         self._store = store
@@ -69,13 +74,32 @@ class Authenticator:
         self._lock = threading.Lock()
 
     def principal(self, token: str | None) -> Principal:
-        """The principal a bearer token stands for; 401 if it is missing or not valid."""
+        """The principal a bearer token stands for; 401 if it is missing or not valid.
+
+        May query the store (a scoped token not in the cache).
+        """
+        return self._principal(token, self._lookup)
+
+    def cached_principal(self, token: str | None) -> Principal | None:
+        """`principal` without touching the store: None when only the store can tell.
+
+        Lets the event loop settle the common cases (the admin token, a cached scoped token, no
+        token) without a hop to a worker thread.
+        """
+        try:
+            return self._principal(token, self._cached)
+        except _NotCached:
+            return None
+
+    def _principal(
+        self, token: str | None, lookup: Callable[[bytes], TokenRecord | None]
+    ) -> Principal:
         if not token:
             raise unauthorized("this operation needs an Authorization: Bearer token")
         digest = hash_token(token)
         if hmac.compare_digest(digest, self._admin_digest):
             return Principal(admin=True)
-        record = self._lookup(digest)
+        record = lookup(digest)
         if record is None or (record.expires_at is not None and record.expires_at <= time.time()):
             raise unauthorized("the token is unknown, revoked or expired")
         return Principal(
@@ -84,6 +108,13 @@ class Authenticator:
             key_patterns=record.key_patterns,
             operations=frozenset(record.operations),
         )
+
+    def _cached(self, digest: bytes) -> TokenRecord | None:
+        with self._lock:
+            cached = self._cache.get(digest)
+        if cached is None or cached[0] <= time.monotonic():
+            raise _NotCached
+        return cached[1]
 
     def _lookup(self, digest: bytes) -> TokenRecord | None:
         now = time.monotonic()

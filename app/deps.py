@@ -4,6 +4,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request, Security
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.auth import Operation, Principal
@@ -21,21 +22,27 @@ Credentials = Annotated[HTTPAuthorizationCredentials | None, Security(bearer)]
 KeyName = Annotated[str, Path(pattern=KEY_NAME_PATTERN, description="the key's name")]
 
 
-def _principal(request: Request, credentials: HTTPAuthorizationCredentials | None) -> Principal:
+async def _principal(
+    request: Request, credentials: HTTPAuthorizationCredentials | None
+) -> Principal:
     token = credentials.credentials if credentials is not None else None
-    return request.app.state.auth.principal(token)
+    auth = request.app.state.auth
+    principal = auth.cached_principal(token)
+    if principal is None:  # a store query: off the event loop
+        principal = await run_in_threadpool(auth.principal, token)
+    return principal
 
 
-def admin(request: Request, credentials: Credentials) -> Principal:
-    principal = _principal(request, credentials)
+async def admin(request: Request, credentials: Credentials) -> Principal:
+    principal = await _principal(request, credentials)
     if not principal.admin:
         raise forbidden("this operation needs the admin token")
     return principal
 
 
 def _key_access(operation: Operation) -> Callable[..., Principal]:
-    def dependency(request: Request, name: KeyName, credentials: Credentials) -> Principal:
-        principal = _principal(request, credentials)
+    async def dependency(request: Request, name: KeyName, credentials: Credentials) -> Principal:
+        principal = await _principal(request, credentials)
         if not principal.allows(operation, name):
             raise forbidden(f"the token may not {operation.value} with key {name!r}")
         return principal
@@ -44,8 +51,8 @@ def _key_access(operation: Operation) -> Callable[..., Principal]:
 
 
 def _service_access(operation: Operation) -> Callable[..., Principal]:
-    def dependency(request: Request, credentials: Credentials) -> Principal:
-        principal = _principal(request, credentials)
+    async def dependency(request: Request, credentials: Credentials) -> Principal:
+        principal = await _principal(request, credentials)
         if not principal.allows(operation, None):
             raise forbidden(f"the token may not {operation.value}")
         return principal
@@ -63,11 +70,13 @@ def service_access(operation: Operation) -> Any:
     return Depends(_service_access(operation))
 
 
-def _keyring(request: Request) -> Keyring:
+# Async, though they do not wait on anything: FastAPI runs a plain `def` dependency in the
+# thread pool, a thread hop per dependency per request for reading an attribute.
+async def _keyring(request: Request) -> Keyring:
     return request.app.state.keyring
 
 
-def _settings(request: Request) -> Settings:
+async def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 

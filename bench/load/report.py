@@ -1,0 +1,68 @@
+"""The load test's table (Markdown) and plot (PNG), with the two targets it reports on."""
+
+from pathlib import Path
+from typing import Any
+
+NOOP = "no-op GET /healthz"
+ECIES_ENCRYPT = "ECIES encrypt 1 KiB"
+AEZ_ENCRYPT = "AEZ encrypt 64 B"
+TRANSIT_ENCRYPT = "OpenBao Transit encrypt 64 B"
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| operation | requests | conc. | req/s | items/s | p50 ms | p99 ms | errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        items = f"{r['items_per_second']:,.0f}" if r["items"] > 1 else ""
+        lines.append(
+            f"| {r['name']} | {r['requests']} | {r['concurrency']} | {r['rps']:,.0f} | {items} "
+            f"| {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['errors']} |"
+        )
+    by_name = {r["name"]: r for r in results}
+    lines.append("")
+    for label, numerator, denominator, target in (
+        ("AEZ encrypt 64 B / Transit encrypt 64 B", AEZ_ENCRYPT, TRANSIT_ENCRYPT, 1.0),
+        ("ECIES encrypt 1 KiB / no-op", ECIES_ENCRYPT, NOOP, 0.6),
+    ):
+        if numerator in by_name and denominator in by_name:
+            ratio = by_name[numerator]["rps"] / by_name[denominator]["rps"]
+            verdict = "met" if ratio >= target else "missed"
+            lines.append(f"- {label}: {ratio:.2f} (target ≥ {target}: {verdict})")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r["name"] for r in results][::-1]
+    rates = [r["rps"] for r in results][::-1]
+    colours = ["tab:orange" if n.startswith("OpenBao") else "tab:blue" for n in names]
+    figure, axes = plt.subplots(figsize=(9, 0.45 * len(names) + 1.2))
+    bars = axes.barh(names, rates, color=colours)
+    for bar, result in zip(bars, results[::-1], strict=True):
+        axes.text(
+            bar.get_width(),
+            bar.get_y() + bar.get_height() / 2,
+            f" {result['rps']:,.0f}/s  p99 {result['p99_ms']:.1f} ms",
+            va="center",
+            fontsize=8,
+        )
+    axes.set_xlabel("requests per second (cipherd: blue, OpenBao Transit: orange)")
+    axes.set_xlim(0, max(rates) * 1.45)
+    axes.set_title("cipherd (2 workers) beside OpenBao Transit, one load generator")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def write_report(results: list[dict[str, Any]], out: Path) -> str:
+    out.mkdir(parents=True, exist_ok=True)
+    table = markdown(results)
+    (out / "load.md").write_text(table)
+    plot(results, out / "load.png")
+    return table

@@ -11,7 +11,7 @@ from core.fe.dlog import DlogTable
 R = group.ORDER
 
 
-def test_eight_threads_pairings_and_dlogs() -> None:
+def test_eight_threads_pairings_dlogs_and_decoding() -> None:
     table = DlogTable(group.gt_generator(), -500, 500)
     errors: list[str] = []
     start = threading.Barrier(8)
@@ -34,6 +34,11 @@ def test_eight_threads_pairings_and_dlogs() -> None:
                 errors.append(f"thread {seed}: msm mismatch")
             if group.dlog(group.gt_generator(), e, -500, 500) != expected:
                 errors.append(f"thread {seed}: dlog mismatch")
+            run = b"".join(group.g2_to_bytes(q) for q in g2s)
+            if group.g2_vector_from_bytes(run, len(g2s)) != g2s:
+                errors.append(f"thread {seed}: G2 decoding mismatch")
+            if [group.g1_from_bytes(group.g1_to_bytes(p)) for p in g1s] != g1s:
+                errors.append(f"thread {seed}: G1 decoding mismatch")
 
     threads = [threading.Thread(target=work, args=(seed,)) for seed in range(8)]
     for t in threads:

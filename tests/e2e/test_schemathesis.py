@@ -25,7 +25,7 @@ from schemathesis.checks import (
 
 from tests.e2e.server import Server, start
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 OPENAPI = Path(__file__).resolve().parents[2] / "openapi.yaml"
 ADMIN_TOKEN = "fuzz-admin-" + secrets.token_urlsafe(16)

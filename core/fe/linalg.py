@@ -39,10 +39,18 @@ def check_i64(value: int) -> int:
 
 
 def inputs(values: Sequence[int], n: int) -> list[int]:
-    """Check the length, then every entry's range; return the signed entries."""
+    """Check the length, then every entry's type and range; return the signed entries.
+
+    Entries stay signed (not reduced mod r): small factors keep the matrix products cheap,
+    and every operation below reduces its result.
+    """
     if len(values) != n:
         raise ShapeError(expected=n, actual=len(values))
-    return [check_i64(v) for v in values]
+    entries = list(map(operator.index, values))
+    if entries and (min(entries) < I64_MIN or max(entries) > I64_MAX):
+        for v in entries:
+            check_i64(v)
+    return entries
 
 
 def function_matrix(rows: Sequence[Sequence[int]], n: int) -> Matrix:
@@ -56,11 +64,6 @@ def same_dimension(expected: int, actual: int) -> None:
     """A key and a ciphertext must come from setups of the same dimension."""
     if expected != actual:
         raise ShapeError(expected=expected, actual=actual)
-
-
-def reduce(values: Sequence[int]) -> Vector:
-    """Integers taken into Z_r (−5 becomes r − 5)."""
-    return [v % ORDER for v in values]
 
 
 def _check_lengths(a: Sequence[object], b: Sequence[object]) -> None:
@@ -86,9 +89,61 @@ def scale(v: Sequence[int], k: int) -> Vector:
 
 
 def vec_mat(v: Sequence[int], m: Sequence[Sequence[int]]) -> Vector:
-    """The row vector v·M = Σᵢ vᵢ·(row i of M)."""
+    """The row vector v·M = Σᵢ vᵢ·(row i of M), skipping zero coefficients.
+
+    Row by row, so that small (unreduced) coefficients cost small-by-large products and one
+    reduction per column at the end.
+    """
     _check_lengths(m, v)
-    return [sum(map(operator.mul, v, column)) % ORDER for column in zip(*m, strict=True)]
+    acc = [0] * len(m[0]) if m else []
+    for vi, row in zip(v, m, strict=True):
+        _check_lengths(acc, row)
+        if vi:
+            acc = list(map(operator.add, acc, [vi * x for x in row]))
+    return [x % ORDER for x in acc]
+
+
+class PackedMatrix:
+    """A fixed matrix with each row packed into one integer (Kronecker substitution).
+
+    v·M then costs one big-integer multiply-add per nonzero vᵢ, done in C, instead of one
+    Python multiplication per entry: worth it for the large secret bases of bjk, tao and kim,
+    which are packed once per master key. Entries must be reduced; each slot is wide enough
+    for Σᵢ vᵢ·Mᵢⱼ with |vᵢ| < 2²⁵⁵ over up to 2¹⁶ rows, plus a bias that keeps it non-negative.
+    """
+
+    SLOT_BYTES = 67
+    MAX_ROWS = 2**16
+    _OFFSET = 1 << (8 * SLOT_BYTES - 2)
+    _COEFF_LIMIT = 1 << 255
+
+    def __init__(self, m: Sequence[Sequence[int]]) -> None:
+        if not 0 < len(m) <= self.MAX_ROWS:
+            raise ValueError(f"a packed matrix has 1 to {self.MAX_ROWS} rows")
+        self.cols = len(m[0])
+        size = self.SLOT_BYTES
+        for row in m:
+            _check_lengths(m[0], row)
+        self._rows = [
+            int.from_bytes(b"".join(x.to_bytes(size, "little") for x in row), "little") for row in m
+        ]
+        self._bias = int.from_bytes(self._OFFSET.to_bytes(size, "little") * self.cols, "little")
+
+    def vec_mul(self, v: Sequence[int]) -> Vector:
+        """v·M mod r."""
+        _check_lengths(self._rows, v)
+        total = self._bias
+        limit = self._COEFF_LIMIT
+        for vi, row in zip(v, self._rows, strict=True):
+            if vi:
+                total += (vi if -limit < vi < limit else vi % ORDER) * row
+        size = self.SLOT_BYTES
+        data = total.to_bytes(self.cols * size, "little")
+        offset = self._OFFSET
+        return [
+            (int.from_bytes(data[j : j + size], "little") - offset) % ORDER
+            for j in range(0, self.cols * size, size)
+        ]
 
 
 def mat_vec(m: Sequence[Sequence[int]], v: Sequence[int]) -> Vector:

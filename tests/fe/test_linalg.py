@@ -48,7 +48,9 @@ def test_vector_operations() -> None:
     assert linalg.mat_vec([[1, 2, 3], [4, 5, 6]], [1, 0, -1]) == [ORDER - 2, ORDER - 2]
     assert linalg.transpose([[1, 2, 3], [4, 5, 6]]) == ((1, 4), (2, 5), (3, 6))
     assert linalg.scale_matrix([[1, 2]], -1) == ((ORDER - 1, ORDER - 2),)
-    assert linalg.reduce([-5, ORDER + 1]) == [ORDER - 5, 1]
+    # Signed, unreduced coefficients and zero rows give the reduced product.
+    assert linalg.vec_mat([-1, 0, ORDER + 2], [[1, 2], [7, 7], [3, 4]]) == [5, 6]
+    assert linalg.vec_mat([0, 0], [[1, 2], [3, 4]]) == [0, 0]
 
 
 @pytest.mark.parametrize(
@@ -104,3 +106,30 @@ def test_random_vector_uses_the_given_rng() -> None:
     assert a == linalg.random_vector(3, random.Random(9))
     assert all(0 <= v < ORDER for v in a)
     assert len(set(linalg.random_vector(4))) == 4
+
+
+def test_packed_matrix_agrees_with_plain_products() -> None:
+    rng = random.Random(4)
+    m = [[rng.randrange(ORDER) for _ in range(7)] for _ in range(5)]
+    m[2] = [ORDER - 1] * 7
+    packed = linalg.PackedMatrix(m)
+    vectors = [
+        [rng.randrange(ORDER) for _ in range(5)],
+        [-(2**63), 2**63 - 1, 0, -1, 1],
+        [ORDER - 1] * 5,
+        [0] * 5,
+        [ORDER * 3 + 2, -ORDER * 5, 2**300, -(2**255), 7],  # reduced before packing
+    ]
+    for v in vectors:
+        assert packed.vec_mul(v) == linalg.vec_mat(v, m)
+    with pytest.raises(ShapeError):
+        packed.vec_mul([1, 2, 3])
+
+
+def test_packed_matrix_bounds() -> None:
+    with pytest.raises(ValueError, match="rows"):
+        linalg.PackedMatrix([])
+    with pytest.raises(ValueError, match="rows"):
+        linalg.PackedMatrix([[0]] * (linalg.PackedMatrix.MAX_ROWS + 1))
+    with pytest.raises(ShapeError):
+        linalg.PackedMatrix([[1, 2], [3]])

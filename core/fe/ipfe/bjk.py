@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from petrelic.multiplicative.pairing import G1Element, G2Element
 
@@ -42,6 +43,16 @@ class MasterKey(encoding.Encoded):
         (encoding.SCALAR, encoding.matrix(lambda n: 2, lambda n: 2)),
         (encoding.SCALAR, encoding.matrix(lambda n: 2, lambda n: 2)),
     )
+
+    @cached_property
+    def packed_b(self) -> linalg.PackedMatrix:
+        """B packed for fast vector products; built on first use, not encoded."""
+        return linalg.PackedMatrix(self.b)
+
+    @cached_property
+    def packed_b_star(self) -> linalg.PackedMatrix:
+        """B* packed for fast vector products; built on first use, not encoded."""
+        return linalg.PackedMatrix(self.b_star)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -110,24 +121,42 @@ def setup(n: int, rng: random.Random | None = None) -> MasterKey:
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
     """k = (β·y ‖ β̃·y ‖ 0, β, 0, β̃); the key is [(β, β̃)·D]₂ and [k·B]₂."""
-    yr = linalg.reduce(linalg.inputs(y, msk.n))
+    ys = linalg.inputs(y, msk.n)
     with LOCK:
         beta, beta_t = group.random_scalar(rng), group.random_scalar(rng)
-        k = [*linalg.scale(yr, beta), *linalg.scale(yr, beta_t), 0, beta, 0, beta_t]
-        points = group.g2_gen_mul(linalg.vec_mat([beta, beta_t], msk.d) + linalg.vec_mat(k, msk.b))
+        k = _combine(msk.packed_b, msk.b, ys, (beta, 2 * msk.n + 1), (beta_t, 2 * msk.n + 3))
+        points = group.g2_gen_mul(linalg.vec_mat([beta, beta_t], msk.d) + k)
         return Key(msk.n, tuple(points[:2]), tuple(points[2:]))
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
     """c = (α·x ‖ α̃·x ‖ α, 0, α̃, 0); the ciphertext is [(α, α̃)·D*]₁ and [c·B*]₁."""
-    xr = linalg.reduce(linalg.inputs(x, msk.n))
+    xs = linalg.inputs(x, msk.n)
     with LOCK:
         alpha, alpha_t = group.random_scalar(rng), group.random_scalar(rng)
-        c = [*linalg.scale(xr, alpha), *linalg.scale(xr, alpha_t), alpha, 0, alpha_t, 0]
-        points = group.g1_gen_mul(
-            linalg.vec_mat([alpha, alpha_t], msk.d_star) + linalg.vec_mat(c, msk.b_star)
+        c = _combine(
+            msk.packed_b_star, msk.b_star, xs, (alpha, 2 * msk.n), (alpha_t, 2 * msk.n + 2)
         )
+        points = group.g1_gen_mul(linalg.vec_mat([alpha, alpha_t], msk.d_star) + c)
         return Ciphertext(msk.n, tuple(points[:2]), tuple(points[2:]))
+
+
+def _combine(
+    packed: linalg.PackedMatrix,
+    m: Matrix,
+    v: list[int],
+    first: tuple[int, int],
+    second: tuple[int, int],
+) -> list[int]:
+    """(a·v ‖ b·v ‖ tail)·M, where the tail holds a at row i and b at row j, computed as
+    a·(v·M_top + Mᵢ) + b·(v·M_mid + Mⱼ): v's small entries meet M before the full-size a, b."""
+    (a, i), (b, j) = first, second
+    n = len(v)
+    top = packed.vec_mul([*v, *([0] * (n + 4))])
+    mid = packed.vec_mul([*([0] * n), *v, 0, 0, 0, 0])
+    return linalg.add(
+        linalg.scale(linalg.add(top, m[i]), a), linalg.scale(linalg.add(mid, m[j]), b)
+    )
 
 
 def prepare(sk: Key) -> PreparedKey:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from petrelic.multiplicative.pairing import G1Element, G2Element
 
@@ -41,6 +42,16 @@ class MasterKey(encoding.Encoded):
         (encoding.SCALAR, encoding.matrix(_size, _size)),
         (encoding.SCALAR, encoding.matrix(_size, _size)),
     )
+
+    @cached_property
+    def packed_b(self) -> linalg.PackedMatrix:
+        """B packed for fast vector products; built on first use, not encoded."""
+        return linalg.PackedMatrix(self.b)
+
+    @cached_property
+    def packed_b_star(self) -> linalg.PackedMatrix:
+        """B* packed for fast vector products; built on first use, not encoded."""
+        return linalg.PackedMatrix(self.b_star)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -99,21 +110,21 @@ def setup(n: int, rng: random.Random | None = None) -> MasterKey:
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
     """[α·det B]₂ and [α·(y·B)]₂ for a fresh α."""
-    yr = linalg.reduce(linalg.inputs(y, msk.n))
+    ys = linalg.inputs(y, msk.n)
     with LOCK:
         alpha = group.random_scalar(rng)
         points = group.g2_gen_mul(
-            [alpha * msk.det % group.ORDER, *linalg.scale(linalg.vec_mat(yr, msk.b), alpha)]
+            [alpha * msk.det % group.ORDER, *linalg.scale(msk.packed_b.vec_mul(ys), alpha)]
         )
         return Key(msk.n, points[0], tuple(points[1:]))
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
     """[β]₁ and [β·(x·B*)]₁ for a fresh β."""
-    xr = linalg.reduce(linalg.inputs(x, msk.n))
+    xs = linalg.inputs(x, msk.n)
     with LOCK:
         beta = group.random_scalar(rng)
-        points = group.g1_gen_mul([beta, *linalg.scale(linalg.vec_mat(xr, msk.b_star), beta)])
+        points = group.g1_gen_mul([beta, *linalg.scale(msk.packed_b_star.vec_mul(xs), beta)])
         return Ciphertext(msk.n, points[0], tuple(points[1:]))
 
 

@@ -140,18 +140,18 @@ def _key_half(msk: MasterKey, w: list[int], rng: random.Random | None) -> list[i
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
     """Two key halves, each under its own ρ: one for w, one for the zero vector."""
-    yr = linalg.reduce(linalg.inputs(y, msk.n))
+    ys = linalg.inputs(y, msk.n)
     with LOCK:
-        w = [-linalg.dot(msk.s, yr) % group.ORDER, -linalg.dot(msk.t, yr) % group.ORDER, *yr]
+        w = [-linalg.dot(msk.s, ys) % group.ORDER, -linalg.dot(msk.t, ys) % group.ORDER, *ys]
         k = _key_half(msk, w, rng) + _key_half(msk, [0] * (msk.n + 2), rng)
         return Key(msk.n, tuple(group.g2_gen_mul(k)))
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
     """Two ciphertext halves of x, under h and ĥ, each with its own ρ."""
-    xr = linalg.reduce(linalg.inputs(x, msk.n))
+    xs = linalg.inputs(x, msk.n)
     with LOCK:
-        c = _ct_half(msk, msk.h, xr, rng) + _ct_half(msk, msk.h_hat, xr, rng)
+        c = _ct_half(msk, msk.h, xs, rng) + _ct_half(msk, msk.h_hat, xs, rng)
         return Ciphertext(msk.n, tuple(group.g1_gen_mul(c)))
 
 

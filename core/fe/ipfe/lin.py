@@ -99,9 +99,9 @@ def setup(n: int, rng: random.Random | None = None) -> MasterKey:
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
     """The weak key of ŷ = (y ‖ 0ⁿ) under a fresh ρ."""
-    yr = linalg.reduce(linalg.inputs(y, msk.n))
+    ys = linalg.inputs(y, msk.n)
     with LOCK:
-        y_hat = yr + [0] * msk.n
+        y_hat = ys + [0] * msk.n
         u = [linalg.dot(y_hat, msk.s), *y_hat]
         rho = group.random_scalar(rng)
         k = [-rho % group.ORDER, *linalg.add(linalg.scale(msk.t, rho), u)]
@@ -110,9 +110,9 @@ def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
     """The weak ciphertext of x̂ = (x ‖ 0ⁿ) under a fresh ρ'."""
-    xr = linalg.reduce(linalg.inputs(x, msk.n))
+    xs = linalg.inputs(x, msk.n)
     with LOCK:
-        x_hat = xr + [0] * msk.n
+        x_hat = xs + [0] * msk.n
         rho = group.random_scalar(rng)
         v = [-rho % group.ORDER, *linalg.add(linalg.scale(msk.s, rho), x_hat)]
         return Ciphertext(msk.n, tuple(group.g1_gen_mul([linalg.dot(msk.t, v), *v])))

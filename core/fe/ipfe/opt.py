@@ -113,10 +113,10 @@ def setup(n: int, rng: random.Random | None = None) -> MasterKey:
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
     """Mask y with σ·A for a fresh σ ∈ Z_r²."""
-    yr = linalg.reduce(linalg.inputs(y, msk.n))
+    ys = linalg.inputs(y, msk.n)
     with LOCK:
         sigma = linalg.random_vector(2, rng)
-        y_masked = linalg.add(linalg.vec_mat(sigma, msk.a), yr)
+        y_masked = linalg.add(linalg.vec_mat(sigma, msk.a), ys)
         kr = linalg.mat_vec(msk.b, sigma + linalg.mat_vec(msk.a, y_masked))
         points = group.g2_gen_mul(kr + y_masked)
         return Key(msk.n, tuple(points[:4]), tuple(points[4:]))
@@ -124,11 +124,11 @@ def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
     """Mask x with σ'·A for a fresh σ' ∈ Z_r²."""
-    xr = linalg.reduce(linalg.inputs(x, msk.n))
+    xs = linalg.inputs(x, msk.n)
     with LOCK:
         sigma = linalg.random_vector(2, rng)
-        x_masked = linalg.add(linalg.vec_mat(sigma, msk.a), xr)
-        cr = linalg.mat_vec(msk.b_star, linalg.mat_vec(msk.a, xr) + sigma)
+        x_masked = linalg.add(linalg.vec_mat(sigma, msk.a), xs)
+        cr = linalg.mat_vec(msk.b_star, linalg.mat_vec(msk.a, xs) + sigma)
         points = group.g1_gen_mul(cr + x_masked)
         return Ciphertext(msk.n, tuple(points[:4]), tuple(points[4:]))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from petrelic.multiplicative.pairing import G1Element, G2Element, GTElement
 
@@ -41,6 +42,16 @@ class MasterKey(encoding.Encoded):
         (encoding.SCALAR, encoding.matrix(_size, _size)),
         (encoding.GT, encoding.one),
     )
+
+    @cached_property
+    def packed_b(self) -> linalg.PackedMatrix:
+        """B packed for fast vector products; built on first use, not encoded."""
+        return linalg.PackedMatrix(self.b)
+
+    @cached_property
+    def packed_b_star(self) -> linalg.PackedMatrix:
+        """B* packed for fast vector products; built on first use, not encoded."""
+        return linalg.PackedMatrix(self.b_star)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -98,20 +109,20 @@ def setup(n: int, rng: random.Random | None = None) -> MasterKey:
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
     """[k·B]₂; the random entries sit where every ciphertext vector is zero."""
-    yr = linalg.reduce(linalg.inputs(y, msk.n))
+    ys = linalg.inputs(y, msk.n)
     with LOCK:
         sigma1, sigma2 = group.random_scalar(rng), group.random_scalar(rng)
-        k = [*yr, *([0] * (msk.n + 2)), sigma1, sigma2, 0]
-        return Key(msk.n, tuple(group.g2_gen_mul(linalg.vec_mat(k, msk.b))))
+        k = [*ys, *([0] * (msk.n + 2)), sigma1, sigma2, 0]
+        return Key(msk.n, tuple(group.g2_gen_mul(msk.packed_b.vec_mul(k))))
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
     """[c·B*]₁; the random entries sit where every key vector is zero."""
-    xr = linalg.reduce(linalg.inputs(x, msk.n))
+    xs = linalg.inputs(x, msk.n)
     with LOCK:
         tau1, tau2 = group.random_scalar(rng), group.random_scalar(rng)
-        c = [*xr, *([0] * msk.n), tau1, tau2, 0, 0, 0]
-        return Ciphertext(msk.n, tuple(group.g1_gen_mul(linalg.vec_mat(c, msk.b_star))))
+        c = [*xs, *([0] * msk.n), tau1, tau2, 0, 0, 0]
+        return Ciphertext(msk.n, tuple(group.g1_gen_mul(msk.packed_b_star.vec_mul(c))))
 
 
 def prepare(sk: Key) -> PreparedKey:

@@ -1,9 +1,10 @@
 """Vectors and matrices over Z_r, and the checks every scheme applies to its inputs.
 
-Plain Python integers, because the entries are 255-bit residues: the schemes' matrix work is
-small next to the group operations, except the O(m³) inversions at bjk/tao/kim setup.
-Vectors are lists of ints, matrices are sequences of rows. Length mismatches raise
-`ShapeError`, never a silently truncated `zip`.
+Plain Python integers, because the entries are 255-bit residues. Vectors are lists of ints,
+matrices are sequences of rows; the large secret bases of bjk, tao and kim are also kept as a
+`PackedMatrix`, which turns a vector-matrix product into a few big-integer operations in C.
+The one O(m³) cost left in Python is the inversion at bjk/tao/kim setup. Length mismatches
+raise `ShapeError`, never a silently truncated `zip`.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from __future__ import annotations
 import operator
 import random
 from collections.abc import Sequence
+from itertools import repeat
 
 from core.errors import ShapeError
 from core.fe.group import ORDER, random_scalar
@@ -126,7 +127,10 @@ class PackedMatrix:
         for row in m:
             _check_lengths(m[0], row)
         self._rows = [
-            int.from_bytes(b"".join(x.to_bytes(size, "little") for x in row), "little") for row in m
+            int.from_bytes(
+                b"".join(map(int.to_bytes, row, repeat(size), repeat("little"))), "little"
+            )
+            for row in m
         ]
         self._bias = int.from_bytes(self._OFFSET.to_bytes(size, "little") * self.cols, "little")
 

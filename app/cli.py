@@ -43,6 +43,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=3,
+        # What "auto" picks when uvicorn[standard] is installed, named so that a missing C
+        # parser or loop fails at start instead of halving throughput unnoticed (h11, asyncio).
+        http="httptools",
+        loop="uvloop",
     )
 
 

@@ -8,6 +8,8 @@ rotation or deletion goes unseen here; this process's own changes drop the entry
 import threading
 import time
 
+from starlette.concurrency import run_in_threadpool
+
 from app.keystore import KeyMaterial, KeyStore
 
 MAX_ENTRIES = 4096
@@ -23,16 +25,33 @@ class Keyring:
     def material(self, name: str, version: int | None = None) -> KeyMaterial:
         """One version of a key (the latest when `version` is None)."""
         now = time.monotonic()
-        with self._lock:
-            entry = self._entries.get((name, version))
-        if entry is not None and entry[0] > now:
-            return entry[1]
+        cached = self.cached(name, version, now)
+        if cached is not None:
+            return cached
         material = self.store.material(name, version)
         if self._cache_seconds > 0:
             with self._lock:
                 if len(self._entries) >= MAX_ENTRIES:
                     self._entries.clear()
                 self._entries[(name, version)] = (now + self._cache_seconds, material)
+        return material
+
+    def cached(
+        self, name: str, version: int | None = None, now: float | None = None
+    ) -> KeyMaterial | None:
+        """`material` without touching the store: None when only the store can tell."""
+        with self._lock:
+            entry = self._entries.get((name, version))
+        if entry is None or entry[0] <= (time.monotonic() if now is None else now):
+            return None
+        return entry[1]
+
+    async def fetch(self, name: str, version: int | None = None) -> KeyMaterial:
+        """`material` for a coroutine: a cached key is answered on the event loop, and only a
+        store query (a miss) goes to a worker thread."""
+        material = self.cached(name, version)
+        if material is None:
+            material = await run_in_threadpool(self.material, name, version)
         return material
 
     def forget(self, name: str) -> None:

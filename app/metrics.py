@@ -6,8 +6,7 @@ the data directory, so that /metrics on any worker reports the sum over all of t
 
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -64,14 +63,51 @@ CACHE_BUILD_SECONDS = Histogram(
 )
 
 
-@contextmanager
-def timed(family: str, operation: str) -> Iterator[None]:
+# Label children by label values, so that a request does not look them up under the metric's
+# lock each time. Bounded: the route and method of an unmatched request come from the client.
+_MAX_CHILDREN = 1024
+_request_children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+_crypto_children: dict[tuple[str, str], Histogram] = {}
+
+
+def request_metrics(route: str, method: str, status: int) -> tuple[Counter, Histogram]:
+    """The request counter and latency histogram of one route, method and status."""
+    key = (route, method, status)
+    children = _request_children.get(key)
+    if children is None:
+        children = (
+            REQUESTS.labels(route, method, str(status)),
+            REQUEST_SECONDS.labels(route, method),
+        )
+        if len(_request_children) < _MAX_CHILDREN:
+            _request_children[key] = children
+    return children
+
+
+class timed:  # lower case: it reads as a function, `with timed(...)`
     """Record how long the block takes as one crypto operation."""
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        CRYPTO_SECONDS.labels(family, operation).observe(time.perf_counter() - start)
+
+    __slots__ = ("_histogram", "_start")
+
+    def __init__(self, family: str, operation: str) -> None:
+        histogram = _crypto_children.get((family, operation))
+        if histogram is None:
+            histogram = _crypto_children[family, operation] = CRYPTO_SECONDS.labels(
+                family, operation
+            )
+        self._histogram = histogram
+        self._start = 0.0
+
+    def __enter__(self) -> None:
+        self._start = time.perf_counter()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._histogram.observe(time.perf_counter() - self._start)
 
 
 def render_metrics() -> tuple[bytes, str]:

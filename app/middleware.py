@@ -4,18 +4,16 @@ Written against raw ASGI rather than BaseHTTPMiddleware, which would cost a task
 request on the hot path.
 """
 
-import logging
+import os
 import re
 import time
-import uuid
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.logs import request_id_var
-from app.metrics import REQUEST_SECONDS, REQUESTS
+from app.logs import access_writer, request_id_var
+from app.metrics import request_metrics
 
-access_log = logging.getLogger("cipherd.access")
 _CLIENT_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")
 
 
@@ -47,7 +45,7 @@ class ObserveMiddleware:
         request_id = (
             client_id.decode()
             if client_id and _CLIENT_REQUEST_ID.match(client_id)
-            else uuid.uuid4().hex
+            else os.urandom(16).hex()
         )
         scope.setdefault("state", {})["request_id"] = request_id
         context_token = request_id_var.set(request_id)
@@ -87,20 +85,10 @@ class ObserveMiddleware:
             route: Any = scope.get("route")
             path = getattr(route, "path", "unmatched")
             method = scope["method"]
-            REQUESTS.labels(path, method, str(status)).inc()
-            REQUEST_SECONDS.labels(path, method).observe(elapsed)
-            access_log.info(
-                "%s %s %d",
-                method,
-                path,
-                status,
-                extra={
-                    "method": method,
-                    "route": path,
-                    "status": status,
-                    "duration_ms": round(elapsed * 1000, 3),
-                },
-            )
+            requests, seconds = request_metrics(path, method, status)
+            requests.inc()
+            seconds.observe(elapsed)
+            access_writer.write(method, path, status, round(elapsed * 1000, 3), request_id)
             request_id_var.reset(context_token)
 
 

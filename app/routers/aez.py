@@ -8,13 +8,23 @@ is a 400 that says only that.
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
 from app.auth import Operation
 from app.batch import check_batch_size, run_each
-from app.body import OCTET_STREAM, binary_response, dual_body, is_raw, read_json, read_raw
+from app.body import (
+    OCTET_STREAM,
+    binary_response,
+    compute,
+    dual_body,
+    is_raw,
+    json_response,
+    read_json,
+    read_query,
+    read_raw,
+)
 from app.deps import KeyName, KeyringDep, SettingsDep, key_access
 from app.errors import ERROR_RESPONSES, Problem, ProblemDetail, wrong_key_type
 from app.keyring import Keyring
@@ -104,35 +114,23 @@ def authentication_failed() -> Problem:
     return Problem(400, "authentication-failed", "Authentication failed", "authentication failed")
 
 
-def _aez_material(keyring: Keyring, name: str, version: int | None) -> KeyMaterial:
-    material = keyring.material(name, version)
+def _aez(material: KeyMaterial) -> KeyMaterial:
     if material.type != "aez":
-        raise wrong_key_type(name, material.type, "AEZ")
+        raise wrong_key_type(material.name, material.type, "AEZ")
     return material
 
 
-def _encrypt(
-    keyring: Keyring, name: str, params: AezParams | AezQuery, plaintext: bytes
-) -> tuple[bytes, int]:
-    material = _aez_material(keyring, name, None)
+def _encrypt(material: KeyMaterial, params: AezParams | AezQuery, plaintext: bytes) -> bytes:
     with timed("aez", "encrypt"):
-        ciphertext = aez.encrypt(material.secret, params.nonce, params.ad, params.tau, plaintext)
-    return ciphertext, material.version
+        return aez.encrypt(material.secret, params.nonce, params.ad, params.tau, plaintext)
 
 
-def _decrypt(
-    keyring: Keyring,
-    name: str,
-    params: AezParams | AezQuery,
-    ciphertext: bytes,
-    version: int | None,
-) -> tuple[bytes, int]:
-    material = _aez_material(keyring, name, version)
+def _decrypt(material: KeyMaterial, params: AezParams | AezQuery, ciphertext: bytes) -> bytes:
     with timed("aez", "decrypt"):
         plaintext = aez.decrypt(material.secret, params.nonce, params.ad, params.tau, ciphertext)
     if plaintext is None:
         raise authentication_failed()
-    return plaintext, material.version
+    return plaintext
 
 
 def _raw_response(payload: bytes, version: int) -> Response:
@@ -143,54 +141,54 @@ def _raw_response(payload: bytes, version: int) -> Response:
     "/{name}/encrypt",
     response_model=AezCiphertext,
     summary="Encrypt with a server-held AEZ key",
-    openapi_extra=dual_body(AezEncryptRequest, "the plaintext; parameters in the query"),
+    openapi_extra=dual_body(AezEncryptRequest, "the plaintext; parameters in the query", AezQuery),
     responses=binary_response("the ciphertext, for a raw request", VERSION_HEADER_DOC),
     dependencies=[key_access(Operation.ENCRYPT)],
 )
-async def encrypt(
-    request: Request, name: KeyName, keyring: KeyringDep, query: Annotated[AezQuery, Query()]
-) -> AezCiphertext | Response:
+async def encrypt(request: Request, name: KeyName) -> Response:
+    keyring: Keyring = request.app.state.keyring
     if is_raw(request):
+        query = read_query(request, AezQuery)
         data = await read_raw(request)
-        ciphertext, version = await run_in_threadpool(_encrypt, keyring, name, query, data)
-        return _raw_response(ciphertext, version)
+        material = _aez(await keyring.fetch(name))
+        ciphertext = await compute(len(data), _encrypt, material, query, data)
+        return _raw_response(ciphertext, material.version)
     body = await read_json(request, AezEncryptRequest)
-    ciphertext, version = await run_in_threadpool(_encrypt, keyring, name, body, body.plaintext)
-    return AezCiphertext(ciphertext=ciphertext, key_version=version)
+    material = _aez(await keyring.fetch(name))
+    ciphertext = await compute(len(body.plaintext), _encrypt, material, body, body.plaintext)
+    return json_response(AezCiphertext(ciphertext=ciphertext, key_version=material.version))
 
 
 @router.post(
     "/{name}/decrypt",
     response_model=AezPlaintext,
     summary="Decrypt with a server-held AEZ key",
-    openapi_extra=dual_body(AezDecryptRequest, "the ciphertext; parameters in the query"),
+    openapi_extra=dual_body(AezDecryptRequest, "the ciphertext; parameters in the query", AezQuery),
     responses=binary_response("the plaintext, for a raw request", VERSION_HEADER_DOC),
     dependencies=[key_access(Operation.DECRYPT)],
 )
-async def decrypt(
-    request: Request, name: KeyName, keyring: KeyringDep, query: Annotated[AezQuery, Query()]
-) -> AezPlaintext | Response:
+async def decrypt(request: Request, name: KeyName) -> Response:
+    keyring: Keyring = request.app.state.keyring
     if is_raw(request):
+        query = read_query(request, AezQuery)
         data = await read_raw(request)
-        plaintext, version = await run_in_threadpool(
-            _decrypt, keyring, name, query, data, query.key_version
-        )
-        return _raw_response(plaintext, version)
+        material = _aez(await keyring.fetch(name, query.key_version))
+        plaintext = await compute(len(data), _decrypt, material, query, data)
+        return _raw_response(plaintext, material.version)
     body = await read_json(request, AezDecryptRequest)
-    plaintext, version = await run_in_threadpool(
-        _decrypt, keyring, name, body, body.ciphertext, body.key_version
-    )
-    return AezPlaintext(plaintext=plaintext, key_version=version)
+    material = _aez(await keyring.fetch(name, body.key_version))
+    plaintext = await compute(len(body.ciphertext), _decrypt, material, body, body.ciphertext)
+    return json_response(AezPlaintext(plaintext=plaintext, key_version=material.version))
 
 
 def _encrypt_batch(
     keyring: Keyring, name: str, items: list[AezEncryptRequest]
 ) -> AezEncryptBatchResponse:
-    _aez_material(keyring, name, None)  # unknown key or wrong type fails the whole batch
+    material = _aez(keyring.material(name))  # unknown key or wrong type fails the whole batch
 
     def one(item: AezEncryptRequest) -> AezEncryptResult:
-        ciphertext, version = _encrypt(keyring, name, item, item.plaintext)
-        return AezEncryptResult(ciphertext=ciphertext, key_version=version)
+        ciphertext = _encrypt(material, item, item.plaintext)
+        return AezEncryptResult(ciphertext=ciphertext, key_version=material.version)
 
     return AezEncryptBatchResponse(results=run_each(items, one, AezEncryptResult))
 
@@ -198,11 +196,12 @@ def _encrypt_batch(
 def _decrypt_batch(
     keyring: Keyring, name: str, items: list[AezDecryptRequest]
 ) -> AezDecryptBatchResponse:
-    _aez_material(keyring, name, None)
+    _aez(keyring.material(name))
 
     def one(item: AezDecryptRequest) -> AezDecryptResult:
-        plaintext, version = _decrypt(keyring, name, item, item.ciphertext, item.key_version)
-        return AezDecryptResult(plaintext=plaintext, key_version=version)
+        material = _aez(keyring.material(name, item.key_version))
+        plaintext = _decrypt(material, item, item.ciphertext)
+        return AezDecryptResult(plaintext=plaintext, key_version=material.version)
 
     return AezDecryptBatchResponse(results=run_each(items, one, AezDecryptResult))
 

@@ -7,13 +7,23 @@ takes the version (default: the latest), since the payload format has no room fo
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, BeforeValidator, Field
 
 from app.auth import Operation
 from app.batch import check_batch_size, run_each
-from app.body import OCTET_STREAM, binary_response, dual_body, is_raw, read_json, read_raw
+from app.body import (
+    OCTET_STREAM,
+    binary_response,
+    compute,
+    dual_body,
+    is_raw,
+    json_response,
+    read_json,
+    read_query,
+    read_raw,
+)
 from app.deps import KeyName, KeyringDep, SettingsDep, key_access, service_access
 from app.errors import ERROR_RESPONSES, ProblemDetail, invalid_input, wrong_key_type
 from app.keyring import Keyring
@@ -135,10 +145,9 @@ def _config(curve: str, options: EciesOptions) -> ecies.Config:
     )
 
 
-def _ecies_material(keyring: Keyring, name: str, version: int | None) -> KeyMaterial:
-    material = keyring.material(name, version)
+def _ecies(material: KeyMaterial) -> KeyMaterial:
     if not material.type.startswith("ecies-"):
-        raise wrong_key_type(name, material.type, "ECIES")
+        raise wrong_key_type(material.name, material.type, "ECIES")
     return material
 
 
@@ -146,22 +155,16 @@ def _curve(material: KeyMaterial) -> str:
     return material.type.removeprefix("ecies-")
 
 
-def _encrypt(
-    keyring: Keyring, name: str, plaintext: bytes, options: EciesOptions
-) -> tuple[bytes, int]:
-    material = _ecies_material(keyring, name, None)
+def _encrypt(material: KeyMaterial, plaintext: bytes, options: EciesOptions) -> bytes:
     config = _config(_curve(material), options)
     with timed("ecies", "encrypt"):
-        return ecies.encrypt(material.public or b"", plaintext, config), material.version
+        return ecies.encrypt(material.public or b"", plaintext, config)
 
 
-def _decrypt(
-    keyring: Keyring, name: str, ciphertext: bytes, version: int | None, options: EciesOptions
-) -> tuple[bytes, int]:
-    material = _ecies_material(keyring, name, version)
+def _decrypt(material: KeyMaterial, ciphertext: bytes, options: EciesOptions) -> bytes:
     config = _config(_curve(material), options)
     with timed("ecies", "decrypt"):
-        return ecies.decrypt(material.secret, ciphertext, config), material.version
+        return ecies.decrypt(material.secret, ciphertext, config)
 
 
 def _raw_response(payload: bytes, version: int) -> Response:
@@ -177,60 +180,60 @@ VERSION_HEADER_DOC = {
     "/{name}/encrypt",
     response_model=EciesCiphertext,
     summary="Encrypt to a server-held ECIES key",
-    openapi_extra=dual_body(EciesEncryptRequest, "the plaintext; parameters in the query"),
+    openapi_extra=dual_body(
+        EciesEncryptRequest, "the plaintext; parameters in the query", EciesQuery
+    ),
     responses=binary_response("the payload, for a raw request", VERSION_HEADER_DOC),
     dependencies=[key_access(Operation.ENCRYPT)],
 )
-async def encrypt(
-    request: Request,
-    name: KeyName,
-    keyring: KeyringDep,
-    query: Annotated[EciesQuery, Query()],
-) -> EciesCiphertext | Response:
+async def encrypt(request: Request, name: KeyName) -> Response:
+    keyring: Keyring = request.app.state.keyring
     if is_raw(request):
+        query = read_query(request, EciesQuery)
         data = await read_raw(request)
-        payload, version = await run_in_threadpool(_encrypt, keyring, name, data, query)
-        return _raw_response(payload, version)
+        material = _ecies(await keyring.fetch(name))
+        payload = await compute(len(data), _encrypt, material, data, query)
+        return _raw_response(payload, material.version)
     body = await read_json(request, EciesEncryptRequest)
-    payload, version = await run_in_threadpool(_encrypt, keyring, name, body.plaintext, body.config)
-    return EciesCiphertext(ciphertext=payload, key_version=version)
+    material = _ecies(await keyring.fetch(name))
+    payload = await compute(len(body.plaintext), _encrypt, material, body.plaintext, body.config)
+    return json_response(EciesCiphertext(ciphertext=payload, key_version=material.version))
 
 
 @router.post(
     "/{name}/decrypt",
     response_model=EciesPlaintext,
     summary="Decrypt with a server-held ECIES key",
-    openapi_extra=dual_body(EciesDecryptRequest, "the payload; parameters in the query"),
+    openapi_extra=dual_body(
+        EciesDecryptRequest, "the payload; parameters in the query", EciesQuery
+    ),
     responses=binary_response("the plaintext, for a raw request", VERSION_HEADER_DOC),
     dependencies=[key_access(Operation.DECRYPT)],
 )
-async def decrypt(
-    request: Request,
-    name: KeyName,
-    keyring: KeyringDep,
-    query: Annotated[EciesQuery, Query()],
-) -> EciesPlaintext | Response:
+async def decrypt(request: Request, name: KeyName) -> Response:
+    keyring: Keyring = request.app.state.keyring
     if is_raw(request):
+        query = read_query(request, EciesQuery)
         data = await read_raw(request)
-        plaintext, version = await run_in_threadpool(
-            _decrypt, keyring, name, data, query.key_version, query
-        )
-        return _raw_response(plaintext, version)
+        material = _ecies(await keyring.fetch(name, query.key_version))
+        plaintext = await compute(len(data), _decrypt, material, data, query)
+        return _raw_response(plaintext, material.version)
     body = await read_json(request, EciesDecryptRequest)
-    plaintext, version = await run_in_threadpool(
-        _decrypt, keyring, name, body.ciphertext, body.key_version, body.config
+    material = _ecies(await keyring.fetch(name, body.key_version))
+    plaintext = await compute(
+        len(body.ciphertext), _decrypt, material, body.ciphertext, body.config
     )
-    return EciesPlaintext(plaintext=plaintext, key_version=version)
+    return json_response(EciesPlaintext(plaintext=plaintext, key_version=material.version))
 
 
 def _encrypt_batch(
     keyring: Keyring, name: str, items: list[EciesEncryptRequest]
 ) -> EciesEncryptBatchResponse:
-    _ecies_material(keyring, name, None)  # unknown key or wrong type fails the whole batch
+    material = _ecies(keyring.material(name))  # unknown key or wrong type fails the whole batch
 
     def one(item: EciesEncryptRequest) -> EciesEncryptResult:
-        ciphertext, version = _encrypt(keyring, name, item.plaintext, item.config)
-        return EciesEncryptResult(ciphertext=ciphertext, key_version=version)
+        ciphertext = _encrypt(material, item.plaintext, item.config)
+        return EciesEncryptResult(ciphertext=ciphertext, key_version=material.version)
 
     return EciesEncryptBatchResponse(results=run_each(items, one, EciesEncryptResult))
 
@@ -238,11 +241,12 @@ def _encrypt_batch(
 def _decrypt_batch(
     keyring: Keyring, name: str, items: list[EciesDecryptRequest]
 ) -> EciesDecryptBatchResponse:
-    _ecies_material(keyring, name, None)
+    _ecies(keyring.material(name))
 
     def one(item: EciesDecryptRequest) -> EciesDecryptResult:
-        plaintext, version = _decrypt(keyring, name, item.ciphertext, item.key_version, item.config)
-        return EciesDecryptResult(plaintext=plaintext, key_version=version)
+        material = _ecies(keyring.material(name, item.key_version))
+        plaintext = _decrypt(material, item.ciphertext, item.config)
+        return EciesDecryptResult(plaintext=plaintext, key_version=material.version)
 
     return EciesDecryptBatchResponse(results=run_each(items, one, EciesDecryptResult))
 
@@ -287,5 +291,6 @@ def _encrypt_to(body: EciesPublicEncryptRequest) -> bytes:
     summary="Encrypt to a public key given in the request (no stored key)",
     dependencies=[service_access(Operation.ENCRYPT)],
 )
-async def encrypt_to_public_key(body: EciesPublicEncryptRequest) -> EciesPublicCiphertext:
-    return EciesPublicCiphertext(ciphertext=await run_in_threadpool(_encrypt_to, body))
+async def encrypt_to_public_key(body: EciesPublicEncryptRequest) -> Response:
+    ciphertext = await compute(len(body.plaintext), _encrypt_to, body)
+    return json_response(EciesPublicCiphertext(ciphertext=ciphertext))

@@ -1,7 +1,8 @@
 """Discrete logarithms in GT over a bounded signed range (baby-step giant-step).
 
 The baby-step table holds a 64-bit fingerprint of each power base^j (0 ≤ j < m): the first raw
-limb of its Fp12 value, which RELIC keeps fully reduced, so it is canonical. Reading it costs a
+limb of its Fp12 value, which RELIC (BLS12-381) and mcl (BN254, in Montgomery form) keep fully
+reduced, so it is canonical. Reading it costs a
 fraction of a microsecond, against ~17 µs for hashing the serialised element. An element and
 its inverse (its conjugate) share that limb, so one table answers both base^j and base^-j: each
 giant step covers a window of 2m − 1 values around its centre. Unrelated elements may collide
@@ -24,7 +25,7 @@ import numpy as np
 from petrelic.bindings import _FFI as PETRELIC_FFI
 from petrelic.multiplicative.pairing import GT, GTElement
 
-from core.fe import _relic
+from core.fe import _mcl, _relic
 from core.fe._relic import LOCK, ORDER, lib
 
 # A reused table trades memory for lookups: ranges up to FULL_TABLE values are covered by a
@@ -37,20 +38,33 @@ MAX_BABY_STEPS = 1 << 20
 MAX_ONE_OFF_BABY_STEPS = 1 << 16
 
 
-def _fingerprint(e: GTElement) -> int:
-    return e.pt[0][0][0][0]
+def _fingerprint(e: GTElement | _mcl.Bn254GT) -> int:
+    if type(e) is _mcl.Bn254GT:
+        return e.fingerprint()
+    return e.pt[0][0][0][0]  # type: ignore[union-attr]
 
 
-def _baby_keys(base: GTElement, m: int) -> np.ndarray:
+def _mul_into(acc: GTElement | _mcl.Bn254GT, other: GTElement | _mcl.Bn254GT) -> None:
+    """acc ← acc · other, in place (caller holds LOCK)."""
+    if type(acc) is _mcl.Bn254GT:
+        _mcl.lib.mclBnGT_mul(acc.v, acc.v, other.v)  # type: ignore[union-attr]
+    else:
+        lib.fp12_mul_lazyr(acc.pt, acc.pt, other.pt)  # type: ignore[union-attr]
+
+
+def _baby_keys(base: GTElement | _mcl.Bn254GT, m: int) -> np.ndarray:
     """Fingerprints of base^0 … base^(m-1) (caller holds LOCK)."""
     keys = np.empty(m, dtype=np.uint64)
-    if _relic.pairing_ext is not None:
+    if type(base) is _mcl.Bn254GT:
+        cur = _mcl.gt_identity()
+    elif _relic.pairing_ext is not None:
         _relic.pairing_ext.baby_steps(PETRELIC_FFI.buffer(base.pt), keys)
         return keys
-    cur = GT.neutral_element()
+    else:
+        cur = GT.neutral_element()
     for j in range(m):
         keys[j] = _fingerprint(cur)
-        lib.fp12_mul_lazyr(cur.pt, cur.pt, base.pt)
+        _mul_into(cur, base)
     return keys
 
 
@@ -69,9 +83,16 @@ class DlogTable:
     one-off use. The default spends more on the table so that each `find` needs few giant steps.
     """
 
-    def __init__(self, base: GTElement, lo: int, hi: int, *, balanced: bool = False) -> None:
+    def __init__(
+        self, base: GTElement | _mcl.Bn254GT, lo: int, hi: int, *, balanced: bool = False
+    ) -> None:
+        if type(base) not in (GTElement, _mcl.Bn254GT):
+            raise TypeError(f"a table is built over a GT element, not {type(base).__name__}")
         if lo > hi:
             raise ValueError("lo <= hi")
+        self._type = type(base)
+        self.curve = "bn254" if self._type is _mcl.Bn254GT else "bls12-381"
+        r = _mcl.ORDER if self._type is _mcl.Bn254GT else ORDER
         self.lo = lo
         self.hi = hi
         self.span = hi - lo
@@ -83,8 +104,8 @@ class DlogTable:
             order = np.argsort(keys, kind="stable")
             self._keys = keys[order]
             self._exponents = order.astype(np.uint32)
-            self._shift = base ** (-self._start % ORDER)
-            self._step_up = base ** (-(2 * m - 1) % ORDER)
+            self._shift = base ** (-self._start % r)
+            self._step_up = base ** (-(2 * m - 1) % r)
             self._step_down = self._step_up.inverse()
 
     @property
@@ -112,6 +133,10 @@ class DlogTable:
 
     def find(self, target: GTElement) -> int | None:
         """Return the x in [lo, hi] with base^x == target, or None."""
+        if type(target) is not self._type:
+            raise TypeError(
+                f"this table is for {self.curve}; the target is a {type(target).__name__}"
+            )
         reach = self.baby_steps - 1
         width = 2 * reach + 1
         with LOCK:
@@ -125,15 +150,17 @@ class DlogTable:
                 if centre_up - reach > self.hi and centre_down + reach < self.lo:
                     return None
                 if centre_up - reach <= self.hi:
-                    lib.fp12_mul_lazyr(up.pt, up.pt, self._step_up.pt)
+                    _mul_into(up, self._step_up)
                     found = self._match(up, centre_up)
                 if found is None and centre_down + reach >= self.lo:
-                    lib.fp12_mul_lazyr(down.pt, down.pt, self._step_down.pt)
+                    _mul_into(down, self._step_down)
                     found = self._match(down, centre_down)
                 t += 1
         return found
 
 
-def dlog(base: GTElement, target: GTElement, lo: int, hi: int) -> int | None:
+def dlog(
+    base: GTElement | _mcl.Bn254GT, target: GTElement | _mcl.Bn254GT, lo: int, hi: int
+) -> int | None:
     """One-off search with a balanced table (per-pair bases change on every decryption)."""
     return DlogTable(base, lo, hi, balanced=True).find(target)

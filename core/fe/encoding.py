@@ -1,62 +1,84 @@
 """Versioned byte encodings of FE master keys, public keys, functional keys and ciphertexts.
 
-Every object starts with the same 10-byte header: magic ``CFE``, format version, scheme id,
-object kind, and the dimension n (4 bytes, big-endian). The fields follow in declaration order,
-each element in its fixed size from `core.fe.group` (scalars, G1, G2, GT) or as a signed 64-bit
-big-endian integer (function entries of QFE keys). The header's n fixes every length, so the
-total is checked before anything is parsed; points are validated (curve and subgroup) by group.
+Every object starts with the same 11-byte header: magic ``CFE``, format version (2), scheme id,
+object kind, curve id (1 BLS12-381, 2 BN254) and the dimension n (4 bytes, big-endian). The
+fields follow in declaration order, each element in its curve's fixed size from
+`core.fe.group` (scalars, G1, G2, GT) or as a signed 64-bit big-endian integer (function
+entries of QFE keys). The header's n and curve fix every length, so the total is checked before
+anything is parsed; points are validated (curve and subgroup) by group. Version 1 encodings
+(a 10-byte header without the curve byte, BLS12-381 only) are still read.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Self
 
 from core.errors import EncodingError
 from core.fe import group
 
 MAGIC = b"CFE"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SCHEME_IDS = {"bjk": 1, "tao": 2, "kim": 3, "lin": 4, "kks": 5, "opt": 6, "bcfg": 7, "sgp": 8}
+CURVE_IDS = {group.BLS12_381: 1, group.BN254: 2}
 
 MASTER_KEY = 1
 PUBLIC_KEY = 2
 KEY = 3
 CIPHERTEXT = 4
 
-_HEADER = struct.Struct(">3sBBBI")
+_HEADER = struct.Struct(">3sBBBBI")
+_HEADER_V1 = struct.Struct(">3sBBBI")
+HEADER_BYTES = _HEADER.size
 
 
 @dataclass(frozen=True)
 class _Codec:
-    size: int
-    encode: Callable[[Any], bytes]
-    decode: Callable[[bytes], Any]
-    decode_run: Callable[[bytes, int, int], list[Any]] | None = None
-    """Decodes `count` elements from `offset` in one call (points: one batched validation)."""
+    """How one kind of field is written, resolved against the object's curve."""
 
-    def read(self, data: bytes, count: int, offset: int) -> list[Any]:
-        if self.decode_run is not None:
-            return self.decode_run(data, count, offset)
-        size = self.size
-        return [self.decode(data[i : i + size]) for i in range(offset, offset + count * size, size)]
+    size: Callable[[group.Curve], int]
+    encode: Callable[[group.Curve, Any], bytes]
+    read: Callable[[group.Curve, bytes, int, int], list[Any]]
 
 
 def _i64_to_bytes(value: int) -> bytes:
     return value.to_bytes(8, "big", signed=True)
 
 
-def _i64_from_bytes(data: bytes) -> int:
-    return int.from_bytes(data, "big", signed=True)
+def _read_each(decode: Callable[[bytes], Any], size: int) -> Callable[..., list[Any]]:
+    def read(data: bytes, count: int, offset: int) -> list[Any]:
+        return [decode(data[i : i + size]) for i in range(offset, offset + count * size, size)]
+
+    return read
 
 
-SCALAR = _Codec(group.SCALAR_BYTES, group.scalar_to_bytes, group.scalar_from_bytes)
-G1 = _Codec(group.G1_BYTES, group.g1_to_bytes, group.g1_from_bytes, group.g1_vector_from_bytes)
-G2 = _Codec(group.G2_BYTES, group.g2_to_bytes, group.g2_from_bytes, group.g2_vector_from_bytes)
-GT = _Codec(group.GT_BYTES, group.gt_to_bytes, group.gt_from_bytes)
-I64 = _Codec(8, _i64_to_bytes, _i64_from_bytes)
+SCALAR = _Codec(
+    lambda c: c.scalar_bytes,
+    lambda c, v: c.scalar_to_bytes(v),
+    lambda c, *run: _read_each(c.scalar_from_bytes, c.scalar_bytes)(*run),
+)
+G1 = _Codec(
+    lambda c: c.g1_bytes,
+    lambda c, v: c.g1_to_bytes(v),
+    lambda c, *run: c.g1_vector_from_bytes(*run),
+)
+G2 = _Codec(
+    lambda c: c.g2_bytes,
+    lambda c, v: c.g2_to_bytes(v),
+    lambda c, *run: c.g2_vector_from_bytes(*run),
+)
+GT = _Codec(
+    lambda c: c.gt_bytes,
+    lambda c, v: c.gt_to_bytes(v),
+    lambda c, *run: _read_each(c.gt_from_bytes, c.gt_bytes)(*run),
+)
+I64 = _Codec(
+    lambda c: 8,
+    lambda c, v: _i64_to_bytes(v),
+    lambda c, *run: _read_each(lambda b: int.from_bytes(b, "big", signed=True), 8)(*run),
+)
 
 Shape = Callable[[int], tuple[int, ...]]
 
@@ -100,57 +122,82 @@ def _nest(items: list[Any], shape: tuple[int, ...]) -> Any:
     return tuple(_nest(items[i * width : (i + 1) * width], shape[1:]) for i in range(shape[0]))
 
 
+@dataclass(frozen=True, eq=False, repr=False)
 class Encoded:
-    """Mixin of the FE dataclasses: to_bytes/from_bytes, equality by encoding, no secret repr.
+    """Base of the FE dataclasses: to_bytes/from_bytes, equality by encoding, no secret repr.
 
     Subclasses are dataclasses whose first field is `n`, with one `LAYOUT` entry
-    (codec, shape) per further field. Equality and hashing go through the encoding, so that
-    comparing objects never touches RELIC outside the group layer's lock.
+    (codec, shape) per further field; every object also names its curve (keyword `curve`,
+    BLS12-381 by default). Equality and hashing go through the encoding, so that comparing
+    objects never touches native group code outside the group layer's lock.
     """
+
+    curve: str = field(default=group.DEFAULT_CURVE, kw_only=True)
 
     SCHEME: ClassVar[str]
     KIND: ClassVar[int]
     LAYOUT: ClassVar[tuple[tuple[_Codec, Shape], ...]]
-    n: int
+
+    def _data_fields(self) -> list[str]:
+        return [f.name for f in fields(self) if f.name not in ("n", "curve")]
 
     def to_bytes(self) -> bytes:
         """The versioned encoding: header, then every field in declaration order."""
-        out = [_HEADER.pack(MAGIC, FORMAT_VERSION, SCHEME_IDS[self.SCHEME], self.KIND, self.n)]
-        for field, (codec, shape) in zip(fields(self)[1:], self.LAYOUT, strict=True):
-            depth = len(shape(self.n))
-            out.extend(codec.encode(v) for v in _flatten(getattr(self, field.name), depth))
+        n: int = self.n  # type: ignore[attr-defined]
+        c = group.curve(self.curve)
+        out = [
+            _HEADER.pack(
+                MAGIC, FORMAT_VERSION, SCHEME_IDS[self.SCHEME], self.KIND, CURVE_IDS[c.name], n
+            )
+        ]
+        for name, (codec, shape) in zip(self._data_fields(), self.LAYOUT, strict=True):
+            depth = len(shape(n))
+            out.extend(codec.encode(c, v) for v in _flatten(getattr(self, name), depth))
         return b"".join(out)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Self:
         """Decode and validate; any malformed input raises `EncodingError`."""
         data = bytes(data)
-        if len(data) < _HEADER.size:
+        if len(data) < _HEADER_V1.size:
             raise EncodingError("truncated header")
-        magic, version, scheme, kind, n = _HEADER.unpack_from(data)
-        if magic != MAGIC:
+        if data[:3] != MAGIC:
             raise EncodingError("not a cipherd FE encoding")
-        if version != FORMAT_VERSION:
-            raise EncodingError(f"unsupported format version {version}")
+        if data[3] == 1:
+            header = _HEADER_V1
+            _, _, scheme, kind, n = header.unpack_from(data)
+            curve_id = CURVE_IDS[group.BLS12_381]
+        elif data[3] == FORMAT_VERSION and len(data) >= _HEADER.size:
+            header = _HEADER
+            _, _, scheme, kind, curve_id, n = header.unpack_from(data)
+        elif data[3] == FORMAT_VERSION:
+            raise EncodingError("truncated header")
+        else:
+            raise EncodingError(f"unsupported format version {data[3]}")
         if scheme != SCHEME_IDS[cls.SCHEME]:
             raise EncodingError(f"encoding is not for scheme {cls.SCHEME}")
         if kind != cls.KIND:
             raise EncodingError(f"encoding is not a {cls.__name__}")
+        names = {v: k for k, v in CURVE_IDS.items()}
+        if curve_id not in names:
+            raise EncodingError(f"unknown curve id {curve_id}")
+        c = group.curve(names[curve_id])
         if n < 1:
             raise EncodingError("dimension must be at least 1")
         shapes = [shape(n) for _, shape in cls.LAYOUT]
-        expected = _HEADER.size + sum(
-            codec.size * _count(s) for (codec, _), s in zip(cls.LAYOUT, shapes, strict=True)
+        sizes = [codec.size(c) for codec, _ in cls.LAYOUT]
+        expected = header.size + sum(
+            size * _count(s) for size, s in zip(sizes, shapes, strict=True)
         )
         if len(data) != expected:
             raise EncodingError(f"encoding has {len(data)} bytes where {expected} are needed")
         values: list[Any] = [n]
-        offset = _HEADER.size
-        for (codec, _), s in zip(cls.LAYOUT, shapes, strict=True):
+        offset = header.size
+        for (codec, _), s, size in zip(cls.LAYOUT, shapes, sizes, strict=True):
             count = _count(s)
-            values.append(_nest(codec.read(data, count, offset), s))
-            offset += count * codec.size
-        return cls(*values)
+            values.append(_nest(codec.read(c, data, count, offset), s))
+            offset += count * size
+        return cls(*values, curve=c.name)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -161,4 +208,4 @@ class Encoded:
         return hash(self.to_bytes())
 
     def __repr__(self) -> str:
-        return f"{self.SCHEME}.{type(self).__name__}(n={self.n})"
+        return f"{self.SCHEME}.{type(self).__name__}(n={self.n}, curve={self.curve})"  # type: ignore[attr-defined]

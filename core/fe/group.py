@@ -37,19 +37,25 @@ from petrelic.multiplicative.pairing import (
 )
 
 from core.errors import EncodingError, ShapeError
-from core.fe import _relic
+from core.fe import _mcl, _relic, linalg
 from core.fe._relic import LOCK, ORDER, ffi, lib
 from core.fe.dlog import DlogTable, dlog
 
 __all__ = [
+    "BLS12_381",
+    "BN254",
+    "CURVES",
+    "DEFAULT_CURVE",
     "G1_BYTES",
     "G2_BYTES",
     "GT_BYTES",
     "LOCK",
     "ORDER",
     "SCALAR_BYTES",
+    "Curve",
     "DlogTable",
     "PreparedG2",
+    "curve",
     "dlog",
     "g1_from_bytes",
     "g1_gen_mul",
@@ -73,6 +79,7 @@ __all__ = [
     "pair",
     "prepare_g2",
     "random_scalar",
+    "same_curve",
     "scalar_from_bytes",
     "scalar_to_bytes",
 ]
@@ -514,3 +521,192 @@ def scalar_from_bytes(b: bytes) -> int:
     if s >= ORDER:
         raise EncodingError("scalar is not reduced modulo the group order")
     return s
+
+
+BLS12_381 = "bls12-381"
+BN254 = "bn254"
+DEFAULT_CURVE = BLS12_381
+CURVES = (BLS12_381, BN254)
+
+
+class PreparedPoints:
+    """G2 points kept for repeated pairings on a curve without line precomputation (BN254:
+    mcl's multi-Miller loop on the points themselves is already the fast path)."""
+
+    __slots__ = ("points",)
+
+    def __init__(self, points: Sequence[object]) -> None:
+        self.points = tuple(points)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+
+@dataclass(frozen=True, eq=False)
+class Curve:
+    """One pairing group behind the operations the schemes use; `curve(name)` returns it.
+
+    The BLS12-381 instance is made of this module's functions, so the default path runs
+    exactly the code it ran before there was a choice of curve.
+    """
+
+    name: str
+    order: int
+    g1_bytes: int
+    g2_bytes: int
+    gt_bytes: int
+    scalar_bytes: int
+    gt_type: type
+    zr: linalg.Zr
+    gt_generator: Callable[[], object]
+    gt_identity: Callable[[], object]
+    g1_gen_mul: Callable[[Sequence[int]], list]
+    g2_gen_mul: Callable[[Sequence[int]], list]
+    g1_mul: Callable[[object, Sequence[int]], list]
+    g2_mul: Callable[[object, Sequence[int]], list]
+    g1_msm: Callable[[Sequence[object], Sequence[int]], object]
+    g1_neg: Callable[[Sequence[object]], list]
+    pair: Callable[..., object]
+    prepare_g2: Callable[[Sequence[object]], object]
+    g1_to_bytes: Callable[[object], bytes]
+    g2_to_bytes: Callable[[object], bytes]
+    gt_to_bytes: Callable[[object], bytes]
+    g1_vector_from_bytes: Callable[..., list]
+    g2_vector_from_bytes: Callable[..., list]
+    gt_from_bytes: Callable[[bytes], object]
+    scalar_to_bytes: Callable[[int], bytes]
+    scalar_from_bytes: Callable[[bytes], int]
+
+    def __repr__(self) -> str:
+        return f"Curve({self.name!r})"
+
+
+def _bn_gen_mul(cls: type) -> Callable[[Sequence[int]], list]:
+    gen = _mcl.generator(cls)
+    return lambda scalars: _mcl.mul(gen, scalars)
+
+
+def _bn_typed(cls: type, elements: Sequence[object]) -> list:
+    for e in elements:
+        if type(e) is not cls:
+            raise TypeError(f"expected {cls.__name__}, got {type(e).__name__}")
+    return list(elements)
+
+
+def _bn_mul(cls: type) -> Callable[[object, Sequence[int]], list]:
+    def mul(point: object, scalars: Sequence[int]) -> list:
+        return _mcl.mul(_bn_typed(cls, [point])[0], scalars)
+
+    return mul
+
+
+def _bn_pair(g1s: Sequence[object], g2s: Sequence[object] | PreparedPoints) -> object:
+    points = g2s.points if isinstance(g2s, PreparedPoints) else g2s
+    return _mcl.pair(g1s, points)  # type: ignore[arg-type]
+
+
+def _scalar_codec(order: int) -> tuple[Callable[[int], bytes], Callable[[bytes], int]]:
+    def encode(s: int) -> bytes:
+        """Big-endian, reduced mod r."""
+        return (s % order).to_bytes(SCALAR_BYTES, "big")
+
+    def decode(b: bytes) -> int:
+        s = int.from_bytes(_check_len(b, SCALAR_BYTES, "scalar"), "big")
+        if s >= order:
+            raise EncodingError("scalar is not reduced modulo the group order")
+        return s
+
+    return encode, decode
+
+
+def _bn_gt_from_bytes(b: bytes) -> object:
+    raw = _check_len(b, _mcl.GT_BYTES, "GT element")
+    return _mcl.decode_run(_mcl.Bn254GT, raw, 1, 0, "GT element")[0]
+
+
+def _bn_curve() -> Curve:
+    gt = _mcl.pair([_mcl.generator(_mcl.Bn254G1)], [_mcl.generator(_mcl.Bn254G2)])
+    scalar_encode, scalar_decode = _scalar_codec(_mcl.ORDER)
+
+    def vector_reader(cls: type, what: str) -> Callable[..., list]:
+        return lambda data, count, offset=0: _mcl.decode_run(cls, data, count, offset, what)
+
+    return Curve(
+        name=BN254,
+        order=_mcl.ORDER,
+        g1_bytes=_mcl.G1_BYTES,
+        g2_bytes=_mcl.G2_BYTES,
+        gt_bytes=_mcl.GT_BYTES,
+        scalar_bytes=_mcl.SCALAR_BYTES,
+        gt_type=_mcl.Bn254GT,
+        zr=linalg.Zr(_mcl.ORDER),
+        gt_generator=gt.__copy__,
+        gt_identity=_mcl.gt_identity,
+        g1_gen_mul=_bn_gen_mul(_mcl.Bn254G1),
+        g2_gen_mul=_bn_gen_mul(_mcl.Bn254G2),
+        g1_mul=_bn_mul(_mcl.Bn254G1),
+        g2_mul=_bn_mul(_mcl.Bn254G2),
+        g1_msm=lambda points, scalars: _mcl.msm(_mcl.Bn254G1, points, scalars),
+        g1_neg=lambda points: [p.inverse() for p in _bn_typed(_mcl.Bn254G1, points)],
+        pair=_bn_pair,
+        prepare_g2=lambda points: PreparedPoints(_bn_typed(_mcl.Bn254G2, points)),
+        g1_to_bytes=lambda p: _bn_typed(_mcl.Bn254G1, [p])[0].to_bytes(),
+        g2_to_bytes=lambda p: _bn_typed(_mcl.Bn254G2, [p])[0].to_bytes(),
+        gt_to_bytes=lambda e: _bn_typed(_mcl.Bn254GT, [e])[0].to_bytes(),
+        g1_vector_from_bytes=vector_reader(_mcl.Bn254G1, "G1 element"),
+        g2_vector_from_bytes=vector_reader(_mcl.Bn254G2, "G2 element"),
+        gt_from_bytes=_bn_gt_from_bytes,
+        scalar_to_bytes=scalar_encode,
+        scalar_from_bytes=scalar_decode,
+    )
+
+
+_CURVES: dict[str, Curve] = {
+    BLS12_381: Curve(
+        name=BLS12_381,
+        order=ORDER,
+        g1_bytes=G1_BYTES,
+        g2_bytes=G2_BYTES,
+        gt_bytes=GT_BYTES,
+        scalar_bytes=SCALAR_BYTES,
+        gt_type=GTElement,
+        zr=linalg.Zr(ORDER),
+        gt_generator=gt_generator,
+        gt_identity=gt_identity,
+        g1_gen_mul=g1_gen_mul,
+        g2_gen_mul=g2_gen_mul,
+        g1_mul=g1_mul,
+        g2_mul=g2_mul,
+        g1_msm=g1_msm,
+        g1_neg=g1_neg,
+        pair=pair,
+        prepare_g2=prepare_g2,
+        g1_to_bytes=g1_to_bytes,
+        g2_to_bytes=g2_to_bytes,
+        gt_to_bytes=gt_to_bytes,
+        g1_vector_from_bytes=g1_vector_from_bytes,
+        g2_vector_from_bytes=g2_vector_from_bytes,
+        gt_from_bytes=gt_from_bytes,
+        scalar_to_bytes=scalar_to_bytes,
+        scalar_from_bytes=scalar_from_bytes,
+    ),
+    BN254: _bn_curve(),
+}
+
+
+def curve(name: str) -> Curve:
+    """The group operations of a curve by name: "bls12-381" (the default) or "bn254"."""
+    try:
+        return _CURVES[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown curve {name!r}; expected one of {', '.join(CURVES)}") from None
+
+
+def same_curve(key: object, ciphertext: object) -> Curve:
+    """The curve of a key and a ciphertext (or table base) that must share it; mixing curves
+    is a `ValueError`, never a silently wrong result."""
+    a = getattr(key, "key", key).curve
+    b = ciphertext.curve
+    if a != b:
+        raise ValueError(f"the key is for {a} and the ciphertext for {b}")
+    return curve(a)

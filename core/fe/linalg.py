@@ -4,18 +4,20 @@ Plain Python integers, because the entries are 255-bit residues. Vectors are lis
 matrices are sequences of rows; the large secret bases of bjk, tao and kim are also kept as a
 `PackedMatrix`, which turns a vector-matrix product into a few big-integer operations in C.
 The one O(m³) cost left in Python is the inversion at bjk/tao/kim setup. Length mismatches
-raise `ShapeError`, never a silently truncated `zip`.
+raise `ShapeError`, never a silently truncated `zip`. The arithmetic lives in `Zr`, one per
+group order (each curve has its own r); the module-level names are BLS12-381's.
 """
 
 from __future__ import annotations
 
 import operator
 import random
+import secrets
 from collections.abc import Sequence
 from itertools import repeat
 
 from core.errors import ShapeError
-from core.fe.group import ORDER, random_scalar
+from core.fe._relic import ORDER
 
 Vector = list[int]
 Matrix = tuple[tuple[int, ...], ...]
@@ -73,36 +75,9 @@ def _check_lengths(a: Sequence[object], b: Sequence[object]) -> None:
         raise ShapeError(expected=len(a), actual=len(b))
 
 
-def dot(a: Sequence[int], b: Sequence[int]) -> int:
-    """⟨a, b⟩ mod r."""
-    _check_lengths(a, b)
-    return sum(map(operator.mul, a, b)) % ORDER
-
-
-def add(a: Sequence[int], b: Sequence[int]) -> Vector:
-    """a + b, entrywise mod r."""
-    _check_lengths(a, b)
-    return [(x + y) % ORDER for x, y in zip(a, b, strict=True)]
-
-
-def scale(v: Sequence[int], k: int) -> Vector:
-    """k·v mod r."""
-    return [(x * k) % ORDER for x in v]
-
-
-def vec_mat(v: Sequence[int], m: Sequence[Sequence[int]]) -> Vector:
-    """The row vector v·M = Σᵢ vᵢ·(row i of M), skipping zero coefficients.
-
-    Row by row, so that small (unreduced) coefficients cost small-by-large products and one
-    reduction per column at the end.
-    """
-    _check_lengths(m, v)
-    acc = [0] * len(m[0]) if m else []
-    for vi, row in zip(v, m, strict=True):
-        _check_lengths(acc, row)
-        if vi:
-            acc = list(map(operator.add, acc, [vi * x for x in row]))
-    return [x % ORDER for x in acc]
+def transpose(m: Sequence[Sequence[int]]) -> Matrix:
+    """Mᵀ."""
+    return tuple(zip(*m, strict=True))
 
 
 class PackedMatrix:
@@ -119,7 +94,8 @@ class PackedMatrix:
     _OFFSET = 1 << (8 * SLOT_BYTES - 2)
     _COEFF_LIMIT = 1 << 255
 
-    def __init__(self, m: Sequence[Sequence[int]]) -> None:
+    def __init__(self, m: Sequence[Sequence[int]], order: int = ORDER) -> None:
+        self.order = order
         if not 0 < len(m) <= self.MAX_ROWS:
             raise ValueError(f"a packed matrix has 1 to {self.MAX_ROWS} rows")
         self.cols = len(m[0])
@@ -141,75 +117,121 @@ class PackedMatrix:
         limit = self._COEFF_LIMIT
         for vi, row in zip(v, self._rows, strict=True):
             if vi:
-                total += (vi if -limit < vi < limit else vi % ORDER) * row
+                total += (vi if -limit < vi < limit else vi % self.order) * row
         size = self.SLOT_BYTES
         data = total.to_bytes(self.cols * size, "little")
         offset = self._OFFSET
         return [
-            (int.from_bytes(data[j : j + size], "little") - offset) % ORDER
+            (int.from_bytes(data[j : j + size], "little") - offset) % self.order
             for j in range(0, self.cols * size, size)
         ]
 
 
-def mat_vec(m: Sequence[Sequence[int]], v: Sequence[int]) -> Vector:
-    """The column vector M·v."""
-    return [dot(v, row) for row in m]
+class Zr:
+    """Vectors and matrices over Z_r for one group order r."""
+
+    def __init__(self, order: int) -> None:
+        self.order = order
+
+    def random_scalar(self, rng: random.Random | None = None) -> int:
+        """Uniform element of Z_r; `rng` is for reproducible tests, `None` uses the OS CSPRNG."""
+        if rng is None:
+            return secrets.randbelow(self.order)
+        return rng.randrange(self.order)
+
+    def dot(self, a: Sequence[int], b: Sequence[int]) -> int:
+        """⟨a, b⟩ mod r."""
+        _check_lengths(a, b)
+        return sum(map(operator.mul, a, b)) % self.order
+
+    def add(self, a: Sequence[int], b: Sequence[int]) -> Vector:
+        """a + b, entrywise mod r."""
+        _check_lengths(a, b)
+        return [(x + y) % self.order for x, y in zip(a, b, strict=True)]
+
+    def scale(self, v: Sequence[int], k: int) -> Vector:
+        """k·v mod r."""
+        return [(x * k) % self.order for x in v]
+
+    def vec_mat(self, v: Sequence[int], m: Sequence[Sequence[int]]) -> Vector:
+        """The row vector v·M = Σᵢ vᵢ·(row i of M), skipping zero coefficients.
+
+        Row by row, so that small (unreduced) coefficients cost small-by-large products and one
+        reduction per column at the end.
+        """
+        _check_lengths(m, v)
+        acc = [0] * len(m[0]) if m else []
+        for vi, row in zip(v, m, strict=True):
+            _check_lengths(acc, row)
+            if vi:
+                acc = list(map(operator.add, acc, [vi * x for x in row]))
+        return [x % self.order for x in acc]
+
+    def mat_vec(self, m: Sequence[Sequence[int]], v: Sequence[int]) -> Vector:
+        """The column vector M·v."""
+        return [self.dot(v, row) for row in m]
+
+    def scale_matrix(self, m: Sequence[Sequence[int]], k: int) -> Matrix:
+        """k·M mod r."""
+        return tuple(tuple(self.scale(row, k)) for row in m)
+
+    def invert(self, m: Sequence[Sequence[int]]) -> tuple[Matrix, int] | None:
+        """(M⁻¹, det M) by Gauss–Jordan on [M | I], or None when M is singular.
+
+        The pivot is the first row at or below the diagonal with a nonzero entry; each swap
+        negates the running determinant and each pivot multiplies it.
+        """
+        size = len(m)
+        for row in m:
+            _check_lengths(m, row)
+        work = [
+            [x % self.order for x in row] + [int(i == j) for j in range(size)]
+            for i, row in enumerate(m)
+        ]
+        det = 1
+        for col in range(size):
+            # Rows other than the pivot row are reduced lazily: each elimination adds at most r²
+            # to an entry's magnitude, which is cheaper than a modular reduction per entry.
+            pivot = next((i for i in range(col, size) if work[i][col] % self.order), None)
+            if pivot is None:
+                return None
+            if pivot != col:
+                work[col], work[pivot] = work[pivot], work[col]
+                det = -det
+            head = work[col][col] % self.order
+            det = det * head % self.order
+            inv = pow(head, -1, self.order)
+            # Columns left of `col` are already zero in the pivot row; skip them.
+            prow = [x * inv % self.order for x in work[col][col:]]
+            work[col][col:] = prow
+            for i in range(size):
+                f = work[i][col] % self.order
+                if i != col and f:
+                    work[i][col:] = [x - f * y for x, y in zip(work[i][col:], prow, strict=True)]
+        return tuple(tuple(x % self.order for x in row[size:]) for row in work), det % self.order
+
+    def random_vector(self, length: int, rng: random.Random | None = None) -> Vector:
+        """Independent uniform scalars."""
+        return [self.random_scalar(rng) for _ in range(length)]
+
+    def random_invertible(
+        self, size: int, rng: random.Random | None = None
+    ) -> tuple[Matrix, Matrix, int]:
+        """A uniform invertible matrix with its inverse and determinant (rejection sampling)."""
+        while True:
+            m = tuple(tuple(self.random_vector(size, rng)) for _ in range(size))
+            inverted = self.invert(m)
+            if inverted is not None:
+                return m, inverted[0], inverted[1]
 
 
-def transpose(m: Sequence[Sequence[int]]) -> Matrix:
-    """Mᵀ."""
-    return tuple(zip(*m, strict=True))
-
-
-def scale_matrix(m: Sequence[Sequence[int]], k: int) -> Matrix:
-    """k·M mod r."""
-    return tuple(tuple(scale(row, k)) for row in m)
-
-
-def invert(m: Sequence[Sequence[int]]) -> tuple[Matrix, int] | None:
-    """(M⁻¹, det M) by Gauss–Jordan on [M | I], or None when M is singular.
-
-    The pivot is the first row at or below the diagonal with a nonzero entry; each swap
-    negates the running determinant and each pivot multiplies it.
-    """
-    size = len(m)
-    for row in m:
-        _check_lengths(m, row)
-    work = [
-        [x % ORDER for x in row] + [int(i == j) for j in range(size)] for i, row in enumerate(m)
-    ]
-    det = 1
-    for col in range(size):
-        # Rows other than the pivot row are reduced lazily: each elimination adds at most r²
-        # to an entry's magnitude, which is cheaper than a modular reduction per entry.
-        pivot = next((i for i in range(col, size) if work[i][col] % ORDER), None)
-        if pivot is None:
-            return None
-        if pivot != col:
-            work[col], work[pivot] = work[pivot], work[col]
-            det = -det
-        head = work[col][col] % ORDER
-        det = det * head % ORDER
-        inv = pow(head, -1, ORDER)
-        # Columns left of `col` are already zero in the pivot row; skip them.
-        prow = [x * inv % ORDER for x in work[col][col:]]
-        work[col][col:] = prow
-        for i in range(size):
-            f = work[i][col] % ORDER
-            if i != col and f:
-                work[i][col:] = [x - f * y for x, y in zip(work[i][col:], prow, strict=True)]
-    return tuple(tuple(x % ORDER for x in row[size:]) for row in work), det % ORDER
-
-
-def random_vector(length: int, rng: random.Random | None = None) -> Vector:
-    """Independent uniform scalars."""
-    return [random_scalar(rng) for _ in range(length)]
-
-
-def random_invertible(size: int, rng: random.Random | None = None) -> tuple[Matrix, Matrix, int]:
-    """A uniform invertible matrix with its inverse and determinant (rejection sampling)."""
-    while True:
-        m = tuple(tuple(random_vector(size, rng)) for _ in range(size))
-        inverted = invert(m)
-        if inverted is not None:
-            return m, inverted[0], inverted[1]
+_BLS = Zr(ORDER)
+dot = _BLS.dot
+add = _BLS.add
+scale = _BLS.scale
+vec_mat = _BLS.vec_mat
+mat_vec = _BLS.mat_vec
+scale_matrix = _BLS.scale_matrix
+invert = _BLS.invert
+random_vector = _BLS.random_vector
+random_invertible = _BLS.random_invertible

@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 
 from core.errors import EncodingError
-from core.fe import encoding
-from core.fe.group import ORDER
+from core.fe import encoding, group
 from core.fe.ipfe import lin, tao
 
-HEADER = 10
+HEADER = encoding.HEADER_BYTES
 F = [[1, 0, 2], [0, -1, 0], [3, 1, 1]]
 
 
@@ -80,7 +79,8 @@ def test_header_layout(any_scheme: Any, rng: random.Random) -> None:
         assert data[3] == encoding.FORMAT_VERSION
         assert data[4] == encoding.SCHEME_IDS[any_scheme.name]
         assert data[5] == type(obj).KIND
-        assert int.from_bytes(data[6:10], "big") == obj.n
+        assert data[6] == encoding.CURVE_IDS[any_scheme.curve]
+        assert int.from_bytes(data[7:11], "big") == obj.n
 
 
 def test_every_truncation_rejected(any_scheme: Any, rng: random.Random) -> None:
@@ -101,18 +101,19 @@ def test_wrong_header_fields_rejected(any_scheme: Any, rng: random.Random) -> No
         cls = type(obj)
         for pos, value, message in [
             (0, ord("X"), "not a cipherd"),
-            (3, 2, "version"),
+            (3, 3, "version"),
             (4, 0, "not for scheme"),
             (5, 9, "is not a"),
+            (6, 7, "unknown curve"),
         ]:
             bad = bytearray(data)
             bad[pos] = value
             with pytest.raises(EncodingError, match=message):
                 cls.from_bytes(bytes(bad))
-        zero_n = data[:6] + bytes(4) + data[10:]
+        zero_n = data[:7] + bytes(4) + data[11:]
         with pytest.raises(EncodingError, match="at least 1"):
             cls.from_bytes(bytes(zero_n))
-        other_n = data[:6] + (obj.n + 1).to_bytes(4, "big") + data[10:]
+        other_n = data[:7] + (obj.n + 1).to_bytes(4, "big") + data[11:]
         with pytest.raises(EncodingError, match="bytes where"):
             cls.from_bytes(bytes(other_n))
 
@@ -142,7 +143,7 @@ def _splice(data: bytes, at: int, piece: bytes) -> bytes:
 
 
 def test_points_off_curve_or_subgroup_rejected(
-    any_scheme: Any, rng: random.Random, bad_points: dict[str, bytes]
+    any_scheme: Any, rng: random.Random, bad_points: dict[str, dict[str, bytes]]
 ) -> None:
     objs = _all_objects(any_scheme, rng)
     for name, obj in objs.items():
@@ -151,13 +152,16 @@ def test_points_off_curve_or_subgroup_rejected(
         cls = type(obj)
         data = obj.to_bytes()
         at, codec = _first_point(obj)
+        bad = bad_points[any_scheme.curve]
         if codec is encoding.G1:
-            replacements = [bad_points["g1 off subgroup"], bad_points["g1 off curve"]]
+            replacements = [v for k, v in bad.items() if k.startswith("g1")]
         else:
-            replacements = [bad_points["g2 off subgroup"]]
+            replacements = [bad["g2 off subgroup"]]
         for piece in replacements:
             with pytest.raises(EncodingError):
                 cls.from_bytes(_splice(data, at, piece))
+        if any_scheme.curve == group.BN254 and codec is encoding.G1:
+            continue  # cofactor 1: a flipped x is either off the curve or another valid point
         flipped = bytearray(data)
         flipped[at + 7] ^= 0x40
         with pytest.raises(EncodingError):
@@ -167,6 +171,31 @@ def test_points_off_curve_or_subgroup_rejected(
 def test_unreduced_scalars_rejected(any_scheme: Any, rng: random.Random) -> None:
     msk = _all_objects(any_scheme, rng)["msk"]
     data = msk.to_bytes()
-    for bad in (ORDER, 2**256 - 1):
+    for bad in (group.curve(any_scheme.curve).order, 2**256 - 1):
         with pytest.raises(EncodingError):
             type(msk).from_bytes(_splice(data, HEADER, bad.to_bytes(32, "big")))
+
+
+def test_version_1_encodings_read_as_bls12_381(rng: random.Random) -> None:
+    """The 10-byte header of format 1 (no curve byte) still decodes, as BLS12-381."""
+    msk = lin.setup(2, rng)
+    ct = lin.encrypt(msk, [3, 4], rng)
+    data = ct.to_bytes()
+    old = data[:3] + b"\x01" + data[4:6] + data[7:]
+    again = lin.Ciphertext.from_bytes(old)
+    assert again == ct
+    assert again.curve == group.BLS12_381
+    with pytest.raises(EncodingError, match="truncated header"):
+        lin.Ciphertext.from_bytes(data[:10])
+
+
+def test_curve_byte_decides_the_element_sizes(rng: random.Random) -> None:
+    """The same scheme's objects differ in size by curve; relabelling the curve is rejected."""
+    cts = {c: lin.encrypt(lin.setup(2, rng, curve=c), [1, 2], rng) for c in group.CURVES}
+    bls, bn = cts[group.BLS12_381].to_bytes(), cts[group.BN254].to_bytes()
+    assert len(bls) == HEADER + 6 * group.curve(group.BLS12_381).g1_bytes
+    assert len(bn) == HEADER + 6 * group.curve(group.BN254).g1_bytes
+    relabelled = bn[:6] + bytes([encoding.CURVE_IDS[group.BLS12_381]]) + bn[7:]
+    with pytest.raises(EncodingError, match="bytes where"):
+        lin.Ciphertext.from_bytes(relabelled)
+    assert lin.Ciphertext.from_bytes(bn).curve == group.BN254

@@ -213,7 +213,7 @@ def test_objects_report_dimension_without_secrets(ip: Any, rng: random.Random) -
     sk = ip.keygen(msk, [1, 2], rng)
     prepared = ip.prepare(sk)
     assert msk.n == sk.n == prepared.n == 2
-    assert repr(msk) == f"{ip.name}.MasterKey(n=2)"
+    assert repr(msk) == f"{ip.name}.MasterKey(n=2, curve={ip.curve})"
     assert repr(sk) in repr(prepared)
     assert hash(sk) == hash(type(sk).from_bytes(sk.to_bytes()))
     assert sk != msk

@@ -47,12 +47,12 @@ class MasterKey(encoding.Encoded):
     @cached_property
     def packed_b(self) -> linalg.PackedMatrix:
         """B packed for fast vector products; built on first use, not encoded."""
-        return linalg.PackedMatrix(self.b)
+        return linalg.PackedMatrix(self.b, group.curve(self.curve).order)
 
     @cached_property
     def packed_b_star(self) -> linalg.PackedMatrix:
         """B* packed for fast vector products; built on first use, not encoded."""
-        return linalg.PackedMatrix(self.b_star)
+        return linalg.PackedMatrix(self.b_star, group.curve(self.curve).order)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -110,35 +110,40 @@ class PreparedKey:
         return prepare(Key.from_bytes(data))
 
 
-def setup(n: int, rng: random.Random | None = None) -> MasterKey:
+def setup(
+    n: int, rng: random.Random | None = None, *, curve: str = group.DEFAULT_CURVE
+) -> MasterKey:
     """Draw the dual bases; O(n³) for the (2n+4)-dimensional inversion."""
     n = linalg.check_dimension(n)
+    grp = group.curve(curve)
     with LOCK:
-        b, b_inv, _ = linalg.random_invertible(_size(n), rng)
-        d, d_inv, _ = linalg.random_invertible(2, rng)
-        return MasterKey(n, b, linalg.transpose(b_inv), d, linalg.transpose(d_inv))
+        b, b_inv, _ = grp.zr.random_invertible(_size(n), rng)
+        d, d_inv, _ = grp.zr.random_invertible(2, rng)
+        return MasterKey(n, b, linalg.transpose(b_inv), d, linalg.transpose(d_inv), curve=grp.name)
 
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
     """k = (β·y ‖ β̃·y ‖ 0, β, 0, β̃); the key is [(β, β̃)·D]₂ and [k·B]₂."""
+    grp = group.curve(msk.curve)
     ys = linalg.inputs(y, msk.n)
     with LOCK:
-        beta, beta_t = group.random_scalar(rng), group.random_scalar(rng)
+        beta, beta_t = grp.zr.random_scalar(rng), grp.zr.random_scalar(rng)
         k = _combine(msk.packed_b, msk.b, ys, (beta, 2 * msk.n + 1), (beta_t, 2 * msk.n + 3))
-        points = group.g2_gen_mul(linalg.vec_mat([beta, beta_t], msk.d) + k)
-        return Key(msk.n, tuple(points[:2]), tuple(points[2:]))
+        points = grp.g2_gen_mul(grp.zr.vec_mat([beta, beta_t], msk.d) + k)
+        return Key(msk.n, tuple(points[:2]), tuple(points[2:]), curve=grp.name)
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
     """c = (α·x ‖ α̃·x ‖ α, 0, α̃, 0); the ciphertext is [(α, α̃)·D*]₁ and [c·B*]₁."""
+    grp = group.curve(msk.curve)
     xs = linalg.inputs(x, msk.n)
     with LOCK:
-        alpha, alpha_t = group.random_scalar(rng), group.random_scalar(rng)
+        alpha, alpha_t = grp.zr.random_scalar(rng), grp.zr.random_scalar(rng)
         c = _combine(
             msk.packed_b_star, msk.b_star, xs, (alpha, 2 * msk.n), (alpha_t, 2 * msk.n + 2)
         )
-        points = group.g1_gen_mul(linalg.vec_mat([alpha, alpha_t], msk.d_star) + c)
-        return Ciphertext(msk.n, tuple(points[:2]), tuple(points[2:]))
+        points = grp.g1_gen_mul(grp.zr.vec_mat([alpha, alpha_t], msk.d_star) + c)
+        return Ciphertext(msk.n, tuple(points[:2]), tuple(points[2:]), curve=grp.name)
 
 
 def _combine(
@@ -151,18 +156,18 @@ def _combine(
     """(a·v ‖ b·v ‖ tail)·M, where the tail holds a at row i and b at row j, computed as
     a·(v·M_top + Mᵢ) + b·(v·M_mid + Mⱼ): v's small entries meet M before the full-size a, b."""
     (a, i), (b, j) = first, second
+    zr = linalg.Zr(packed.order)
     n = len(v)
     top = packed.vec_mul([*v, *([0] * (n + 4))])
     mid = packed.vec_mul([*([0] * n), *v, 0, 0, 0, 0])
-    return linalg.add(
-        linalg.scale(linalg.add(top, m[i]), a), linalg.scale(linalg.add(mid, m[j]), b)
-    )
+    return zr.add(zr.scale(zr.add(top, m[i]), a), zr.scale(zr.add(mid, m[j]), b))
 
 
 def prepare(sk: Key) -> PreparedKey:
     """Precompute the pairing lines of every key point, for keys used many times."""
+    grp = group.curve(sk.curve)
     with LOCK:
-        return PreparedKey(sk, group.prepare_g2(sk.k0), group.prepare_g2(sk.k))
+        return PreparedKey(sk, grp.prepare_g2(sk.k0), grp.prepare_g2(sk.k))
 
 
 def decrypt(sk: Key | PreparedKey, ct: Ciphertext, lo: int, hi: int) -> int | None:
@@ -171,7 +176,8 @@ def decrypt(sk: Key | PreparedKey, ct: Ciphertext, lo: int, hi: int) -> int | No
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
     if lo > hi:
         raise ValueError("lo <= hi")
+    grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
     with LOCK:
-        base = group.pair(ct.c0, sk.k0)
-        return group.dlog(base, group.pair(ct.c, sk.k), lo, hi)
+        base = grp.pair(ct.c0, sk.k0)
+        return group.dlog(base, grp.pair(ct.c, sk.k), lo, hi)

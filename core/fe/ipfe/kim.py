@@ -46,12 +46,12 @@ class MasterKey(encoding.Encoded):
     @cached_property
     def packed_b(self) -> linalg.PackedMatrix:
         """B packed for fast vector products; built on first use, not encoded."""
-        return linalg.PackedMatrix(self.b)
+        return linalg.PackedMatrix(self.b, group.curve(self.curve).order)
 
     @cached_property
     def packed_b_star(self) -> linalg.PackedMatrix:
         """B* packed for fast vector products; built on first use, not encoded."""
-        return linalg.PackedMatrix(self.b_star)
+        return linalg.PackedMatrix(self.b_star, group.curve(self.curve).order)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -100,38 +100,46 @@ class PreparedKey:
         return prepare(Key.from_bytes(data))
 
 
-def setup(n: int, rng: random.Random | None = None) -> MasterKey:
+def setup(
+    n: int, rng: random.Random | None = None, *, curve: str = group.DEFAULT_CURVE
+) -> MasterKey:
     """Draw B and its scaled dual; O(n³) for the inversion."""
     n = linalg.check_dimension(n)
+    grp = group.curve(curve)
     with LOCK:
-        b, b_inv, det = linalg.random_invertible(n, rng)
-        return MasterKey(n, det, b, linalg.scale_matrix(linalg.transpose(b_inv), det))
+        b, b_inv, det = grp.zr.random_invertible(n, rng)
+        return MasterKey(
+            n, det, b, grp.zr.scale_matrix(linalg.transpose(b_inv), det), curve=grp.name
+        )
 
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
     """[α·det B]₂ and [α·(y·B)]₂ for a fresh α."""
+    grp = group.curve(msk.curve)
     ys = linalg.inputs(y, msk.n)
     with LOCK:
-        alpha = group.random_scalar(rng)
-        points = group.g2_gen_mul(
-            [alpha * msk.det % group.ORDER, *linalg.scale(msk.packed_b.vec_mul(ys), alpha)]
+        alpha = grp.zr.random_scalar(rng)
+        points = grp.g2_gen_mul(
+            [alpha * msk.det % grp.order, *grp.zr.scale(msk.packed_b.vec_mul(ys), alpha)]
         )
-        return Key(msk.n, points[0], tuple(points[1:]))
+        return Key(msk.n, points[0], tuple(points[1:]), curve=grp.name)
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
     """[β]₁ and [β·(x·B*)]₁ for a fresh β."""
+    grp = group.curve(msk.curve)
     xs = linalg.inputs(x, msk.n)
     with LOCK:
-        beta = group.random_scalar(rng)
-        points = group.g1_gen_mul([beta, *linalg.scale(msk.packed_b_star.vec_mul(xs), beta)])
-        return Ciphertext(msk.n, points[0], tuple(points[1:]))
+        beta = grp.zr.random_scalar(rng)
+        points = grp.g1_gen_mul([beta, *grp.zr.scale(msk.packed_b_star.vec_mul(xs), beta)])
+        return Ciphertext(msk.n, points[0], tuple(points[1:]), curve=grp.name)
 
 
 def prepare(sk: Key) -> PreparedKey:
     """Precompute the pairing lines of every key point, for keys used many times."""
+    grp = group.curve(sk.curve)
     with LOCK:
-        return PreparedKey(sk, group.prepare_g2([sk.k0]), group.prepare_g2(sk.k))
+        return PreparedKey(sk, grp.prepare_g2([sk.k0]), grp.prepare_g2(sk.k))
 
 
 def decrypt(sk: Key | PreparedKey, ct: Ciphertext, lo: int, hi: int) -> int | None:
@@ -140,8 +148,9 @@ def decrypt(sk: Key | PreparedKey, ct: Ciphertext, lo: int, hi: int) -> int | No
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
     if lo > hi:
         raise ValueError("lo <= hi")
+    grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
     with LOCK:
         k0 = sk.k0 if isinstance(sk, PreparedKey) else [sk.k0]
-        base = group.pair([ct.c0], k0)
-        return group.dlog(base, group.pair(ct.c, sk.k), lo, hi)
+        base = grp.pair([ct.c0], k0)
+        return group.dlog(base, grp.pair(ct.c, sk.k), lo, hi)

@@ -105,66 +105,75 @@ class PreparedKey:
         return prepare(Key.from_bytes(data))
 
 
-def base() -> GTElement:
+def base(curve: str = group.DEFAULT_CURVE) -> GTElement:
     """The decryption base gT, over which to build the `DlogTable`."""
-    return group.gt_generator()
+    return group.curve(curve).gt_generator()
 
 
-def setup(n: int, rng: random.Random | None = None) -> MasterKey:
+def setup(
+    n: int, rng: random.Random | None = None, *, curve: str = group.DEFAULT_CURVE
+) -> MasterKey:
     """Draw the secrets; ĥ = a + η·b for fresh a, b that are then discarded. O(n)."""
     n = linalg.check_dimension(n)
+    grp = group.curve(curve)
     with LOCK:
-        eta, eta_bar = group.random_scalar(rng), group.random_scalar(rng)
-        s, t = linalg.random_vector(n, rng), linalg.random_vector(n, rng)
-        u, v = linalg.random_vector(n + 2, rng), linalg.random_vector(n + 2, rng)
-        a, b = linalg.random_vector(n, rng), linalg.random_vector(n, rng)
-        h = linalg.add(s, linalg.scale(t, eta))
-        h_hat = linalg.add(a, linalg.scale(b, eta))
-        h_bar = linalg.add(u, linalg.scale(v, eta_bar))
+        eta, eta_bar = grp.zr.random_scalar(rng), grp.zr.random_scalar(rng)
+        s, t = grp.zr.random_vector(n, rng), grp.zr.random_vector(n, rng)
+        u, v = grp.zr.random_vector(n + 2, rng), grp.zr.random_vector(n + 2, rng)
+        a, b = grp.zr.random_vector(n, rng), grp.zr.random_vector(n, rng)
+        h = grp.zr.add(s, grp.zr.scale(t, eta))
+        h_hat = grp.zr.add(a, grp.zr.scale(b, eta))
+        h_bar = grp.zr.add(u, grp.zr.scale(v, eta_bar))
         vectors = (s, t, u, v, h, h_hat, h_bar)
-        return MasterKey(n, eta, eta_bar, *(tuple(w) for w in vectors))
+        return MasterKey(n, eta, eta_bar, *(tuple(w) for w in vectors), curve=grp.name)
 
 
 def _ct_half(
     msk: MasterKey, g: Sequence[int], x: list[int], rng: random.Random | None
 ) -> list[int]:
-    rho = group.random_scalar(rng)
-    c = [rho, msk.eta * rho % group.ORDER, *linalg.add(x, linalg.scale(g, rho))]
-    return [-linalg.dot(msk.u, c) % group.ORDER, -linalg.dot(msk.v, c) % group.ORDER, *c]
+    grp = group.curve(msk.curve)
+    rho = grp.zr.random_scalar(rng)
+    c = [rho, msk.eta * rho % grp.order, *grp.zr.add(x, grp.zr.scale(g, rho))]
+    return [-grp.zr.dot(msk.u, c) % grp.order, -grp.zr.dot(msk.v, c) % grp.order, *c]
 
 
 def _key_half(msk: MasterKey, w: list[int], rng: random.Random | None) -> list[int]:
-    rho = group.random_scalar(rng)
-    return [rho, msk.eta_bar * rho % group.ORDER, *linalg.add(w, linalg.scale(msk.h_bar, rho))]
+    grp = group.curve(msk.curve)
+    rho = grp.zr.random_scalar(rng)
+    return [rho, msk.eta_bar * rho % grp.order, *grp.zr.add(w, grp.zr.scale(msk.h_bar, rho))]
 
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
     """Two key halves, each under its own ρ: one for w, one for the zero vector."""
+    grp = group.curve(msk.curve)
     ys = linalg.inputs(y, msk.n)
     with LOCK:
-        w = [-linalg.dot(msk.s, ys) % group.ORDER, -linalg.dot(msk.t, ys) % group.ORDER, *ys]
+        w = [-grp.zr.dot(msk.s, ys) % grp.order, -grp.zr.dot(msk.t, ys) % grp.order, *ys]
         k = _key_half(msk, w, rng) + _key_half(msk, [0] * (msk.n + 2), rng)
-        return Key(msk.n, tuple(group.g2_gen_mul(k)))
+        return Key(msk.n, tuple(grp.g2_gen_mul(k)), curve=grp.name)
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
     """Two ciphertext halves of x, under h and ĥ, each with its own ρ."""
+    grp = group.curve(msk.curve)
     xs = linalg.inputs(x, msk.n)
     with LOCK:
         c = _ct_half(msk, msk.h, xs, rng) + _ct_half(msk, msk.h_hat, xs, rng)
-        return Ciphertext(msk.n, tuple(group.g1_gen_mul(c)))
+        return Ciphertext(msk.n, tuple(grp.g1_gen_mul(c)), curve=grp.name)
 
 
 def prepare(sk: Key) -> PreparedKey:
     """Precompute the pairing lines of the key, for keys used many times."""
+    grp = group.curve(sk.curve)
     with LOCK:
-        return PreparedKey(sk, group.prepare_g2(sk.k))
+        return PreparedKey(sk, grp.prepare_g2(sk.k))
 
 
 def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> int | None:
     """⟨x, y⟩ by a lookup of e(C, K) = gT^⟨x,y⟩ in a table built over `base()`."""
     if not isinstance(sk, Key | PreparedKey) or not isinstance(ct, Ciphertext):
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
+    grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
     with LOCK:
-        return table.find(group.pair(ct.c, sk.k))
+        return table.find(grp.pair(ct.c, sk.k))

@@ -83,51 +83,58 @@ class PreparedKey:
         return prepare(Key.from_bytes(data))
 
 
-def base() -> GTElement:
+def base(curve: str = group.DEFAULT_CURVE) -> GTElement:
     """The decryption base gT, over which to build the `DlogTable`."""
-    return group.gt_generator()
+    return group.curve(curve).gt_generator()
 
 
-def setup(n: int, rng: random.Random | None = None) -> MasterKey:
+def setup(
+    n: int, rng: random.Random | None = None, *, curve: str = group.DEFAULT_CURVE
+) -> MasterKey:
     """Draw the two secret vectors; O(n)."""
     n = linalg.check_dimension(n)
+    grp = group.curve(curve)
     with LOCK:
-        s = linalg.random_vector(2 * n, rng)
-        t = linalg.random_vector(2 * n + 1, rng)
-        return MasterKey(n, tuple(s), tuple(t))
+        s = grp.zr.random_vector(2 * n, rng)
+        t = grp.zr.random_vector(2 * n + 1, rng)
+        return MasterKey(n, tuple(s), tuple(t), curve=grp.name)
 
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
     """The weak key of ŷ = (y ‖ 0ⁿ) under a fresh ρ."""
+    grp = group.curve(msk.curve)
     ys = linalg.inputs(y, msk.n)
     with LOCK:
         y_hat = ys + [0] * msk.n
-        u = [linalg.dot(y_hat, msk.s), *y_hat]
-        rho = group.random_scalar(rng)
-        k = [-rho % group.ORDER, *linalg.add(linalg.scale(msk.t, rho), u)]
-        return Key(msk.n, tuple(group.g2_gen_mul(k)))
+        u = [grp.zr.dot(y_hat, msk.s), *y_hat]
+        rho = grp.zr.random_scalar(rng)
+        k = [-rho % grp.order, *grp.zr.add(grp.zr.scale(msk.t, rho), u)]
+        return Key(msk.n, tuple(grp.g2_gen_mul(k)), curve=grp.name)
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
     """The weak ciphertext of x̂ = (x ‖ 0ⁿ) under a fresh ρ'."""
+    grp = group.curve(msk.curve)
     xs = linalg.inputs(x, msk.n)
     with LOCK:
         x_hat = xs + [0] * msk.n
-        rho = group.random_scalar(rng)
-        v = [-rho % group.ORDER, *linalg.add(linalg.scale(msk.s, rho), x_hat)]
-        return Ciphertext(msk.n, tuple(group.g1_gen_mul([linalg.dot(msk.t, v), *v])))
+        rho = grp.zr.random_scalar(rng)
+        v = [-rho % grp.order, *grp.zr.add(grp.zr.scale(msk.s, rho), x_hat)]
+        return Ciphertext(msk.n, tuple(grp.g1_gen_mul([grp.zr.dot(msk.t, v), *v])), curve=grp.name)
 
 
 def prepare(sk: Key) -> PreparedKey:
     """Precompute the pairing lines of the key, for keys used many times."""
+    grp = group.curve(sk.curve)
     with LOCK:
-        return PreparedKey(sk, group.prepare_g2(sk.k))
+        return PreparedKey(sk, grp.prepare_g2(sk.k))
 
 
 def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> int | None:
     """⟨x, y⟩ by a lookup of e(C, K) = gT^⟨x,y⟩ in a table built over `base()`."""
     if not isinstance(sk, Key | PreparedKey) or not isinstance(ct, Ciphertext):
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
+    grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
     with LOCK:
-        return table.find(group.pair(ct.c, sk.k))
+        return table.find(grp.pair(ct.c, sk.k))

@@ -97,53 +97,60 @@ class PreparedKey:
         return prepare(Key.from_bytes(data))
 
 
-def base() -> GTElement:
+def base(curve: str = group.DEFAULT_CURVE) -> GTElement:
     """The decryption base gT, over which to build the `DlogTable`."""
-    return group.gt_generator()
+    return group.curve(curve).gt_generator()
 
 
-def setup(n: int, rng: random.Random | None = None) -> MasterKey:
+def setup(
+    n: int, rng: random.Random | None = None, *, curve: str = group.DEFAULT_CURVE
+) -> MasterKey:
     """Draw A and the 4-dimensional dual bases; O(n)."""
     n = linalg.check_dimension(n)
+    grp = group.curve(curve)
     with LOCK:
-        a = (tuple(linalg.random_vector(n, rng)), tuple(linalg.random_vector(n, rng)))
-        b, b_inv, _ = linalg.random_invertible(4, rng)
-        return MasterKey(n, a, b, linalg.transpose(b_inv))
+        a = (tuple(grp.zr.random_vector(n, rng)), tuple(grp.zr.random_vector(n, rng)))
+        b, b_inv, _ = grp.zr.random_invertible(4, rng)
+        return MasterKey(n, a, b, linalg.transpose(b_inv), curve=grp.name)
 
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
     """Mask y with σ·A for a fresh σ ∈ Z_r²."""
+    grp = group.curve(msk.curve)
     ys = linalg.inputs(y, msk.n)
     with LOCK:
-        sigma = linalg.random_vector(2, rng)
-        y_masked = linalg.add(linalg.vec_mat(sigma, msk.a), ys)
-        kr = linalg.mat_vec(msk.b, sigma + linalg.mat_vec(msk.a, y_masked))
-        points = group.g2_gen_mul(kr + y_masked)
-        return Key(msk.n, tuple(points[:4]), tuple(points[4:]))
+        sigma = grp.zr.random_vector(2, rng)
+        y_masked = grp.zr.add(grp.zr.vec_mat(sigma, msk.a), ys)
+        kr = grp.zr.mat_vec(msk.b, sigma + grp.zr.mat_vec(msk.a, y_masked))
+        points = grp.g2_gen_mul(kr + y_masked)
+        return Key(msk.n, tuple(points[:4]), tuple(points[4:]), curve=grp.name)
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
     """Mask x with σ'·A for a fresh σ' ∈ Z_r²."""
+    grp = group.curve(msk.curve)
     xs = linalg.inputs(x, msk.n)
     with LOCK:
-        sigma = linalg.random_vector(2, rng)
-        x_masked = linalg.add(linalg.vec_mat(sigma, msk.a), xs)
-        cr = linalg.mat_vec(msk.b_star, linalg.mat_vec(msk.a, xs) + sigma)
-        points = group.g1_gen_mul(cr + x_masked)
-        return Ciphertext(msk.n, tuple(points[:4]), tuple(points[4:]))
+        sigma = grp.zr.random_vector(2, rng)
+        x_masked = grp.zr.add(grp.zr.vec_mat(sigma, msk.a), xs)
+        cr = grp.zr.mat_vec(msk.b_star, grp.zr.mat_vec(msk.a, xs) + sigma)
+        points = grp.g1_gen_mul(cr + x_masked)
+        return Ciphertext(msk.n, tuple(points[:4]), tuple(points[4:]), curve=grp.name)
 
 
 def prepare(sk: Key) -> PreparedKey:
     """Precompute the pairing lines of K ‖ K_r, for keys used many times."""
+    grp = group.curve(sk.curve)
     with LOCK:
-        return PreparedKey(sk, group.prepare_g2(sk.k + sk.kr))
+        return PreparedKey(sk, grp.prepare_g2(sk.k + sk.kr))
 
 
 def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> int | None:
     """⟨x, y⟩ from e(C, K)·e(C_r, K_r)⁻¹ = gT^⟨x,y⟩, one multi-pairing over (C ‖ −C_r)."""
     if not isinstance(sk, Key | PreparedKey) or not isinstance(ct, Ciphertext):
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
+    grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
     with LOCK:
         g2s = sk.lines if isinstance(sk, PreparedKey) else sk.k + sk.kr
-        return table.find(group.pair(ct.c + tuple(group.g1_neg(ct.cr)), g2s))
+        return table.find(grp.pair(ct.c + tuple(grp.g1_neg(ct.cr)), g2s))

@@ -46,12 +46,12 @@ class MasterKey(encoding.Encoded):
     @cached_property
     def packed_b(self) -> linalg.PackedMatrix:
         """B packed for fast vector products; built on first use, not encoded."""
-        return linalg.PackedMatrix(self.b)
+        return linalg.PackedMatrix(self.b, group.curve(self.curve).order)
 
     @cached_property
     def packed_b_star(self) -> linalg.PackedMatrix:
         """B* packed for fast vector products; built on first use, not encoded."""
-        return linalg.PackedMatrix(self.b_star)
+        return linalg.PackedMatrix(self.b_star, group.curve(self.curve).order)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -97,44 +97,53 @@ class PreparedKey:
         return prepare(Key.from_bytes(data))
 
 
-def setup(n: int, rng: random.Random | None = None) -> MasterKey:
+def setup(
+    n: int, rng: random.Random | None = None, *, curve: str = group.DEFAULT_CURVE
+) -> MasterKey:
     """Draw ρ and the (2n+5)-dimensional dual bases; O(n³) for the inversion."""
     n = linalg.check_dimension(n)
+    grp = group.curve(curve)
     with LOCK:
-        rho = group.random_scalar(rng)
-        b, b_inv, _ = linalg.random_invertible(_size(n), rng)
-        b_star = linalg.scale_matrix(linalg.transpose(b_inv), rho)
-        return MasterKey(n, b, b_star, group.gt_generator() ** rho)
+        rho = grp.zr.random_scalar(rng)
+        b, b_inv, _ = grp.zr.random_invertible(_size(n), rng)
+        b_star = grp.zr.scale_matrix(linalg.transpose(b_inv), rho)
+        return MasterKey(n, b, b_star, grp.gt_generator() ** rho, curve=grp.name)
 
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
     """[k·B]₂; the random entries sit where every ciphertext vector is zero."""
+    grp = group.curve(msk.curve)
     ys = linalg.inputs(y, msk.n)
     with LOCK:
-        sigma1, sigma2 = group.random_scalar(rng), group.random_scalar(rng)
+        sigma1, sigma2 = grp.zr.random_scalar(rng), grp.zr.random_scalar(rng)
         k = [*ys, *([0] * (msk.n + 2)), sigma1, sigma2, 0]
-        return Key(msk.n, tuple(group.g2_gen_mul(msk.packed_b.vec_mul(k))))
+        return Key(msk.n, tuple(grp.g2_gen_mul(msk.packed_b.vec_mul(k))), curve=grp.name)
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
     """[c·B*]₁; the random entries sit where every key vector is zero."""
+    grp = group.curve(msk.curve)
     xs = linalg.inputs(x, msk.n)
     with LOCK:
-        tau1, tau2 = group.random_scalar(rng), group.random_scalar(rng)
+        tau1, tau2 = grp.zr.random_scalar(rng), grp.zr.random_scalar(rng)
         c = [*xs, *([0] * msk.n), tau1, tau2, 0, 0, 0]
-        return Ciphertext(msk.n, tuple(group.g1_gen_mul(msk.packed_b_star.vec_mul(c))))
+        return Ciphertext(
+            msk.n, tuple(grp.g1_gen_mul(msk.packed_b_star.vec_mul(c))), curve=grp.name
+        )
 
 
 def prepare(sk: Key) -> PreparedKey:
     """Precompute the pairing lines of the key, for keys used many times."""
+    grp = group.curve(sk.curve)
     with LOCK:
-        return PreparedKey(sk, group.prepare_g2(sk.k))
+        return PreparedKey(sk, grp.prepare_g2(sk.k))
 
 
 def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> int | None:
     """⟨x, y⟩ by a lookup of e(C, K) = base^⟨x,y⟩ in a table built over `msk.base`."""
     if not isinstance(sk, Key | PreparedKey) or not isinstance(ct, Ciphertext):
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
+    grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
     with LOCK:
-        return table.find(group.pair(ct.c, sk.k))
+        return table.find(grp.pair(ct.c, sk.k))

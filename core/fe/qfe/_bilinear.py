@@ -15,11 +15,11 @@ from core.fe import group
 from core.fe.linalg import Matrix
 
 
-def columns(points: Sequence[G1Element], f: Matrix) -> list[G1Element]:
+def columns(grp: group.Curve, points: Sequence[G1Element], f: Matrix) -> list[G1Element]:
     """Πᵢ pᵢ^{Fᵢⱼ} for every column j of F."""
-    negated = group.g1_neg(points)
+    negated = grp.g1_neg(points)
     out = []
     for column in zip(*f, strict=True):
         terms = [(points[i], e) if e > 0 else (negated[i], -e) for i, e in enumerate(column) if e]
-        out.append(group.g1_msm([p for p, _ in terms], [e for _, e in terms]))
+        out.append(grp.g1_msm([p for p, _ in terms], [e for _, e in terms]))
     return out

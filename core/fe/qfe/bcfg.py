@@ -127,73 +127,82 @@ class PreparedKey:
         return prepare(Key.from_bytes(data))
 
 
-def base() -> GTElement:
+def base(curve: str = group.DEFAULT_CURVE) -> GTElement:
     """The decryption base gT, over which to build the `DlogTable`."""
-    return group.gt_generator()
+    return group.curve(curve).gt_generator()
 
 
-def setup(n: int, rng: random.Random | None = None) -> tuple[PublicKey, MasterKey]:
+def setup(
+    n: int, rng: random.Random | None = None, *, curve: str = group.DEFAULT_CURVE
+) -> tuple[PublicKey, MasterKey]:
     """Draw w, a, b; the public key is their images."""
     n = linalg.check_dimension(n)
+    grp = group.curve(curve)
     with LOCK:
-        w = group.random_scalar(rng)
-        a, b = linalg.random_vector(n, rng), linalg.random_vector(n, rng)
-        g2s = group.g2_gen_mul([*b, w])
-        pk = PublicKey(n, tuple(group.g1_gen_mul(a)), tuple(g2s[:n]), g2s[n])
-        return pk, MasterKey(n, w, tuple(a), tuple(b))
+        w = grp.zr.random_scalar(rng)
+        a, b = grp.zr.random_vector(n, rng), grp.zr.random_vector(n, rng)
+        g2s = grp.g2_gen_mul([*b, w])
+        pk = PublicKey(n, tuple(grp.g1_gen_mul(a)), tuple(g2s[:n]), g2s[n], curve=grp.name)
+        return pk, MasterKey(n, w, tuple(a), tuple(b), curve=grp.name)
 
 
 def keygen(msk: MasterKey, f: Sequence[Sequence[int]], rng: random.Random | None = None) -> Key:
     """F with [⟨a, Fb⟩ + γw]₁, [γ]₁, [aF]₁ and [Fb]₂ for a fresh γ."""
+    grp = group.curve(msk.curve)
     fm = linalg.function_matrix(f, msk.n)
     with LOCK:
-        gamma = group.random_scalar(rng)
-        fb = linalg.mat_vec(fm, msk.b)
-        s1 = (linalg.dot(msk.a, fb) + gamma * msk.w) % group.ORDER
-        g1s = group.g1_gen_mul([s1, gamma, *linalg.vec_mat(msk.a, fm)])
-        return Key(msk.n, fm, g1s[0], g1s[1], tuple(g1s[2:]), tuple(group.g2_gen_mul(fb)))
+        gamma = grp.zr.random_scalar(rng)
+        fb = grp.zr.mat_vec(fm, msk.b)
+        s1 = (grp.zr.dot(msk.a, fb) + gamma * msk.w) % grp.order
+        g1s = grp.g1_gen_mul([s1, gamma, *grp.zr.vec_mat(msk.a, fm)])
+        return Key(
+            msk.n, fm, g1s[0], g1s[1], tuple(g1s[2:]), tuple(grp.g2_gen_mul(fb)), curve=grp.name
+        )
 
 
 def encrypt(
     pk: PublicKey, x: Sequence[int], y: Sequence[int], rng: random.Random | None = None
 ) -> Ciphertext:
     """Everything from the public key, with ρ, σ, τ, ζ fresh and λ = ρσ − ζ − τ."""
+    grp = group.curve(pk.curve)
     xs = linalg.inputs(x, pk.n)
     ys = linalg.inputs(y, pk.n)
     n = pk.n
     with LOCK:
-        rho, sigma, tau, zeta = (group.random_scalar(rng) for _ in range(4))
-        blind = (rho * sigma - zeta - tau) % group.ORDER
-        a_masks = [group.g1_mul(a, [rho, tau]) for a in pk.a]
-        g1_plain = group.g1_gen_mul(xs + [sigma * v for v in xs])
+        rho, sigma, tau, zeta = (grp.zr.random_scalar(rng) for _ in range(4))
+        blind = (rho * sigma - zeta - tau) % grp.order
+        a_masks = [grp.g1_mul(a, [rho, tau]) for a in pk.a]
+        g1_plain = grp.g1_gen_mul(xs + [sigma * v for v in xs])
         c = tuple(m[0] * p for m, p in zip(a_masks, g1_plain[:n], strict=True))
         c_hat = tuple(m[1] * p for m, p in zip(a_masks, g1_plain[n:], strict=True))
-        b_masks = [group.g2_mul(b, [sigma, zeta]) for b in pk.b]
-        g2_plain = group.g2_gen_mul(ys + [rho * v for v in ys] + [blind])
+        b_masks = [grp.g2_mul(b, [sigma, zeta]) for b in pk.b]
+        g2_plain = grp.g2_gen_mul(ys + [rho * v for v in ys] + [blind])
         d = tuple(m[0] * p for m, p in zip(b_masks, g2_plain[:n], strict=True))
         d_hat = tuple(m[1] * p for m, p in zip(b_masks, g2_plain[n : 2 * n], strict=True))
-        e_hat = group.g2_mul(pk.w, [blind])[0]
-        return Ciphertext(n, c, c_hat, d, d_hat, g2_plain[2 * n], e_hat)
+        e_hat = grp.g2_mul(pk.w, [blind])[0]
+        return Ciphertext(n, c, c_hat, d, d_hat, g2_plain[2 * n], e_hat, curve=grp.name)
 
 
 def prepare(sk: Key) -> PreparedKey:
     """Precompute the lines of fb; the ciphertext's own G2 points cannot be prepared."""
+    grp = group.curve(sk.curve)
     with LOCK:
-        return PreparedKey(sk, group.prepare_g2(sk.fb))
+        return PreparedKey(sk, grp.prepare_g2(sk.fb))
 
 
 def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> int | None:
     """xᵀFy from E(c, F, d)·e(af, d̂)⁻¹·e(ĉ, fb)⁻¹·e(s1, e)⁻¹·e(s2, ê) = gT^{xᵀFy}."""
     if not isinstance(sk, Key | PreparedKey) or not isinstance(ct, Ciphertext):
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
+    grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
     key = sk.key if isinstance(sk, PreparedKey) else sk
     with LOCK:
-        g1s = [*_bilinear.columns(ct.c, key.f), *group.g1_neg([*key.af, key.s1]), key.s2]
+        g1s = [*_bilinear.columns(grp, ct.c, key.f), *grp.g1_neg([*key.af, key.s1]), key.s2]
         g2s = [*ct.d, *ct.d_hat, ct.e, ct.e_hat]
-        c_hat_neg = group.g1_neg(ct.c_hat)
+        c_hat_neg = grp.g1_neg(ct.c_hat)
         if isinstance(sk, PreparedKey):
-            value = group.pair(g1s, g2s) * group.pair(c_hat_neg, sk.fb)
+            value = grp.pair(g1s, g2s) * grp.pair(c_hat_neg, sk.fb)
         else:
-            value = group.pair(g1s + c_hat_neg, g2s + list(key.fb))
+            value = grp.pair(g1s + c_hat_neg, g2s + list(key.fb))
         return table.find(value)

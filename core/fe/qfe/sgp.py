@@ -110,70 +110,77 @@ class PreparedKey:
         return prepare(Key.from_bytes(data))
 
 
-def base() -> GTElement:
+def base(curve: str = group.DEFAULT_CURVE) -> GTElement:
     """The decryption base gT, over which to build the `DlogTable`."""
-    return group.gt_generator()
+    return group.curve(curve).gt_generator()
 
 
-def setup(n: int, rng: random.Random | None = None) -> tuple[PublicKey, MasterKey]:
+def setup(
+    n: int, rng: random.Random | None = None, *, curve: str = group.DEFAULT_CURVE
+) -> tuple[PublicKey, MasterKey]:
     """Draw s, t; the public key is their images in G1 and G2."""
     n = linalg.check_dimension(n)
+    grp = group.curve(curve)
     with LOCK:
-        s, t = linalg.random_vector(n, rng), linalg.random_vector(n, rng)
-        pk = PublicKey(n, tuple(group.g1_gen_mul(s)), tuple(group.g2_gen_mul(t)))
-        return pk, MasterKey(n, tuple(s), tuple(t))
+        s, t = grp.zr.random_vector(n, rng), grp.zr.random_vector(n, rng)
+        pk = PublicKey(n, tuple(grp.g1_gen_mul(s)), tuple(grp.g2_gen_mul(t)), curve=grp.name)
+        return pk, MasterKey(n, tuple(s), tuple(t), curve=grp.name)
 
 
 def keygen(msk: MasterKey, f: Sequence[Sequence[int]]) -> Key:
     """[sᵀFt]₂; deterministic, no randomness."""
+    grp = group.curve(msk.curve)
     fm = linalg.function_matrix(f, msk.n)
     with LOCK:
-        value = linalg.dot(msk.s, linalg.mat_vec(fm, msk.t))
-        return Key(msk.n, fm, group.g2_gen_mul([value])[0])
+        value = grp.zr.dot(msk.s, grp.zr.mat_vec(fm, msk.t))
+        return Key(msk.n, fm, grp.g2_gen_mul([value])[0], curve=grp.name)
 
 
 def encrypt(
     pk: PublicKey, x: Sequence[int], y: Sequence[int], rng: random.Random | None = None
 ) -> Ciphertext:
     """a_k,i = [W*_k0·xᵢ + γ·W*_k1·sᵢ]₁ and b_k,j = [W_k0·yⱼ − W_k1·tⱼ]₂, W fresh per call."""
+    grp = group.curve(pk.curve)
     xs = linalg.inputs(x, pk.n)
     ys = linalg.inputs(y, pk.n)
-    order = group.ORDER
+    order = grp.order
     with LOCK:
-        gamma = group.random_scalar(rng)
-        w, w_inv, _ = linalg.random_invertible(2, rng)
+        gamma = grp.zr.random_scalar(rng)
+        w, w_inv, _ = grp.zr.random_invertible(2, rng)
         w_star = linalg.transpose(w_inv)
         n = pk.n
-        masks = [group.g1_mul(s, [gamma * w_star[0][1], gamma * w_star[1][1]]) for s in pk.s]
-        plain = group.g1_gen_mul(
+        masks = [grp.g1_mul(s, [gamma * w_star[0][1], gamma * w_star[1][1]]) for s in pk.s]
+        plain = grp.g1_gen_mul(
             [gamma] + [w_star[0][0] * v for v in xs] + [w_star[1][0] * v for v in xs]
         )
         a0 = tuple(m[0] * p for m, p in zip(masks, plain[1 : n + 1], strict=True))
         a1 = tuple(m[1] * p for m, p in zip(masks, plain[n + 1 :], strict=True))
-        masks2 = [group.g2_mul(t, [-w[0][1] % order, -w[1][1] % order]) for t in pk.t]
-        plain2 = group.g2_gen_mul([w[0][0] * v for v in ys] + [w[1][0] * v for v in ys])
+        masks2 = [grp.g2_mul(t, [-w[0][1] % order, -w[1][1] % order]) for t in pk.t]
+        plain2 = grp.g2_gen_mul([w[0][0] * v for v in ys] + [w[1][0] * v for v in ys])
         b0 = tuple(m[0] * p for m, p in zip(masks2, plain2[:n], strict=True))
         b1 = tuple(m[1] * p for m, p in zip(masks2, plain2[n:], strict=True))
-        return Ciphertext(n, plain[0], a0, a1, b0, b1)
+        return Ciphertext(n, plain[0], a0, a1, b0, b1, curve=grp.name)
 
 
 def prepare(sk: Key) -> PreparedKey:
     """Precompute the lines of the key's G2 point."""
+    grp = group.curve(sk.curve)
     with LOCK:
-        return PreparedKey(sk, group.prepare_g2([sk.k]))
+        return PreparedKey(sk, grp.prepare_g2([sk.k]))
 
 
 def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> int | None:
     """xᵀFy from e([γ]₁, [sᵀFt]₂)·E(a₀, F, b₀)·E(a₁, F, b₁) = gT^{xᵀFy}."""
     if not isinstance(sk, Key | PreparedKey) or not isinstance(ct, Ciphertext):
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
+    grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
     key = sk.key if isinstance(sk, PreparedKey) else sk
     with LOCK:
-        g1s = _bilinear.columns(ct.a0, key.f) + _bilinear.columns(ct.a1, key.f)
+        g1s = _bilinear.columns(grp, ct.a0, key.f) + _bilinear.columns(grp, ct.a1, key.f)
         g2s = ct.b0 + ct.b1
         if isinstance(sk, PreparedKey):
-            value = group.pair(g1s, g2s) * group.pair([ct.g], sk.k)
+            value = grp.pair(g1s, g2s) * grp.pair([ct.g], sk.k)
         else:
-            value = group.pair([ct.g, *g1s], (key.k, *g2s))
+            value = grp.pair([ct.g, *g1s], (key.k, *g2s))
         return table.find(value)

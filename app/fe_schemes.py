@@ -31,13 +31,13 @@ class FeScheme:
     def name(self) -> str:
         return self.module.NAME
 
-    def setup(self, n: int) -> tuple[bytes, bytes | None]:
+    def setup(self, n: int, curve: str = group.DEFAULT_CURVE) -> tuple[bytes, bytes | None]:
         """(secret master key, public part): QFE's public key, tao's decryption base."""
         if self.quadratic:
-            pk, msk = self.module.setup(n)
+            pk, msk = self.module.setup(n, curve=curve)
             return msk.to_bytes(), pk.to_bytes()
-        msk = self.module.setup(n)
-        public = group.gt_to_bytes(msk.base) if self.base == "master" else None
+        msk = self.module.setup(n, curve=curve)
+        public = group.curve(curve).gt_to_bytes(msk.base) if self.base == "master" else None
         return msk.to_bytes(), public
 
     def master_key(self, secret: bytes) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 
 from app.fe_schemes import FE_SCHEMES, FeScheme
 from core import ecies
+from core.fe.group import DEFAULT_CURVE
 
 AEZ_KEY_BYTES = 48
 
@@ -37,7 +38,7 @@ def _aez(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
 
 def _fe(scheme: FeScheme) -> KeyType:
     def generate(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
-        return scheme.setup(params["dimension"])
+        return scheme.setup(params["dimension"], params.get("curve", DEFAULT_CURVE))
 
     kind = "quadratic" if scheme.quadratic else "inner-product"
     return KeyType(scheme.key_type, "fe", generate, f"{scheme.name} {kind} FE master key")

@@ -202,6 +202,11 @@ def _decryptor(
         raise invalid_input(
             f"functional_key: dimension {key.n}, but key {name!r} has dimension {dimension}"
         )
+    curve = group.curve(material.params.get("curve", group.DEFAULT_CURVE))
+    if key.curve != curve.name:
+        raise invalid_input(
+            f"functional_key: made on {key.curve}, but key {name!r} is {curve.name}"
+        )
     if scheme.base == "per-pair":
 
         def find(ct: Any) -> int | None:
@@ -209,15 +214,19 @@ def _decryptor(
     else:
         if scheme.base == "master":
             public = material.public or b""
-            table = caches.table(public, lambda: group.gt_from_bytes(public), lo, hi)
+            table = caches.table(public, lambda: curve.gt_from_bytes(public), lo, hi)
         else:
-            table = caches.table(b"gT", group.gt_generator, lo, hi)
+            table = caches.table(f"gT:{curve.name}".encode(), curve.gt_generator, lo, hi)
 
         def find(ct: Any) -> int | None:
             return scheme.module.decrypt(table, key, ct)
 
     def decrypt(data: bytes) -> int | None:
         ciphertext = scheme.ciphertext(data)
+        if ciphertext.curve != curve.name:
+            raise invalid_input(
+                f"ciphertext: made on {ciphertext.curve}, but key {name!r} is {curve.name}"
+            )
         with timed("fe", f"{scheme.name}.decrypt"):
             return find(ciphertext)
 

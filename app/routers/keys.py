@@ -1,7 +1,7 @@
 """Key lifecycle: create, list, read, rotate, delete, public part, export."""
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, Field
@@ -21,6 +21,7 @@ from app.keystore import KeyInfo
 from app.keytypes import KEY_TYPES
 from app.schemas import Base64Bytes, timestamp
 from app.settings import Settings
+from core.fe.group import DEFAULT_CURVE
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"])
 
@@ -33,6 +34,11 @@ class KeyCreate(BaseModel):
     name: str = Field(pattern=KEY_NAME_PATTERN, examples=["orders"])
     type: KeyTypeName
     dimension: int | None = Field(None, ge=1, description="vector length, for FE key types only")
+    curve: Literal["bls12-381", "bn254"] | None = Field(
+        None,
+        description="pairing curve, for FE key types only: bls12-381 (the default, about "
+        "120-128-bit security) or bn254 (faster, about 100-bit security)",
+    )
     exportable: bool = Field(False, description="whether the admin may export the secret")
 
 
@@ -45,6 +51,7 @@ class KeyOut(BaseModel):
     name: str
     type: str
     dimension: int | None = None
+    curve: str | None = Field(None, description="FE key types: the pairing curve")
     exportable: bool
     created_at: datetime
     updated_at: datetime
@@ -80,6 +87,8 @@ def key_out(info: KeyInfo, with_versions: bool) -> KeyOut:
         name=info.name,
         type=info.type,
         dimension=info.params.get("dimension"),
+        # FE keys made before the choice of curve are BLS12-381 keys.
+        curve=info.params.get("curve", DEFAULT_CURVE) if "dimension" in info.params else None,
         exportable=info.exportable,
         created_at=timestamp(info.created_at),
         updated_at=timestamp(info.updated_at),
@@ -100,6 +109,8 @@ def creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
     if key_type.family != "fe":
         if body.dimension is not None:
             raise invalid_input(f"dimension: only FE key types take a dimension, not {body.type}")
+        if body.curve is not None:
+            raise invalid_input(f"curve: only FE key types take a curve, not {body.type}")
         return {}
     if body.dimension is None:
         raise invalid_input(f"dimension: key type {body.type} needs a dimension")
@@ -108,7 +119,7 @@ def creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
             f"dimension: {body.dimension} is over this service's maximum of "
             f"{settings.fe_max_dimension} (CIPHERD_FE_MAX_DIMENSION)"
         )
-    return {"dimension": body.dimension}
+    return {"dimension": body.dimension, "curve": body.curve or DEFAULT_CURVE}
 
 
 @router.post(

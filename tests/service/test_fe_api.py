@@ -16,8 +16,13 @@ QFE = [t for t, s in FE_SCHEMES.items() if s.quadratic]
 N = 3
 
 
-def make_key(client: TestClient, key_type: str, n: int = N, name: str = "fe") -> None:
-    response = client.post("/v1/keys", json={"name": name, "type": key_type, "dimension": n})
+def make_key(
+    client: TestClient, key_type: str, n: int = N, name: str = "fe", curve: str | None = None
+) -> None:
+    body = {"name": name, "type": key_type, "dimension": n}
+    if curve is not None:
+        body["curve"] = curve
+    response = client.post("/v1/keys", json=body)
     assert response.status_code == 201, response.text
 
 
@@ -51,10 +56,13 @@ def decrypt(client: TestClient, key: str, ct: str, bounds: list[int], name: str 
     )
 
 
+@pytest.mark.parametrize("curve", [None, *group.CURVES])
 @pytest.mark.parametrize("key_type", list(FE_SCHEMES))
-def test_keygen_encrypt_decrypt(client: TestClient, key_type: str) -> None:
+def test_keygen_encrypt_decrypt(client: TestClient, key_type: str, curve: str | None) -> None:
     rng = random.Random(key_type)
-    make_key(client, key_type)
+    make_key(client, key_type, curve=curve)
+    info = client.get("/v1/keys/fe").json()
+    assert info["curve"] == (curve or group.BLS12_381)
     for _ in range(3):
         fbody, function = function_body(key_type, rng)
         mbody, message = message_body(key_type, rng)
@@ -248,3 +256,39 @@ def test_cache_figures_in_metrics(client: TestClient) -> None:
         'cipherd_crypto_operation_duration_seconds_count{family="fe",operation="opt.decrypt"}',
     ):
         assert line in metrics, line
+
+
+@pytest.mark.parametrize("key_type", ["ipfe-lin", "ipfe-tao", "ipfe-bjk", "qfe-sgp"])
+def test_curves_do_not_mix(client: TestClient, key_type: str) -> None:
+    """A functional key or ciphertext of one curve sent against a key of the other: a clear
+    422, never a wrong number."""
+    rng = random.Random(7)
+    made = {}
+    for curve in group.CURVES:
+        make_key(client, key_type, name=curve, curve=curve)
+        fbody, _ = function_body(key_type, rng)
+        mbody, _ = message_body(key_type, rng)
+        key = client.post(f"/v1/fe/{curve}/keygen", json=fbody).json()["functional_key"]
+        ct = client.post(f"/v1/fe/{curve}/encrypt", json=mbody).json()["ciphertext"]
+        made[curve] = (key, ct)
+    bls, bn = made[group.BLS12_381], made[group.BN254]
+    for name, key, ct, field in [
+        (group.BLS12_381, bn[0], bls[1], "functional_key"),
+        (group.BLS12_381, bls[0], bn[1], "ciphertext"),
+        (group.BN254, bls[0], bn[1], "functional_key"),
+        (group.BN254, bn[0], bls[1], "ciphertext"),
+    ]:
+        response = decrypt(client, key, ct, [-1000, 1000], name=name)
+        assert response.status_code == 422, response.text
+        assert f"{field}: made on" in response.json()["detail"]
+
+
+def test_curve_only_for_fe_types(client: TestClient) -> None:
+    body = {"name": "e", "type": "ecies-x25519", "curve": "bn254"}
+    response = client.post("/v1/keys", json=body)
+    assert response.status_code == 422
+    assert "only FE key types take a curve" in response.json()["detail"]
+    other = {"name": "f", "type": "ipfe-lin", "dimension": 2, "curve": "bls12-377"}
+    assert client.post("/v1/keys", json=other).status_code == 422
+    aez = client.post("/v1/keys", json={"name": "a", "type": "aez"})
+    assert aez.json()["curve"] is None

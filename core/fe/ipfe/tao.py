@@ -89,6 +89,10 @@ class PreparedKey:
     def n(self) -> int:
         return self.key.n
 
+    @property
+    def curve(self) -> str:
+        return self.key.curve
+
     def to_bytes(self) -> bytes:
         return self.key.to_bytes()
 

@@ -184,10 +184,8 @@ def _check_points(cls: type[_Element], points: Sequence[object]) -> ctypes.Array
 
 
 def mul(point: Bn254G1, scalars: Sequence[int]) -> list:
-    """One point times each scalar (any int, taken mod r)."""
+    """One point (type-checked by the caller) times each scalar (any int, taken mod r)."""
     cls = type(point)
-    if cls not in (Bn254G1, Bn254G2):
-        raise TypeError(f"expected a BN254 point, got {cls.__name__}")
     fn = getattr(lib, f"{cls.PREFIX}_mul")
     out = []
     with LOCK:
@@ -234,13 +232,14 @@ def _read(cls: type[_Element], raw: bytes, what: str) -> _Element:
         return out
     with LOCK:
         read = getattr(lib, f"{cls.PREFIX}_deserialize")(out.v, raw, len(raw))
-        if read != len(raw):
+        # mcl itself refuses unreduced coordinates; re-encoding guards canonical form anyway.
+        if read != len(raw) or out.to_bytes() != raw:
             invalid = (
-                "is not a valid Fp12 element" if cls is Bn254GT else "is not a point on the curve"
+                "is not a canonical Fp12 encoding"
+                if cls is Bn254GT
+                else "is not a canonical encoding of a point on the curve"
             )
             raise EncodingError(f"{what} {invalid}")
-        if out.to_bytes() != raw:
-            raise EncodingError(f"{what} is not in canonical form")
         if cls is Bn254GT:
             power = Bn254GT()
             lib.mclBnGT_powGeneric(power.v, out.v, _fr(ORDER - 1))

@@ -705,8 +705,7 @@ def curve(name: str) -> Curve:
 def same_curve(key: object, ciphertext: object) -> Curve:
     """The curve of a key and a ciphertext (or table base) that must share it; mixing curves
     is a `ValueError`, never a silently wrong result."""
-    a = getattr(key, "key", key).curve
-    b = ciphertext.curve
+    a, b = key.curve, ciphertext.curve  # type: ignore[attr-defined]
     if a != b:
         raise ValueError(f"the key is for {a} and the ciphertext for {b}")
     return curve(a)

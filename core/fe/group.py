@@ -1,5 +1,10 @@
 """The group layer of the FE schemes: BLS12-381 through petrelic, with RELIC's fast paths.
 
+The module-level functions below are the BLS12-381 backend. `curve(name)` returns a `Curve`,
+the same operations for one curve: BLS12-381 made of these very functions (the default path is
+unchanged), or BN254 through mcl (`core.fe._mcl`). Schemes take every operation from the
+`Curve` of their objects.
+
 Elements are petrelic's own classes. Every function here takes `LOCK` itself; callers that use
 petrelic's operators directly must hold it. Batched work goes straight to RELIC's multi-pairing
 (`pp_map_sim_oatep_k12`), multi-scalar (`ep_mul_sim_lot`) and comb (`ep_mul_fix_combs`)

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from app.auth import Operation
 from app.batch import check_batch_size, run_each
@@ -39,6 +39,10 @@ VERSION_HEADER = "Cipherd-Key-Version"
 
 class EciesOptions(BaseModel):
     """eciespy's Config without the curve, which the key's type fixes."""
+
+    # Frozen, hence hashable: pydantic then uses the default `config` as it is rather than
+    # deep-copying it for every request that leaves it out.
+    model_config = ConfigDict(frozen=True)
 
     is_ephemeral_key_compressed: bool = False
     is_hkdf_key_compressed: bool = False

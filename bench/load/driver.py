@@ -12,8 +12,11 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+import uvloop
 
 WARMUP_PER_CONNECTION = 3
 
@@ -50,35 +53,106 @@ class ResponseError(Exception):
     """A response that was not the expected status, or a malformed one."""
 
 
-async def exchange(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, wire: bytes
-) -> tuple[int, bytes]:
-    """Send one request and read its whole response."""
-    writer.write(wire)
-    status_line = await reader.readline()
-    if not status_line:
-        raise ResponseError("connection closed")
-    status = int(status_line.split(b" ", 2)[1])
-    length, chunked = 0, False
-    while True:
-        line = await reader.readline()
-        if line in (b"\r\n", b"\n", b""):
-            break
-        key, _, value = line.partition(b":")
-        key = key.strip().lower()
-        if key == b"content-length":
-            length = int(value)
-        elif key == b"transfer-encoding" and b"chunked" in value.lower():
-            chunked = True
-    if not chunked:
-        return status, await reader.readexactly(length)
-    body = bytearray()
-    while True:
-        size = int((await reader.readline()).split(b";")[0], 16)
-        chunk = await reader.readexactly(size + 2)
-        if size == 0:
-            return status, bytes(body)
-        body += chunk[:-2]
+class Connection(asyncio.Protocol):
+    """One keep-alive connection with one request in flight at a time.
+
+    The next request is written from `data_received` as soon as a response is complete: no
+    task switch, no stream buffering, and the headers are searched rather than parsed line by
+    line, which keeps the generator's cost per request small next to any server's.
+    """
+
+    def __init__(self, wire: bytes) -> None:
+        self.wire = wire
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.on_response: Callable[[int, float], bool] = lambda status, seconds: False
+        self.idle: asyncio.Future[None] | None = None
+        self.lost: Exception | None = None
+        self.started = 0.0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+    def run(self, on_response: Callable[[int, float], bool]) -> "asyncio.Future[None]":
+        """Send requests back to back while `on_response(status, seconds)` says go on."""
+        self.on_response = on_response
+        self.idle = asyncio.get_running_loop().create_future()
+        if self.lost is not None:
+            self.idle.set_exception(self.lost)
+        else:
+            self._send()
+        return self.idle
+
+    def _send(self) -> None:
+        assert self.transport is not None
+        self.started = time.perf_counter()
+        self.transport.write(self.wire)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        try:
+            response = parse_response(self.buffer)
+        except (ValueError, ResponseError) as exc:
+            self._fail(ResponseError(f"malformed response: {exc}"))
+            return
+        if response is None:
+            return
+        status, end = response
+        if end != len(self.buffer):
+            self._fail(ResponseError("bytes after the response (one request is in flight)"))
+            return
+        self.buffer.clear()
+        try:
+            go_on = self.on_response(status, time.perf_counter() - self.started)
+        except ResponseError as exc:
+            self._fail(exc)
+            return
+        if go_on:
+            self._send()
+        elif self.idle is not None and not self.idle.done():
+            self.idle.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = ResponseError(f"connection closed: {exc}")
+        self._fail(self.lost)
+
+    def _fail(self, exc: Exception) -> None:
+        if self.idle is not None and not self.idle.done():
+            self.idle.set_exception(exc)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+def parse_response(buffer: bytearray) -> tuple[int, int] | None:
+    """(status, end of the response) for a complete HTTP/1.1 response at the start of
+    `buffer`, None while it is incomplete. Bodies: Content-Length or chunked."""
+    head_end = buffer.find(b"\r\n\r\n")
+    if head_end < 0:
+        return None
+    head = bytes(buffer[:head_end]).lower()
+    status = int(head[9:12])
+    body_start = head_end + 4
+    at = head.find(b"\r\ncontent-length:")
+    if at >= 0:
+        value_end = head.find(b"\r\n", at + 2)
+        length = int(head[at + 17 : value_end if value_end >= 0 else len(head)])
+        end = body_start + length
+        return (status, end) if len(buffer) >= end else None
+    if b"\r\ntransfer-encoding:" in head and b"chunked" in head:
+        position = body_start
+        while True:
+            line_end = buffer.find(b"\r\n", position)
+            if line_end < 0:
+                return None
+            size = int(bytes(buffer[position:line_end]).split(b";")[0], 16)
+            position = line_end + 2 + size + 2
+            if len(buffer) < position:
+                return None
+            if size == 0:
+                return status, position
+    return status, body_start  # no body (a 204 or 304, or a HEAD)
 
 
 class Progress:
@@ -128,32 +202,48 @@ async def run_round(tally: Tally, requests: int) -> None:
     """`requests` requests over the scenario's connections, opened and warmed up first."""
     scenario = tally.scenario
     wire = scenario.wire()
-    connections = [
-        await asyncio.open_connection(scenario.host, scenario.port)
-        for _ in range(min(scenario.concurrency, requests))
-    ]
-    for reader, writer in connections:
-        for _ in range(WARMUP_PER_CONNECTION):
-            status, body = await exchange(reader, writer, wire)
-            if status != scenario.expect:
-                raise ResponseError(f"{scenario.name}: {status} {body[:300]!r}")
-    remaining = requests
+    loop = asyncio.get_running_loop()
+    connections: list[Connection] = []
+    for _ in range(min(scenario.concurrency, requests)):
+        _, connection = await loop.create_connection(
+            lambda: Connection(wire), scenario.host, scenario.port
+        )
+        connections.append(connection)
+    try:
+        await asyncio.gather(*(warm_up(connection, scenario) for connection in connections))
+        remaining = requests - len(connections)  # each connection starts with one request
+        latencies, progress, expect = tally.latencies, tally.progress, scenario.expect
 
-    async def worker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal remaining
-        while remaining > 0:
-            remaining -= 1
-            started = time.perf_counter()
-            status, _ = await exchange(reader, writer, wire)
-            tally.latencies.append(time.perf_counter() - started)
-            tally.errors += status != scenario.expect
-            tally.progress.tick()
+        def on_response(status: int, seconds: float) -> bool:
+            nonlocal remaining
+            latencies.append(seconds)
+            tally.errors += status != expect
+            progress.tick()
+            if remaining > 0:
+                remaining -= 1
+                return True
+            return False
 
-    started = time.perf_counter()
-    await asyncio.gather(*(worker(r, w) for r, w in connections))
-    tally.seconds += time.perf_counter() - started
-    for _, writer in connections:
-        writer.close()
+        started = time.perf_counter()
+        await asyncio.gather(*(connection.run(on_response) for connection in connections))
+        tally.seconds += time.perf_counter() - started
+    finally:
+        for connection in connections:
+            connection.close()
+
+
+async def warm_up(connection: Connection, scenario: Scenario) -> None:
+    """A few requests that must all answer the expected status before the clock starts."""
+    left = WARMUP_PER_CONNECTION
+
+    def check(status: int, seconds: float) -> bool:
+        nonlocal left
+        if status != scenario.expect:
+            raise ResponseError(f"{scenario.name}: status {status} during warm-up")
+        left -= 1
+        return left > 0
+
+    await connection.run(check)
 
 
 async def run(scenarios: list[Scenario], rounds: int) -> list[dict[str, Any]]:
@@ -174,4 +264,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    uvloop.run(main())

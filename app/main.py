@@ -45,6 +45,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="cipherd",
         version=__version__,
         summary="ECIES, AEZ and pairing-based functional encryption with server-held keys",
+        # Metrics go to Prometheus (/metrics); FastAPI's own OpenTelemetry hooks would only add
+        # a check to every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
     )
@@ -62,7 +65,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return problem_response(Problem(413, "body-too-large", "Body too large", str(exc)))
 
     app.add_middleware(ObserveMiddleware, max_body_bytes=settings.max_body_bytes)
-    for router in (health.router, keys.router, tokens.router, ecies.router, aez.router, fe.router):
+    # The hot crypto routes first: routing tries routes in order.
+    for router in (ecies.router, aez.router, fe.router, keys.router, tokens.router, health.router):
         app.include_router(router)
     install_openapi(app)
     return app

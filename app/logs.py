@@ -19,6 +19,7 @@ _STANDARD_ATTRIBUTES = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict_
     "message",
     "asctime",
     "taskName",
+    "color_message",  # uvicorn's copy of the message with terminal colour codes
 }
 
 

@@ -18,6 +18,7 @@ from petrelic.multiplicative.pairing import G1Element, G2Element
 from core.fe import encoding, group, linalg
 from core.fe.group import LOCK
 from core.fe.linalg import Matrix
+from core.fe.prepared import PreparedKeyBase
 
 NAME = "kim"
 
@@ -81,23 +82,12 @@ class Ciphertext(encoding.Encoded):
 
 
 @dataclass(frozen=True, eq=False)
-class PreparedKey:
+class PreparedKey(PreparedKeyBase):
     """A key with the pairing lines of all its G2 points precomputed; encodes as its key."""
 
     key: Key
     k0: group.PreparedG2 = field(repr=False)
     k: group.PreparedG2 = field(repr=False)
-
-    @property
-    def n(self) -> int:
-        return self.key.n
-
-    @property
-    def curve(self) -> str:
-        return self.key.curve
-
-    def to_bytes(self) -> bytes:
-        return self.key.to_bytes()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> PreparedKey:

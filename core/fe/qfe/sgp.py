@@ -17,6 +17,7 @@ from petrelic.multiplicative.pairing import G1Element, G2Element, GTElement
 from core.fe import encoding, group, linalg
 from core.fe.group import LOCK
 from core.fe.linalg import Matrix
+from core.fe.prepared import PreparedKeyBase
 from core.fe.qfe import _bilinear
 
 NAME = "sgp"
@@ -88,7 +89,7 @@ class Ciphertext(encoding.Encoded):
 
 
 @dataclass(frozen=True, eq=False)
-class PreparedKey:
+class PreparedKey(PreparedKeyBase):
     """A key with the lines of its single G2 point precomputed; encodes as its key.
 
     Only one point can be prepared, so this gives no real speed-up; it exists so that every
@@ -97,17 +98,6 @@ class PreparedKey:
 
     key: Key
     k: group.PreparedG2 = field(repr=False)
-
-    @property
-    def n(self) -> int:
-        return self.key.n
-
-    @property
-    def curve(self) -> str:
-        return self.key.curve
-
-    def to_bytes(self) -> bytes:
-        return self.key.to_bytes()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> PreparedKey:

@@ -17,13 +17,12 @@ from collections.abc import Callable
 
 from petrelic.multiplicative.pairing import G1, G2, GT
 
-from core.fe import _relic, group
+from core.fe import _relic, encoding, group
 from core.fe.dlog import DlogTable
 from core.fe.ipfe import opt
 
 R = group.ORDER
 RANGES = [(0, 10**4), (-(10**6), 10**6), (0, 10**8)]
-HEADER = 10  # bytes before the first point of an encoded FE key or ciphertext
 
 
 def median_time(fn: Callable[[], object], repeat: int) -> float:
@@ -238,13 +237,17 @@ def decode_rows(rng: random.Random, repeat: int) -> list[str]:
             (f"opt.Key.from_bytes, n = {n}", lambda sk=sk: opt.Key.from_bytes(sk), None, 1),
             (
                 f"the same {n + 4} G1 points as one run",
-                lambda ct=ct, n=n: group.g1_vector_from_bytes(ct, n + 4, offset=HEADER),
+                lambda ct=ct, n=n: group.g1_vector_from_bytes(
+                    ct, n + 4, offset=encoding.HEADER_BYTES
+                ),
                 None,
                 1,
             ),
             (
                 f"the same {n + 4} G2 points as one run",
-                lambda sk=sk, n=n: group.g2_vector_from_bytes(sk, n + 4, offset=HEADER),
+                lambda sk=sk, n=n: group.g2_vector_from_bytes(
+                    sk, n + 4, offset=encoding.HEADER_BYTES
+                ),
                 None,
                 1,
             ),

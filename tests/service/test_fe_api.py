@@ -292,3 +292,19 @@ def test_curve_only_for_fe_types(client: TestClient) -> None:
     assert client.post("/v1/keys", json=other).status_code == 422
     aez = client.post("/v1/keys", json={"name": "a", "type": "aez"})
     assert aez.json()["curve"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [1, 10, 100])
+@pytest.mark.parametrize("key_type", list(FE_SCHEMES))
+def test_random_cases_at_each_dimension(client: TestClient, key_type: str, n: int) -> None:
+    """Random signed inputs at n = 1, 10 and 100; a range that misses the value gives null."""
+    rng = random.Random(f"{key_type}-{n}")
+    make_key(client, key_type, n=n)
+    fbody, function = function_body(key_type, rng, n)
+    mbody, message = message_body(key_type, rng, n)
+    key = client.post("/v1/fe/fe/keygen", json=fbody).json()["functional_key"]
+    ct = client.post("/v1/fe/fe/encrypt", json=mbody).json()["ciphertext"]
+    value = expected(function, message)
+    assert decrypt(client, key, ct, [-100_000, 100_000]).json() == {"result": value}
+    assert decrypt(client, key, ct, [value + 1, value + 1000]).json() == {"result": None}

@@ -1,4 +1,4 @@
-"""Compiled parts of cipherd: the AEZ kernel and the prepared-pairing loop.
+"""Compiled parts of cipherd: the AEZ kernel, the pairing-group fast paths, FE matrix products.
 
 Everything else is declared in pyproject.toml; setuptools needs this file only for the
 C extensions.
@@ -19,6 +19,10 @@ extensions.append(
         extra_compile_args=EXTRA_COMPILE_ARGS,
         libraries=["dl"],
     )
+)
+
+extensions.append(
+    Extension("core.fe._linalg", ["core/fe/_linalg.c"], extra_compile_args=EXTRA_COMPILE_ARGS)
 )
 
 setup(ext_modules=extensions)

@@ -19,6 +19,11 @@ from itertools import repeat
 from core.errors import ShapeError
 from core.fe._relic import ORDER
 
+try:  # exact F·v in C (little-endian limbs, as on x86-64)
+    from core.fe import _linalg as _compiled
+except ImportError:  # pragma: no cover - only where the extension was not built
+    _compiled = None
+
 Vector = list[int]
 Matrix = tuple[tuple[int, ...], ...]
 
@@ -62,6 +67,30 @@ def function_matrix(rows: Sequence[Sequence[int]], n: int) -> Matrix:
     if len(rows) != n:
         raise ShapeError(expected=n, actual=len(rows))
     return tuple(tuple(inputs(row, n)) for row in rows)
+
+
+def function_products(
+    rows: Sequence[Sequence[int]], n: int, v: Sequence[int]
+) -> tuple[Matrix, Vector]:
+    """The checked n×n function matrix F and the exact (unreduced) products F·v.
+
+    `v` holds residues below 2^256. The compiled path (`core.fe._linalg`) does the checks and
+    products in one pass; any input it does not accept goes through `function_matrix`, which
+    raises the precise error.
+    """
+    if len(v) != n:
+        raise ShapeError(expected=n, actual=len(v))
+    if _compiled is not None:
+        packed = b"".join(x.to_bytes(32, "little") for x in v)
+        done = _compiled.matrix_products(rows, n, packed)
+        if done is not None:
+            matrix, sums = done
+            return matrix, [
+                int.from_bytes(sums[i : i + 48], "little", signed=True)
+                for i in range(0, 48 * n, 48)
+            ]
+    matrix = function_matrix(rows, n)
+    return matrix, [sum(map(operator.mul, row, v)) for row in matrix]
 
 
 def same_dimension(expected: int, actual: int) -> None:

@@ -133,3 +133,54 @@ def test_packed_matrix_bounds() -> None:
         linalg.PackedMatrix([[0]] * (linalg.PackedMatrix.MAX_ROWS + 1))
     with pytest.raises(ShapeError):
         linalg.PackedMatrix([[1, 2], [3]])
+
+
+@pytest.fixture(params=["compiled", "python"])
+def products_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run `function_products` through its compiled path and through its Python path."""
+    if request.param == "python":
+        monkeypatch.setattr(linalg, "_compiled", None)
+    else:
+        assert linalg._compiled is not None
+    return request.param
+
+
+def test_function_products_are_exact(products_path: str) -> None:
+    rng = random.Random(11)
+    edges = [-(2**63), 2**63 - 1, -1, 0, 1, True]
+    for _ in range(200):
+        n = rng.randint(1, 9)
+        v = [rng.choice([rng.randrange(2**256), 2**256 - 1, 0]) for _ in range(n)]
+        f = [
+            [rng.choice([rng.randint(-(2**63), 2**63 - 1), rng.choice(edges)]) for _ in range(n)]
+            for _ in range(n)
+        ]
+        matrix, products = linalg.function_products(f, n, v)
+        assert matrix == tuple(tuple(int(x) for x in row) for row in f)
+        assert products == [sum(int(a) * b for a, b in zip(row, v, strict=True)) for row in f]
+
+
+@pytest.mark.parametrize(
+    ("f", "error"),
+    [
+        ([[1, 2], [3, 4], [5, 6]], ShapeError),  # three rows
+        ([[1, 2], [3]], ShapeError),  # a short row
+        ([[1, 2], [3, 4, 5]], ShapeError),  # a long row
+        ([[1, 2.5], [3, 4]], TypeError),  # not an integer
+        ([[1, "2"], [3, 4]], TypeError),
+        ([[1, 2], [3, 2**63]], ValueError),  # outside signed 64-bit
+        ([[1, 2], [-(2**63) - 1, 4]], ValueError),
+        ([[1, 2], 7], TypeError),  # a row that is not a sequence
+        (5, TypeError),
+    ],
+)
+def test_function_products_refuse_what_function_matrix_refuses(
+    products_path: str, f: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        linalg.function_products(f, 2, [3, 4])  # type: ignore[arg-type]
+
+
+def test_function_products_need_a_vector_of_length_n() -> None:
+    with pytest.raises(ShapeError):
+        linalg.function_products([[1, 2], [3, 4]], 2, [1, 2, 3])

@@ -124,9 +124,9 @@ def setup(
 def keygen(msk: MasterKey, f: Sequence[Sequence[int]]) -> Key:
     """[sᵀFt]₂; deterministic, no randomness."""
     grp = group.curve(msk.curve)
-    fm = linalg.function_matrix(f, msk.n)
+    fm, ft = linalg.function_products(f, msk.n, msk.t)
     with LOCK:
-        value = grp.zr.dot(msk.s, grp.zr.mat_vec(fm, msk.t))
+        value = grp.zr.dot(msk.s, ft)
         return Key(msk.n, fm, grp.g2_gen_mul([value])[0], curve=grp.name)
 
 

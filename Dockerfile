@@ -4,7 +4,7 @@
 
 # Build stage: compilers and headers live here only. scripts/install.sh (runtime mode, the same
 # script as for a checkout) makes /opt/venv: the petrelic wheel, the dependencies, and cipherd
-# with its C extensions core.aez._aez and core.fe._pairing.
+# with its C extensions core.aez._aez, core.fe._pairing and core.fe._linalg.
 FROM python:3.12-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \
@@ -13,7 +13,7 @@ ENV PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
 COPY . .
 RUN CIPHERD_VENV=/opt/venv PYTHON=python3.12 scripts/install.sh \
- && cd / && /opt/venv/bin/python -c 'import core.aez._aez, core.fe._pairing, core.fe' \
+ && cd / && /opt/venv/bin/python -c 'import core.aez._aez, core.fe._pairing, core.fe._linalg, core.fe' \
  && /opt/venv/bin/python -m pip uninstall -y -q pip setuptools wheel
 
 # Final stage: the interpreter of the base image and the venv at the same path, nothing else.

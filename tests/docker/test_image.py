@@ -194,13 +194,15 @@ def aez_decrypt(client: httpx.Client, name: str, ciphertext: str) -> bytes:
 
 def test_image_holds_the_venv_and_no_build_tools(image: str) -> None:
     script = (
-        "import importlib.util as u, core.aez._aez as a, core.fe._pairing as p; "
-        "print(a.__file__, p.__file__, u.find_spec('pip') is None, u.find_spec('pytest') is None)"
+        "import importlib.util as u, core.aez._aez as a, core.fe._pairing as p, "
+        "core.fe._linalg as m; print(a.__file__, p.__file__, m.__file__, "
+        "u.find_spec('pip') is None, u.find_spec('pytest') is None)"
     )
     probe = podman("run", "--rm", "--entrypoint", "python", image, "-c", script)
-    aez_so, pairing_so, no_pip, no_pytest = probe.stdout.split()
-    assert aez_so.startswith("/opt/venv/") and aez_so.endswith(".so")
-    assert pairing_so.startswith("/opt/venv/") and pairing_so.endswith(".so")
+    *extensions, no_pip, no_pytest = probe.stdout.split()
+    assert len(extensions) == 3
+    for path in extensions:
+        assert path.startswith("/opt/venv/") and path.endswith(".so"), path
     assert (no_pip, no_pytest) == ("True", "True")
     tools = podman(
         "run",

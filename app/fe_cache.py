@@ -22,6 +22,10 @@ from app.metrics import CACHE_BUILD_SECONDS, CACHE_BYTES, CACHE_ENTRIES, CACHE_E
 from core.fe import group
 
 
+class Cold(Exception):
+    """What a request needs is not cached yet, and building it is no work for the event loop."""
+
+
 class LruCache:
     """A least-recently-used map bounded by a total weight, built on demand.
 
@@ -54,6 +58,10 @@ class LruCache:
         with self._lock:
             self._building.pop(key, None)
         return value
+
+    def cached(self, key: Hashable) -> Any:
+        """The entry if present (counted as a hit), else None; never builds."""
+        return self._lookup(key)
 
     def _lookup(self, key: Hashable, count: bool = True) -> Any:
         with self._lock:
@@ -88,14 +96,30 @@ class FeCaches:
         self.decoded_keys = LruCache("decoded_master_keys", 32)
         self._uses: dict[bytes, int] = {}
 
-    def table(self, base_id: bytes, base: Callable[[], Any], lo: int, hi: int) -> Any:
+    def table(
+        self, base_id: bytes, base: Callable[[], Any], lo: int, hi: int, warm_only: bool = False
+    ) -> Any:
+        """The table over [lo, hi]; with `warm_only`, `Cold` unless it is built already."""
+        if warm_only:
+            table = self.tables.cached((base_id, lo, hi))
+            if table is None:
+                raise Cold
+            return table
         return self.tables.get(
             (base_id, lo, hi), lambda: group.DlogTable(base(), lo, hi), lambda t: t.nbytes
         )
 
-    def functional_key(self, scheme: FeScheme, data: bytes) -> Any:
-        """The decoded key; prepared once it has been used before."""
+    def functional_key(self, scheme: FeScheme, data: bytes, warm_only: bool = False) -> Any:
+        """The decoded key; prepared once it has been used before.
+
+        With `warm_only`, `Cold` unless the prepared key is cached already.
+        """
         digest = hashlib.sha256(scheme.key_type.encode() + data).digest()
+        if warm_only:
+            key = self.keys.cached(digest)
+            if key is None or isinstance(key, scheme.module.Key):
+                raise Cold
+            return key
         key = self.keys.get(digest, lambda: scheme.functional_key(data), lambda _: 1)
         if isinstance(key, scheme.module.Key):
             uses = self._uses.get(digest, 0) + 1

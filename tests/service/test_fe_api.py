@@ -2,6 +2,7 @@
 
 import base64
 import random
+import threading
 
 import pytest
 from fastapi import FastAPI
@@ -308,3 +309,27 @@ def test_random_cases_at_each_dimension(client: TestClient, key_type: str, n: in
     value = expected(function, message)
     assert decrypt(client, key, ct, [-100_000, 100_000]).json() == {"result": value}
     assert decrypt(client, key, ct, [value + 1, value + 1000]).json() == {"result": None}
+
+
+def test_warm_decryptions_and_a_busy_relic_lock(client: TestClient) -> None:
+    """Once its table and prepared key are cached, a small decryption runs on the event loop;
+    while another thread holds the RELIC lock it goes to a worker thread and still answers."""
+    make_key(client, "ipfe-opt")
+    key = client.post("/v1/fe/fe/keygen", json={"y": [1, 2, 3]}).json()["functional_key"]
+    ct = client.post("/v1/fe/fe/encrypt", json={"x": [4, 5, 6]}).json()["ciphertext"]
+    for _ in range(4):
+        assert decrypt(client, key, ct, [0, 100]).json() == {"result": 32}
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold_lock() -> None:
+        with group.LOCK:
+            held.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold_lock)
+    holder.start()
+    held.wait(5)
+    threading.Timer(0.3, release.set).start()
+    assert decrypt(client, key, ct, [0, 100]).json() == {"result": 32}
+    holder.join()

@@ -88,6 +88,16 @@ def one(n: int) -> tuple[int, ...]:
     return ()
 
 
+def dimension(n: int) -> int:
+    """A length equal to the object's dimension n."""
+    return n
+
+
+def fixed(length: int) -> Callable[[int], int]:
+    """A length that does not depend on n."""
+    return lambda n: length
+
+
 def vector(length: Callable[[int], int]) -> Shape:
     """Shape of a vector whose length depends on n."""
     return lambda n: (length(n),)

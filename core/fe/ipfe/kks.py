@@ -25,10 +25,6 @@ def _size(n: int) -> int:
     return 2 * n + 8
 
 
-def _n(n: int) -> int:
-    return n
-
-
 def _n2(n: int) -> int:
     return n + 2
 
@@ -53,12 +49,12 @@ class MasterKey(encoding.Encoded):
     LAYOUT = (
         (encoding.SCALAR, encoding.one),
         (encoding.SCALAR, encoding.one),
-        (encoding.SCALAR, encoding.vector(_n)),
-        (encoding.SCALAR, encoding.vector(_n)),
+        (encoding.SCALAR, encoding.vector(encoding.dimension)),
+        (encoding.SCALAR, encoding.vector(encoding.dimension)),
         (encoding.SCALAR, encoding.vector(_n2)),
         (encoding.SCALAR, encoding.vector(_n2)),
-        (encoding.SCALAR, encoding.vector(_n)),
-        (encoding.SCALAR, encoding.vector(_n)),
+        (encoding.SCALAR, encoding.vector(encoding.dimension)),
+        (encoding.SCALAR, encoding.vector(encoding.dimension)),
         (encoding.SCALAR, encoding.vector(_n2)),
     )
 

@@ -23,18 +23,6 @@ from core.fe.prepared import PreparedKeyBase
 NAME = "opt"
 
 
-def _two(n: int) -> int:
-    return 2
-
-
-def _four(n: int) -> int:
-    return 4
-
-
-def _n(n: int) -> int:
-    return n
-
-
 @dataclass(frozen=True, eq=False, repr=False)
 class MasterKey(encoding.Encoded):
     """A ∈ Z_r^{2×n} (no rank condition), B and B* = (B⁻¹)ᵀ of dimension 4."""
@@ -47,9 +35,9 @@ class MasterKey(encoding.Encoded):
     SCHEME = NAME
     KIND = encoding.MASTER_KEY
     LAYOUT = (
-        (encoding.SCALAR, encoding.matrix(_two, _n)),
-        (encoding.SCALAR, encoding.matrix(_four, _four)),
-        (encoding.SCALAR, encoding.matrix(_four, _four)),
+        (encoding.SCALAR, encoding.matrix(encoding.fixed(2), encoding.dimension)),
+        (encoding.SCALAR, encoding.matrix(encoding.fixed(4), encoding.fixed(4))),
+        (encoding.SCALAR, encoding.matrix(encoding.fixed(4), encoding.fixed(4))),
     )
 
 
@@ -63,7 +51,10 @@ class Key(encoding.Encoded):
 
     SCHEME = NAME
     KIND = encoding.KEY
-    LAYOUT = ((encoding.G2, encoding.vector(_four)), (encoding.G2, encoding.vector(_n)))
+    LAYOUT = (
+        (encoding.G2, encoding.vector(encoding.fixed(4))),
+        (encoding.G2, encoding.vector(encoding.dimension)),
+    )
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -76,7 +67,10 @@ class Ciphertext(encoding.Encoded):
 
     SCHEME = NAME
     KIND = encoding.CIPHERTEXT
-    LAYOUT = ((encoding.G1, encoding.vector(_four)), (encoding.G1, encoding.vector(_n)))
+    LAYOUT = (
+        (encoding.G1, encoding.vector(encoding.fixed(4))),
+        (encoding.G1, encoding.vector(encoding.dimension)),
+    )
 
 
 @dataclass(frozen=True, eq=False)

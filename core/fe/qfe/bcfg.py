@@ -23,10 +23,6 @@ from core.fe.qfe import _bilinear
 NAME = "bcfg"
 
 
-def _n(n: int) -> int:
-    return n
-
-
 @dataclass(frozen=True, eq=False, repr=False)
 class PublicKey(encoding.Encoded):
     """[a]₁, [b]₂ and [w]₂."""
@@ -39,8 +35,8 @@ class PublicKey(encoding.Encoded):
     SCHEME = NAME
     KIND = encoding.PUBLIC_KEY
     LAYOUT = (
-        (encoding.G1, encoding.vector(_n)),
-        (encoding.G2, encoding.vector(_n)),
+        (encoding.G1, encoding.vector(encoding.dimension)),
+        (encoding.G2, encoding.vector(encoding.dimension)),
         (encoding.G2, encoding.one),
     )
 
@@ -58,8 +54,8 @@ class MasterKey(encoding.Encoded):
     KIND = encoding.MASTER_KEY
     LAYOUT = (
         (encoding.SCALAR, encoding.one),
-        (encoding.SCALAR, encoding.vector(_n)),
-        (encoding.SCALAR, encoding.vector(_n)),
+        (encoding.SCALAR, encoding.vector(encoding.dimension)),
+        (encoding.SCALAR, encoding.vector(encoding.dimension)),
     )
 
 
@@ -77,11 +73,11 @@ class Key(encoding.Encoded):
     SCHEME = NAME
     KIND = encoding.KEY
     LAYOUT = (
-        (encoding.I64, encoding.matrix(_n, _n)),
+        (encoding.I64, encoding.matrix(encoding.dimension, encoding.dimension)),
         (encoding.G1, encoding.one),
         (encoding.G1, encoding.one),
-        (encoding.G1, encoding.vector(_n)),
-        (encoding.G2, encoding.vector(_n)),
+        (encoding.G1, encoding.vector(encoding.dimension)),
+        (encoding.G2, encoding.vector(encoding.dimension)),
     )
 
 
@@ -100,10 +96,10 @@ class Ciphertext(encoding.Encoded):
     SCHEME = NAME
     KIND = encoding.CIPHERTEXT
     LAYOUT = (
-        (encoding.G1, encoding.vector(_n)),
-        (encoding.G1, encoding.vector(_n)),
-        (encoding.G2, encoding.vector(_n)),
-        (encoding.G2, encoding.vector(_n)),
+        (encoding.G1, encoding.vector(encoding.dimension)),
+        (encoding.G1, encoding.vector(encoding.dimension)),
+        (encoding.G2, encoding.vector(encoding.dimension)),
+        (encoding.G2, encoding.vector(encoding.dimension)),
         (encoding.G2, encoding.one),
         (encoding.G2, encoding.one),
     )

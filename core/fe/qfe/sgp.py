@@ -23,10 +23,6 @@ from core.fe.qfe import _bilinear
 NAME = "sgp"
 
 
-def _n(n: int) -> int:
-    return n
-
-
 @dataclass(frozen=True, eq=False, repr=False)
 class PublicKey(encoding.Encoded):
     """[s]₁ and [t]₂."""
@@ -37,7 +33,10 @@ class PublicKey(encoding.Encoded):
 
     SCHEME = NAME
     KIND = encoding.PUBLIC_KEY
-    LAYOUT = ((encoding.G1, encoding.vector(_n)), (encoding.G2, encoding.vector(_n)))
+    LAYOUT = (
+        (encoding.G1, encoding.vector(encoding.dimension)),
+        (encoding.G2, encoding.vector(encoding.dimension)),
+    )
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -50,7 +49,10 @@ class MasterKey(encoding.Encoded):
 
     SCHEME = NAME
     KIND = encoding.MASTER_KEY
-    LAYOUT = ((encoding.SCALAR, encoding.vector(_n)), (encoding.SCALAR, encoding.vector(_n)))
+    LAYOUT = (
+        (encoding.SCALAR, encoding.vector(encoding.dimension)),
+        (encoding.SCALAR, encoding.vector(encoding.dimension)),
+    )
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -63,7 +65,10 @@ class Key(encoding.Encoded):
 
     SCHEME = NAME
     KIND = encoding.KEY
-    LAYOUT = ((encoding.I64, encoding.matrix(_n, _n)), (encoding.G2, encoding.one))
+    LAYOUT = (
+        (encoding.I64, encoding.matrix(encoding.dimension, encoding.dimension)),
+        (encoding.G2, encoding.one),
+    )
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -81,10 +86,10 @@ class Ciphertext(encoding.Encoded):
     KIND = encoding.CIPHERTEXT
     LAYOUT = (
         (encoding.G1, encoding.one),
-        (encoding.G1, encoding.vector(_n)),
-        (encoding.G1, encoding.vector(_n)),
-        (encoding.G2, encoding.vector(_n)),
-        (encoding.G2, encoding.vector(_n)),
+        (encoding.G1, encoding.vector(encoding.dimension)),
+        (encoding.G1, encoding.vector(encoding.dimension)),
+        (encoding.G2, encoding.vector(encoding.dimension)),
+        (encoding.G2, encoding.vector(encoding.dimension)),
     )
 
 

@@ -22,14 +22,13 @@ class KeyType:
     family: str
     # Draws (secret, public part or None) for the key's creation parameters.
     generate: Callable[[dict[str, Any]], tuple[bytes, bytes | None]]
-    description: str
 
 
 def _ecies(curve: str) -> KeyType:
     def generate(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
         return ecies.generate_keypair(curve)
 
-    return KeyType(f"ecies-{curve}", "ecies", generate, f"ECIES key pair on {curve}")
+    return KeyType(f"ecies-{curve}", "ecies", generate)
 
 
 def _aez(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
@@ -40,8 +39,7 @@ def _fe(scheme: FeScheme) -> KeyType:
     def generate(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
         return scheme.setup(params["dimension"], params.get("curve", DEFAULT_CURVE))
 
-    kind = "quadratic" if scheme.quadratic else "inner-product"
-    return KeyType(scheme.key_type, "fe", generate, f"{scheme.name} {kind} FE master key")
+    return KeyType(scheme.key_type, "fe", generate)
 
 
 KEY_TYPES: dict[str, KeyType] = {
@@ -50,7 +48,7 @@ KEY_TYPES: dict[str, KeyType] = {
         _ecies("secp256k1"),
         _ecies("x25519"),
         _ecies("ed25519"),
-        KeyType("aez", "aez", _aez, "48 random bytes for AEZ"),
+        KeyType("aez", "aez", _aez),
         *(_fe(scheme) for scheme in FE_SCHEMES.values()),
     )
 }

@@ -40,14 +40,25 @@ async def admin(request: Request, credentials: Credentials) -> Principal:
     return principal
 
 
-def _key_access(operation: Operation) -> Callable[..., Principal]:
-    async def dependency(request: Request, name: KeyName, credentials: Credentials) -> Principal:
-        principal = await _principal(request, credentials)
-        if not principal.allows(operation, name):
-            raise forbidden(f"the token may not {operation.value} with key {name!r}")
-        return principal
+class KeyAccess:
+    """Admits a token allowed to do `operation` on the path's key (a FastAPI dependency, and
+    the check `app.routing.KeyOperationRoute` makes without FastAPI's dependency solver)."""
 
-    return dependency
+    def __init__(self, operation: Operation) -> None:
+        self.operation = operation
+
+    async def __call__(
+        self, request: Request, name: KeyName, credentials: Credentials
+    ) -> Principal:
+        return await self.check(request, name, credentials)
+
+    async def check(
+        self, request: Request, name: str, credentials: HTTPAuthorizationCredentials | None
+    ) -> Principal:
+        principal = await _principal(request, credentials)
+        if not principal.allows(self.operation, name):
+            raise forbidden(f"the token may not {self.operation.value} with key {name!r}")
+        return principal
 
 
 def _service_access(operation: Operation) -> Callable[..., Principal]:
@@ -62,7 +73,7 @@ def _service_access(operation: Operation) -> Callable[..., Principal]:
 
 def key_access(operation: Operation) -> Any:
     """A dependency that admits a token allowed to do `operation` on the path's key."""
-    return Depends(_key_access(operation))
+    return Depends(KeyAccess(operation))
 
 
 def service_access(operation: Operation) -> Any:

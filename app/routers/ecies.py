@@ -29,10 +29,13 @@ from app.errors import ERROR_RESPONSES, ProblemDetail, invalid_input, wrong_key_
 from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
+from app.routing import KeyOperationRoute
 from app.schemas import Base64Bytes
 from core import ecies
 
-router = APIRouter(prefix="/v1/ecies", tags=["ecies"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/v1/ecies", tags=["ecies"], responses=ERROR_RESPONSES, route_class=KeyOperationRoute
+)
 
 VERSION_HEADER = "Cipherd-Key-Version"
 

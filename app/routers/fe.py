@@ -24,6 +24,7 @@ from app.fe_schemes import FE_SCHEMES, FeScheme
 from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
+from app.routing import KeyOperationRoute
 from app.schemas import Base64Bytes
 from app.settings import Settings
 from core.fe import group
@@ -33,7 +34,9 @@ from core.fe import group
 # costs about 0.9 ms here, a fifth of such a request. Anything that would query the store, build
 # a table, prepare a key, search a per-pair range or wait for the RELIC lock goes to a thread.
 INLINE_CIPHERTEXT_BYTES = 1024
-router = APIRouter(prefix="/v1/fe", tags=["fe"], responses=ERROR_RESPONSES)
+router = APIRouter(
+    prefix="/v1/fe", tags=["fe"], responses=ERROR_RESPONSES, route_class=KeyOperationRoute
+)
 
 I64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
 Vector = Annotated[list[I64], Field(min_length=1, max_length=4096)]

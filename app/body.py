@@ -29,24 +29,24 @@ INLINE_BYTES = 64 * 1024
 EXTRA_SCHEMA_MODELS: list[type[BaseModel]] = []
 
 
+def json_body(model: type[BaseModel]) -> dict[str, Any]:
+    """`openapi_extra` declaring a JSON body of `model` that the route reads with `read_json`:
+    what FastAPI declares for a body parameter of that type."""
+    EXTRA_SCHEMA_MODELS.append(model)
+    schema = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
 def dual_body(
     model: type[BaseModel], binary: str, query: type[BaseModel] | None = None
 ) -> dict[str, Any]:
     """`openapi_extra` declaring a JSON body of `model` or raw bytes described by `binary`, and
     the query parameters `query` that go with raw bytes (read by `read_query`)."""
-    EXTRA_SCHEMA_MODELS.append(model)
-    return {
-        **({"parameters": query_parameters(query)} if query else {}),
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}},
-                OCTET_STREAM: {
-                    "schema": {"type": "string", "format": "binary", "description": binary}
-                },
-            },
-        },
+    declared = json_body(model)
+    declared["requestBody"]["content"][OCTET_STREAM] = {
+        "schema": {"type": "string", "format": "binary", "description": binary}
     }
+    return {**({"parameters": query_parameters(query)} if query else {}), **declared}
 
 
 def binary_response(description: str, headers: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -93,7 +93,7 @@ async def read_raw(request: Request) -> bytes | bytearray:
 
 
 async def read_json(request: Request, model: type[ModelT]) -> ModelT:
-    """The body parsed as `model`; 422 with the field that was wrong otherwise."""
+    """The body parsed as `model`; otherwise the 422 FastAPI gives for a body parameter."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type not in ("application/json", ""):
         raise Problem(
@@ -106,9 +106,9 @@ async def read_json(request: Request, model: type[ModelT]) -> ModelT:
     try:
         return model.model_validate_json(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ()))
-        raise invalid_input(f"{where}: {first['msg']}" if where else first["msg"]) from None
+        raise RequestValidationError(
+            [{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]
+        ) from None
 
 
 async def compute(

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, StrictInt, model_validator
 
 from app.auth import Operation
 from app.batch import check_batch_size, run_each
-from app.body import json_response
+from app.body import json_body, json_response, read_json
 from app.deps import KeyName, KeyringDep, SettingsDep, key_access
 from app.errors import ERROR_RESPONSES, ProblemDetail, invalid_input, wrong_key_type
 from app.fe_cache import Cold, FeCaches
@@ -285,15 +285,13 @@ def encrypt(
     "/{name}/decrypt",
     response_model=FeResult,
     summary="The inner product or quadratic form, or null outside the bounds",
+    openapi_extra=json_body(FeDecryptRequest),
     dependencies=[key_access(Operation.DECRYPT)],
 )
-async def decrypt(
-    body: FeDecryptRequest,
-    name: KeyName,
-    request: Request,
-    keyring: KeyringDep,
-    settings: SettingsDep,
-) -> Response:
+async def decrypt(request: Request, name: KeyName) -> Response:
+    body = await read_json(request, FeDecryptRequest)
+    keyring: Keyring = request.app.state.keyring
+    settings: Settings = request.app.state.settings
     caches = _caches(request)
 
     def run(warm_only: bool) -> Response:

@@ -16,6 +16,7 @@ DIRECT = {
     ("POST", "/v1/ecies/{name}/decrypt"): Operation.DECRYPT,
     ("POST", "/v1/aez/{name}/encrypt"): Operation.ENCRYPT,
     ("POST", "/v1/aez/{name}/decrypt"): Operation.DECRYPT,
+    ("POST", "/v1/fe/{name}/decrypt"): Operation.DECRYPT,
 }
 
 

@@ -10,7 +10,6 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 
 from app import __version__
 from app.auth import Authenticator
@@ -24,11 +23,6 @@ from app.middleware import BodyTooLarge, ObserveMiddleware
 from app.openapi import install_openapi
 from app.routers import aez, ecies, fe, health, keys, tokens
 from app.settings import Settings, get_settings
-
-
-def _operation_id(route: APIRoute) -> str:
-    """Stable, readable names for generated clients: `ecies_encrypt`, `keys_create_key`."""
-    return f"{route.tags[0]}_{route.name}" if route.tags else route.name
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -49,7 +43,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # a check to every request.
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
         lifespan=lifespan,
-        generate_unique_id_function=_operation_id,
     )
     app.state.settings = settings
     app.state.keyring = Keyring(store, settings.key_cache_seconds)
@@ -65,8 +58,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return problem_response(Problem(413, "body-too-large", "Body too large", str(exc)))
 
     app.add_middleware(ObserveMiddleware, max_body_bytes=settings.max_body_bytes)
-    # The hot crypto routes first: routing tries routes in order.
+    # The routes join the app's own table. `include_router` would keep each router as a node
+    # that FastAPI (0.137 and later) searches on every request, twice for the router that
+    # matches: ~20 µs per request to reach the last router's routes here. The hot crypto
+    # routes come first, as routes are tried in order.
     for router in (ecies.router, aez.router, fe.router, keys.router, tokens.router, health.router):
-        app.include_router(router)
+        app.router.routes.extend(router.routes)
     install_openapi(app)
     return app

@@ -42,6 +42,11 @@ def _check_key_name(name: str) -> None:
         ) from None
 
 
+def operation_id(route: APIRoute) -> str:
+    """Stable, readable names for generated clients: `ecies_encrypt`, `keys_create_key`."""
+    return f"{route.tags[0]}_{route.name}" if route.tags else route.name
+
+
 class KeyOperationRoute(APIRoute):
     def get_route_handler(self) -> Handler:
         access = self.guard

@@ -29,12 +29,16 @@ from app.errors import ERROR_RESPONSES, ProblemDetail, invalid_input, wrong_key_
 from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
-from app.routing import KeyOperationRoute
+from app.routing import KeyOperationRoute, operation_id
 from app.schemas import Base64Bytes
 from core import ecies
 
 router = APIRouter(
-    prefix="/v1/ecies", tags=["ecies"], responses=ERROR_RESPONSES, route_class=KeyOperationRoute
+    prefix="/v1/ecies",
+    tags=["ecies"],
+    responses=ERROR_RESPONSES,
+    route_class=KeyOperationRoute,
+    generate_unique_id_function=operation_id,
 )
 
 VERSION_HEADER = "Cipherd-Key-Version"

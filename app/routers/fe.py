@@ -24,7 +24,7 @@ from app.fe_schemes import FE_SCHEMES, FeScheme
 from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
-from app.routing import KeyOperationRoute
+from app.routing import KeyOperationRoute, operation_id
 from app.schemas import Base64Bytes
 from app.settings import Settings
 from core.fe import group
@@ -35,7 +35,11 @@ from core.fe import group
 # a table, prepare a key, search a per-pair range or wait for the RELIC lock goes to a thread.
 INLINE_CIPHERTEXT_BYTES = 1024
 router = APIRouter(
-    prefix="/v1/fe", tags=["fe"], responses=ERROR_RESPONSES, route_class=KeyOperationRoute
+    prefix="/v1/fe",
+    tags=["fe"],
+    responses=ERROR_RESPONSES,
+    route_class=KeyOperationRoute,
+    generate_unique_id_function=operation_id,
 )
 
 I64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]

@@ -7,8 +7,9 @@ from pydantic import BaseModel
 
 from app.body import json_response
 from app.metrics import render_metrics
+from app.routing import operation_id
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], generate_unique_id_function=operation_id)
 log = logging.getLogger("cipherd.health")
 
 

@@ -19,11 +19,12 @@ from app.deps import (
 from app.errors import Problem, invalid_input
 from app.keystore import KeyInfo
 from app.keytypes import KEY_TYPES
+from app.routing import operation_id
 from app.schemas import Base64Bytes, timestamp
 from app.settings import Settings
 from core.fe.group import DEFAULT_CURVE
 
-router = APIRouter(prefix="/v1/keys", tags=["keys"])
+router = APIRouter(prefix="/v1/keys", tags=["keys"], generate_unique_id_function=operation_id)
 
 KeyTypeName = Annotated[
     str, Field(json_schema_extra={"enum": sorted(KEY_TYPES)}, description="the key's type")

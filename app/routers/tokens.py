@@ -11,9 +11,10 @@ from app.auth import Operation, hash_token, new_scoped_token
 from app.deps import Admin, KeyringDep
 from app.errors import Problem
 from app.keystore import TokenRecord
+from app.routing import operation_id
 from app.schemas import timestamp
 
-router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
+router = APIRouter(prefix="/v1/tokens", tags=["tokens"], generate_unique_id_function=operation_id)
 
 
 class TokenCreate(BaseModel):

@@ -5,6 +5,7 @@ import base64
 
 import pytest
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from app.auth import Operation
@@ -92,3 +93,13 @@ def test_a_permitted_token_gets_through(client: TestClient, app: FastAPI) -> Non
     with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as user:
         assert user.post("/v1/aez/orders-1/encrypt", json=body).status_code == 200
         assert user.post("/v1/aez/orders-1/decrypt", json={"ciphertext": ""}).status_code == 403
+
+
+def test_routes_sit_in_the_apps_own_table(app: FastAPI) -> None:
+    """No included-router nodes for requests to search; the per-message routes come first."""
+    routes = [r for r in app.router.routes if isinstance(r, APIRoute)]
+    assert len(routes) == len(app.router.routes) - 4  # openapi.json, docs, redoc, oauth2 redirect
+    assert [(r.path, *r.methods) for r in routes[:2]] == [
+        ("/v1/ecies/{name}/encrypt", "POST"),
+        ("/v1/ecies/{name}/decrypt", "POST"),
+    ]

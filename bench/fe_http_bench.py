@@ -3,18 +3,18 @@
 Starts `cipherd serve` (one worker, a fresh data directory), creates opt and sgp keys at
 n = 10 and 100, and times decryptions with a warm table and a warm (prepared) key:
 
-* over HTTP: POST /v1/fe/{name}/decrypt on a keep-alive connection (the standard library's
-  http.client, whose own cost per request is a fraction of httpx's);
+* over HTTP: POST /v1/fe/{name}/decrypt on a keep-alive connection, from a minimal client
+  (request bytes built once, the response framed by its Content-Length as the load generator
+  does), so that the time is the service's rather than a client library's parsing;
 * in process, from bytes: decode and check the ciphertext, then decrypt (what the service does
   with the bytes it receives, without HTTP, JSON and base64);
 * in process, from objects: decrypt an already decoded ciphertext.
 
-Run: .venv/bin/python bench/fe_http_bench.py [--runs 30]
+Run: .venv/bin/python -m bench.fe_http_bench [--runs 30]
 """
 
 import argparse
 import base64
-import http.client
 import json
 import os
 import random
@@ -29,6 +29,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.load.driver import parse_response
 from core.fe.group import DlogTable
 from core.fe.ipfe import opt
 from core.fe.qfe import sgp
@@ -48,17 +49,32 @@ def median_ms(run: Callable[[], object], runs: int) -> float:
     return statistics.median(times) * 1000
 
 
-def post(connection: http.client.HTTPConnection, path: str, payload: bytes, token: str) -> None:
-    connection.request(
-        "POST",
-        path,
-        body=payload,
-        headers={"Authorization": f"Bearer {token}", "content-type": "application/json"},
-    )
-    response = connection.getresponse()
-    response.read()
-    if response.status != 200:
-        raise SystemExit(f"{path} answered {response.status}")
+class Connection:
+    """One keep-alive HTTP/1.1 connection that sends prepared requests and waits for each answer."""
+
+    def __init__(self, url: str) -> None:
+        host, port = url.removeprefix("http://").split(":")
+        self.host = f"{host}:{port}"
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def prepare(self, path: str, payload: bytes, token: str) -> bytes:
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+        )
+        return head.encode() + payload
+
+    def send(self, request: bytes) -> None:
+        self.sock.sendall(request)
+        buffer = bytearray()
+        while (response := parse_response(buffer)) is None:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise SystemExit("the server closed the connection")
+            buffer += chunk
+        if response[0] != 200:
+            raise SystemExit(f"the server answered {response[0]}: {bytes(buffer)[-300:]!r}")
 
 
 def start_server(data_dir: Path) -> tuple[subprocess.Popen[bytes], str, str]:
@@ -107,7 +123,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         process, url, token = start_server(Path(tmp) / "data")
         try:
-            connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=60)
+            connection = Connection(url)
             with httpx.Client(
                 base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60
             ) as client:
@@ -135,13 +151,10 @@ def main() -> None:
                     ciphertext = module.Ciphertext.from_bytes(ct_bytes)
                     assert module.decrypt(table, prepared, ciphertext) == value
 
-                    payload = json.dumps(body).encode()
-                    over_http = median_ms(
-                        lambda name=name, payload=payload: post(
-                            connection, f"/v1/fe/{name}/decrypt", payload, token
-                        ),
-                        args.runs,
+                    request = connection.prepare(
+                        f"/v1/fe/{name}/decrypt", json.dumps(body).encode(), token
                     )
+                    over_http = median_ms(lambda r=request: connection.send(r), args.runs)
                     from_bytes = median_ms(
                         lambda m=module, p=prepared, b=ct_bytes: m.decrypt(
                             table, p, m.Ciphertext.from_bytes(b)

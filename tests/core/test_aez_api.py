@@ -84,7 +84,7 @@ def test_null_nonce_is_the_empty_nonce() -> None:
 
 @pytest.mark.parametrize("tau", [1, 16, 32, aez.MAX_TAU])
 def test_ciphertext_shorter_than_tau_is_rejected(tau: int) -> None:
-    for length in {0, 1, tau // 2, tau - 1}:
+    for length in {0, 1, tau // 2, tau - 1} - {tau}:  # a 1-byte ciphertext is not short at tau 1
         assert aez.decrypt(KEY, NONCE, AD, tau, os.urandom(length)) is None
 
 

@@ -227,6 +227,9 @@ static struct {
     fp_t b1;                          /* b of E: y^2 = x^3 + b */
     fp2_t b2;                         /* b of E': y^2 = x^3 + b */
     int basic;                        /* RELIC's tag of affine coordinates */
+    f_mul_fn relic_mul;               /* RELIC's Fp multiplication and squaring, */
+    f_un_fn relic_sqr;                /* used where MULX/ADX are missing */
+    int adx;                          /* whether this CPU has BMI2 and ADX */
 } D;
 
 /*
@@ -719,8 +722,8 @@ static int decode_init(void *h, int *missing) {
     ep_st g1;
     ep2_st g2;
     fp_t b2;
-    D.fp.mul = (f_mul_fn)sym(h, "fp_mul_integ", missing);
-    D.fp.sqr = (f_un_fn)sym(h, "fp_sqr_integ", missing);
+    D.relic_mul = D.fp.mul = (f_mul_fn)sym(h, "fp_mul_integ", missing);
+    D.relic_sqr = D.fp.sqr = (f_un_fn)sym(h, "fp_sqr_integ", missing);
     D.fp.add = fp_add_c;
     D.fp.sub = fp_sub_c;
     D.fp.dbl = fp_dbl_c;
@@ -770,8 +773,9 @@ static int decode_init(void *h, int *missing) {
             for (i = 0; i < 64 * FP_LIMBS; i++) {
                 fp_dbl_c(D.r2, D.r2);
             }
-            if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & bit_BMI2) &&
-                (ebx & bit_ADX)) {
+            D.adx = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & bit_BMI2) &&
+                    (ebx & bit_ADX);
+            if (D.adx) {
                 D.fp.mul = fp_mul_adx;
                 D.fp.sqr = fp_sqr_adx;
             }
@@ -1393,6 +1397,32 @@ done:
     return ret;
 }
 
+/* set_multiplication("adx" | "relic"): the Fp multiplication the decoder uses (the default is
+ * "adx" where the CPU has it), so that the tests run the decoder on both. */
+static PyObject *py_set_multiplication(PyObject *self, PyObject *arg) {
+    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    (void)self;
+    if (!check_ready()) {
+        return NULL;
+    }
+    if (name != NULL && strcmp(name, "relic") == 0) {
+        D.fp.mul = D.relic_mul;
+        D.fp.sqr = D.relic_sqr;
+        Py_RETURN_NONE;
+    }
+    if (name != NULL && strcmp(name, "adx") == 0) {
+        if (!D.adx) {
+            PyErr_SetString(PyExc_RuntimeError, "this CPU lacks BMI2 or ADX");
+            return NULL;
+        }
+        D.fp.mul = fp_mul_adx;
+        D.fp.sqr = fp_sqr_adx;
+        Py_RETURN_NONE;
+    }
+    PyErr_Format(PyExc_ValueError, "unknown multiplication %R (use 'adx' or 'relic')", arg);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"init", py_init, METH_VARARGS, "Bind to the loaded librelic and learn its line layout."},
     {"prepare", py_prepare, METH_VARARGS, "Miller-loop lines of G2 points."},
@@ -1402,6 +1432,7 @@ static PyMethodDef methods[] = {
     {"fixed_mul", py_fixed_mul, METH_VARARGS, "Fixed-base multiplications with a window table."},
     {"decode", py_decode, METH_VARARGS, "Decode and validate consecutive compressed points."},
     {"in_subgroup", py_in_subgroup, METH_VARARGS, "Endomorphism subgroup tests of points."},
+    {"set_multiplication", py_set_multiplication, METH_O, "Choose the decoder's Fp multiplication."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,7 +10,7 @@ without cofactor clearing, as a client could send them.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -35,6 +35,36 @@ G2_TORSION = (13, 23, 2713, 11953, 262069)
 MONT = 2**384  # RELIC keeps Fp elements in Montgomery form with R = 2^384
 
 pytestmark = pytest.mark.skipif(_relic.pairing_ext is None, reason="needs the compiled module")
+
+
+@pytest.fixture(autouse=True, params=["adx", "relic"])
+def multiplication(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test on each Fp multiplication the compiled decoder can use."""
+    with group.LOCK:
+        try:
+            _relic.pairing_ext.set_multiplication(request.param)
+        except RuntimeError:
+            pytest.skip("this CPU lacks BMI2 or ADX")
+    yield request.param
+    with group.LOCK:
+        _relic.pairing_ext.set_multiplication("adx" if _ADX else "relic")
+
+
+def _has_adx() -> bool:
+    try:
+        with group.LOCK:
+            _relic.pairing_ext.set_multiplication("adx")
+    except (RuntimeError, AttributeError):
+        return False
+    return True
+
+
+_ADX = _relic.pairing_ext is not None and _has_adx()
+
+
+def test_unknown_multiplication_is_refused() -> None:
+    with group.LOCK, pytest.raises(ValueError, match="unknown multiplication"):
+        _relic.pairing_ext.set_multiplication("karatsuba")
 
 
 # --- an independent model of both curves (affine coordinates, Python integers) -------------

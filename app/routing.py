@@ -32,7 +32,7 @@ _KEY_NAME_ADAPTER: TypeAdapter[str] = TypeAdapter(KeyName)
 
 def _check_key_name(name: str) -> None:
     """FastAPI's 422 for a path name outside the pattern, from the same pydantic validator."""
-    if _KEY_NAME.match(name):
+    if _KEY_NAME.fullmatch(name):  # not `match`: its `$` would admit a trailing newline
         return
     try:
         _KEY_NAME_ADAPTER.validate_python(name)

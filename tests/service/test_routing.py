@@ -56,6 +56,7 @@ def _exchange(user: TestClient, direct: bool, name: str) -> tuple[int, dict]:
         ("bad name", None, 422),  # ... even before the token, as FastAPI orders it
         ("x" * 129, "admin", 422),
         ("-leading-dash", "admin", 422),
+        ("a-key%0A", "admin", 422),  # a trailing newline
         ("a-key", None, 401),
         ("a-key", "Bearer not-a-token", 401),
         ("a-key", "Basic eDp5", 401),

@@ -44,7 +44,7 @@ class ObserveMiddleware:
         client_id = _header(scope, b"x-request-id")
         request_id = (
             client_id.decode()
-            if client_id and _CLIENT_REQUEST_ID.match(client_id)
+            if client_id and _CLIENT_REQUEST_ID.fullmatch(client_id)
             else os.urandom(16).hex()
         )
         scope.setdefault("state", {})["request_id"] = request_id

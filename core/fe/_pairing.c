@@ -29,6 +29,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#if !defined(__x86_64__)
+#error "core.fe._pairing is x86-64 only, as are petrelic's wheels (its field arithmetic is x86-64 assembly)"
+#endif
+
 #include <cpuid.h>
 #include <dlfcn.h>
 #include <stdint.h>

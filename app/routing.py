@@ -16,12 +16,13 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
-from fastapi import Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
 
 from app.deps import KEY_NAME_PATTERN, KeyAccess, KeyName, bearer
+from app.errors import ERROR_RESPONSES
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 KeyEndpoint = Callable[[Request, str], Coroutine[Any, Any, Response]]
@@ -76,3 +77,14 @@ class KeyOperationRoute(APIRoute):
         ):
             return calls[0]
         return None
+
+
+def family_router(family: str) -> APIRouter:
+    """The router of one crypto family's routes (`/v1/ecies`, `/v1/aez`, `/v1/fe`)."""
+    return APIRouter(
+        prefix=f"/v1/{family}",
+        tags=[family],
+        responses=ERROR_RESPONSES,
+        route_class=KeyOperationRoute,
+        generate_unique_id_function=operation_id,
+    )

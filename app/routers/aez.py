@@ -8,7 +8,7 @@ is a 400 that says only that.
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
@@ -26,21 +26,15 @@ from app.body import (
     read_raw,
 )
 from app.deps import KeyName, KeyringDep, SettingsDep, key_access
-from app.errors import ERROR_RESPONSES, Problem, ProblemDetail, wrong_key_type
+from app.errors import Problem, ProblemDetail, wrong_key_type
 from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
-from app.routing import KeyOperationRoute, operation_id
+from app.routing import family_router
 from app.schemas import Base64Bytes
 from core import aez
 
-router = APIRouter(
-    prefix="/v1/aez",
-    tags=["aez"],
-    responses=ERROR_RESPONSES,
-    route_class=KeyOperationRoute,
-    generate_unique_id_function=operation_id,
-)
+router = family_router("aez")
 
 VERSION_HEADER = "Cipherd-Key-Version"
 VERSION_HEADER_DOC = {

@@ -7,7 +7,7 @@ takes the version (default: the latest), since the payload format has no room fo
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -25,21 +25,15 @@ from app.body import (
     read_raw,
 )
 from app.deps import KeyName, KeyringDep, SettingsDep, key_access, service_access
-from app.errors import ERROR_RESPONSES, ProblemDetail, invalid_input, wrong_key_type
+from app.errors import ProblemDetail, invalid_input, wrong_key_type
 from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
-from app.routing import KeyOperationRoute, operation_id
+from app.routing import family_router
 from app.schemas import Base64Bytes
 from core import ecies
 
-router = APIRouter(
-    prefix="/v1/ecies",
-    tags=["ecies"],
-    responses=ERROR_RESPONSES,
-    route_class=KeyOperationRoute,
-    generate_unique_id_function=operation_id,
-)
+router = family_router("ecies")
 
 VERSION_HEADER = "Cipherd-Key-Version"
 

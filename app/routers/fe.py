@@ -10,7 +10,7 @@ prepared keys. Limits on dimension and range are checked before any work.
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field, StrictInt, model_validator
 
@@ -18,13 +18,13 @@ from app.auth import Operation
 from app.batch import check_batch_size, run_each
 from app.body import json_body, json_response, read_json
 from app.deps import KeyName, KeyringDep, SettingsDep, key_access
-from app.errors import ERROR_RESPONSES, ProblemDetail, invalid_input, wrong_key_type
+from app.errors import ProblemDetail, invalid_input, wrong_key_type
 from app.fe_cache import Cold, FeCaches
 from app.fe_schemes import FE_SCHEMES, FeScheme
 from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
-from app.routing import KeyOperationRoute, operation_id
+from app.routing import family_router
 from app.schemas import Base64Bytes
 from app.settings import Settings
 from core.fe import group
@@ -34,13 +34,7 @@ from core.fe import group
 # costs about 0.9 ms here, a fifth of such a request. Anything that would query the store, build
 # a table, prepare a key, search a per-pair range or wait for the RELIC lock goes to a thread.
 INLINE_CIPHERTEXT_BYTES = 1024
-router = APIRouter(
-    prefix="/v1/fe",
-    tags=["fe"],
-    responses=ERROR_RESPONSES,
-    route_class=KeyOperationRoute,
-    generate_unique_id_function=operation_id,
-)
+router = family_router("fe")
 
 I64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
 Vector = Annotated[list[I64], Field(min_length=1, max_length=4096)]

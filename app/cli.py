@@ -21,6 +21,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
 
     from app.bootstrap import load_admin_token, load_root_key
     from app.logs import configure_logging
+    from app.workers import Supervisor
 
     # The supervising process logs too (worker deaths, restarts): the same JSON lines.
     configure_logging(settings.log_format, settings.log_level)
@@ -34,20 +35,22 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     if not settings.admin_token:
         logging.getLogger("cipherd").warning("admin token: in %s", settings.admin_token_file)
-    uvicorn.run(
-        "app.main:create_app",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=3,
+    options = {
+        "app": "app.main:create_app",
+        "factory": True,
+        "host": args.host,
+        "port": args.port,
+        "log_config": None,
+        "access_log": False,
+        "timeout_graceful_shutdown": 3,
         # What "auto" picks when uvicorn[standard] is installed, named so that a missing C
         # parser or loop fails at start instead of halving throughput unnoticed (h11, asyncio).
-        http="httptools",
-        loop="uvloop",
-    )
+        "http": "httptools",
+        "loop": "uvloop",
+    }
+    if args.workers > 1:
+        sys.exit(Supervisor(options, args.workers).run())
+    uvicorn.run(**options)
 
 
 def _openapi(args: argparse.Namespace, settings: Settings) -> None:

@@ -2,7 +2,7 @@
 
 Each server is `python -m app serve` in a subprocess with its own environment, its output going
 to a file (a pipe would fill and stall a server that logs at DEBUG). `start` returns once
-/readyz answers 200 and, with several workers, every worker process is up.
+/readyz answers 200 and, with several workers, every worker process is up and listening.
 """
 
 import os
@@ -32,6 +32,15 @@ def workers(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     children = [int(p) for p in path.read_text().split()] if path.exists() else []
     return [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+def listeners(port: int) -> int:
+    """How many sockets listen on local TCP `port`: one per worker with several workers."""
+    lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return sum(
+        int(line.split()[1].rsplit(":", 1)[1], 16) == port and line.split()[3] == "0A"  # LISTEN
+        for line in lines
+    )
 
 
 def cpu_ticks(pid: int) -> int:
@@ -151,7 +160,13 @@ def _wait_ready(server: Server, workers_count: int) -> None:
             ready = httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200
         except httpx.HTTPError:
             ready = False
-        if ready and (workers_count == 1 or len(workers(server.process.pid)) >= workers_count):
+        if ready and (
+            workers_count == 1
+            or (
+                len(workers(server.process.pid)) >= workers_count
+                and listeners(int(server.url.rsplit(":", 1)[1])) >= workers_count
+            )
+        ):
             return
         time.sleep(0.1)
     raise ServerError(f"server not ready after {STARTUP_SECONDS} s: {_tail(server)}")
@@ -169,3 +184,22 @@ def running(data_dir: Path, **kwargs: object) -> Iterator[Server]:
         yield server
     finally:
         server.stop()
+
+
+def connections_by_process(port: int, pids: list[int]) -> dict[int, int]:
+    """How many established TCP connections to local `port` each of `pids` holds (/proc)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":  # ESTABLISHED
+            inodes.add(f"socket:[{fields[9]}]")
+    counts = {}
+    for pid in pids:
+        held = 0
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                held += os.readlink(fd) in inodes
+            except OSError:  # closed since the listing
+                continue
+        counts[pid] = held
+    return counts

@@ -1,14 +1,31 @@
-"""A real `cipherd serve` with two uvicorn workers on one SQLite store."""
+"""A real `cipherd serve` with two uvicorn workers on one SQLite store, and its supervisor:
+a listening socket per worker, restarts, a port in use, port 0."""
 
 import base64
+import http.client
 import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from tests.e2e.server import Server, cpu_ticks, running, workers
+from tests.e2e.server import (
+    Server,
+    connections_by_process,
+    cpu_ticks,
+    free_port,
+    listeners,
+    running,
+    workers,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -53,3 +70,100 @@ def test_round_trips_through_both_workers(server: Server) -> None:
 
     metrics = httpx.get(f"{url}/metrics").text
     assert 'route="/v1/ecies/{name}/decrypt"' in metrics
+
+
+def test_each_worker_listens_and_keep_alive_connections_spread(server: Server) -> None:
+    """With one shared accept queue, 32 connections to 2 workers split 0/32 in 2 of 8 tries;
+    with a socket per worker the kernel hashes each connection to one of them."""
+    port = urlsplit(server.url).port
+    assert port is not None
+    pids = workers(server.process.pid)
+    connections = []
+    try:
+        for _ in range(64):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            connection.request("GET", "/healthz")
+            assert connection.getresponse().read() == b'{"status":"ok"}'
+            connections.append(connection)  # kept open: keep-alive, as a pool would
+        counts = connections_by_process(port, pids)
+    finally:
+        for connection in connections:
+            connection.close()
+    assert sum(counts.values()) == 64, counts
+    # Binomial(64, 1/2): below 8 on either side has probability about 2e-10.
+    assert min(counts.values()) >= 8, counts
+
+
+def _wait_for(check: object, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def test_a_dead_worker_is_replaced_and_stop_is_clean(server: Server) -> None:
+    first, second = workers(server.process.pid)
+    os.kill(first, signal.SIGKILL)
+    _wait_for(lambda: first not in (now := workers(server.process.pid)) and len(now) == 2)
+    replacement = next(pid for pid in workers(server.process.pid) if pid != second)
+    port = urlsplit(server.url).port
+    assert port is not None
+
+    def serves_on_both() -> bool:
+        # New connections reach the replacement once its socket listens.
+        connections = [http.client.HTTPConnection("127.0.0.1", port) for _ in range(32)]
+        for connection in connections:
+            connection.request("GET", "/healthz")
+            assert connection.getresponse().status == 200
+        counts = connections_by_process(port, [replacement, second])
+        for connection in connections:
+            connection.close()
+        return min(counts.values()) > 0
+
+    _wait_for(serves_on_both)
+    server.stop()
+    assert server.process.returncode == 0
+    assert "restarting" in server.output()
+
+
+def _serve(data_dir: Path, port: int) -> subprocess.Popen[str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CIPHERD_")}
+    env |= {"CIPHERD_DATA_DIR": str(data_dir), "CIPHERD_LOG_LEVEL": "INFO"}
+    command = [sys.executable, "-m", "app", "serve", "--port", str(port), "--workers", "2"]
+    return subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def test_a_port_in_use_fails_at_start(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        process = _serve(tmp_path / "data", holder.getsockname()[1])
+        output, _ = process.communicate(timeout=60)
+    assert process.returncode == 3, output
+    assert "cannot bind" in output
+
+
+def test_port_zero_gives_every_worker_the_same_port(tmp_path: Path) -> None:
+    process = _serve(tmp_path / "data", 0)
+    try:
+        assert process.stdout is not None
+        port = 0
+        for line in process.stdout:
+            if found := re.search(r"serving on 127\.0\.0\.1:(\d+) with 2 workers", line):
+                port = int(found.group(1))
+                break
+        assert port != free_port() and port > 0
+
+        def both_listen() -> bool:
+            return len(workers(process.pid)) == 2 and listeners(port) == 2
+
+        _wait_for(both_listen)
+        _wait_for(lambda: httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+    assert process.returncode == 0

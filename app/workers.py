@@ -1,0 +1,123 @@
+"""`cipherd serve --workers N`: N uvicorn workers, each accepting on its own listening socket.
+
+uvicorn's own supervisor binds one socket and gives it to every worker, so all of them wait on
+one accept queue and the worker that wakes first takes every connection waiting there. Clients
+that keep connections open (load balancers, connection pools, load generators) then stay on
+that worker: 32 keep-alive connections to 2 workers split 7/25, 1/31, 15/17, 9/23, 1/31, 11/21,
+0/32 and 0/32 in eight tries here, leaving a core idle in most of them. Here every worker binds
+its own socket to the same address with SO_REUSEPORT, and the kernel assigns each new
+connection to one of them by a hash of its addresses: even in expectation, whatever the
+clients do.
+
+The supervising process binds the address first, so that a port in use fails at once and port 0
+picks one port for all, and holds it (bound, never listening) while it restarts any worker that
+dies. SIGTERM or SIGINT stops the workers gracefully.
+"""
+
+import logging
+import multiprocessing
+import signal
+import socket
+import time
+from multiprocessing.connection import wait
+from multiprocessing.process import BaseProcess
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from uvicorn.config import STARTUP_FAILURE
+
+log = logging.getLogger("cipherd.workers")
+_spawn = multiprocessing.get_context("spawn")
+# A worker that keeps dying this soon after it started is not restarted in a tight loop.
+_RESTART_PAUSE_SECONDS = 1.0
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port) with SO_REUSEPORT, ready for `listen`."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _worker(options: dict[str, Any]) -> None:
+    """One worker process: its own socket on the shared address, then uvicorn's server."""
+    config = uvicorn.Config(**options)
+    sock = listening_socket(config.host, config.port)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+class Supervisor:
+    def __init__(self, options: dict[str, Any], workers: int) -> None:
+        self.options = options
+        self.workers = workers
+        self.processes: list[BaseProcess] = []
+        self.stopping = False
+
+    def run(self) -> int:
+        """Serve until SIGTERM or SIGINT; the exit status (STARTUP_FAILURE if workers cannot
+        start)."""
+        try:
+            reserved = listening_socket(self.options["host"], self.options["port"])
+        except OSError as exc:
+            log.error("cannot bind %s:%s: %s", self.options["host"], self.options["port"], exc)
+            return STARTUP_FAILURE
+        with reserved:
+            self.options["port"] = reserved.getsockname()[1]
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, self._stop)
+            log.info(
+                "serving on %s:%s with %d workers",
+                self.options["host"],
+                self.options["port"],
+                self.workers,
+                extra={"port": self.options["port"], "workers": self.workers},
+            )
+            self.processes = [self._start() for _ in range(self.workers)]
+            status = self._watch()
+            self._shut_down()
+        return status
+
+    def _start(self) -> BaseProcess:
+        process = _spawn.Process(target=_worker, args=(self.options,), name="cipherd-worker")
+        process.start()
+        return process
+
+    def _watch(self) -> int:
+        """Restart workers that die, until asked to stop or a worker cannot start at all."""
+        while not self.stopping:
+            wait([process.sentinel for process in self.processes], timeout=0.5)
+            for index, process in enumerate(self.processes):
+                if self.stopping or process.is_alive():
+                    continue
+                if process.exitcode == STARTUP_FAILURE:
+                    log.error("worker %s could not start; stopping", process.pid)
+                    return STARTUP_FAILURE
+                log.warning("worker %s exited with %s; restarting", process.pid, process.exitcode)
+                time.sleep(_RESTART_PAUSE_SECONDS)
+                if not self.stopping:
+                    self.processes[index] = self._start()
+        return 0
+
+    def _stop(self, signum: int, frame: FrameType | None) -> None:
+        self.stopping = True
+
+    def _shut_down(self) -> None:
+        """SIGTERM to every worker (uvicorn's graceful shutdown), SIGKILL to any left after
+        its grace period."""
+        for process in self.processes:
+            if process.is_alive():
+                process.terminate()
+        deadline = time.monotonic() + self.options.get("timeout_graceful_shutdown", 3) + 5
+        for process in self.processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                process.kill()
+                process.join()

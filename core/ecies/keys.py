@@ -7,19 +7,18 @@ wrong with a key and never include its bytes.
 ed25519 point arithmetic uses libsodium through PyNaCl (`crypto_scalarmult_ed25519_noclamp`,
 `crypto_core_ed25519_is_valid_point`): constant-time, and its point check is the one wanted
 here (canonical encoding, not of small order, in the prime-order subgroup). secp256k1 is
-libsecp256k1 through coincurve; X25519 is OpenSSL through `cryptography`.
+libsecp256k1 (`core.ecies.secp256k1`); X25519 is OpenSSL through `cryptography`.
 """
 
 import hashlib
-import hmac
 import os
 import re
 
-import coincurve
 import nacl.bindings
 import nacl.exceptions
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
+from core.ecies import secp256k1
 from core.ecies.config import CURVES
 from core.errors import InvalidKeyError
 
@@ -29,7 +28,13 @@ SECRET_KEY_LENGTH = 32
 _HEX = re.compile(r"[0-9a-fA-F]*")
 _P25519 = 2**255 - 19
 _SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
-_HKDF_ZERO_SALT = bytes(32)
+# HMAC-SHA256 pads (RFC 2104): a 32-byte key XOR 0x36 / 0x5c, then 32 bytes of the pad itself.
+_XOR_IPAD = bytes(b ^ 0x36 for b in range(256))
+_XOR_OPAD = bytes(b ^ 0x5C for b in range(256))
+_IPAD_TAIL = b"\x36" * 32
+_OPAD_TAIL = b"\x5c" * 32
+_ZERO_KEY_INNER = hashlib.sha256(b"\x36" * 64)
+_ZERO_KEY_OUTER = hashlib.sha256(b"\x5c" * 64)
 
 
 def key_bytes(key: KeyInput, what: str) -> bytes:
@@ -50,9 +55,20 @@ def check_curve(curve: str) -> None:
 
 
 def hkdf_sha256(ikm: bytes) -> bytes:
-    """HKDF-SHA256 (RFC 5869) with empty salt and info, 32 bytes of output."""
-    prk = hmac.digest(_HKDF_ZERO_SALT, ikm, "sha256")
-    return hmac.digest(prk, b"\x01", "sha256")
+    """HKDF-SHA256 (RFC 5869) with empty salt and info, 32 bytes of output.
+
+    That is PRK = HMAC(0^32, ikm), OKM = HMAC(PRK, 0x01), written out as the four SHA-256
+    hashes of RFC 2104 with the zero key's inner and outer states computed once:
+    `hmac.digest` sets up OpenSSL's HMAC afresh on each call, 2.7 µs for the two against
+    1.3 µs here (development machine).
+    """
+    inner = _ZERO_KEY_INNER.copy()
+    inner.update(ikm)
+    outer = _ZERO_KEY_OUTER.copy()
+    outer.update(inner.digest())
+    prk = outer.digest()
+    inner_okm = hashlib.sha256(prk.translate(_XOR_IPAD) + _IPAD_TAIL + b"\x01").digest()
+    return hashlib.sha256(prk.translate(_XOR_OPAD) + _OPAD_TAIL + inner_okm).digest()
 
 
 # secp256k1 -----------------------------------------------------------------------------------
@@ -66,31 +82,9 @@ def secp256k1_secret(secret: bytes) -> bytes:
     return secret
 
 
-def secp256k1_point(encoded: bytes) -> coincurve.PublicKey:
-    """A SEC1 point (02/03 compressed or 04 uncompressed) or raw 64-byte X || Y.
-
-    The SEC1 'hybrid' forms 06/07 are refused: they would give a second encoding of a point.
-    """
-    if len(encoded) == 64:
-        encoded = b"\x04" + encoded
-    if not (
-        (len(encoded) == 33 and encoded[0] in (2, 3)) or (len(encoded) == 65 and encoded[0] == 4)
-    ):
-        raise InvalidKeyError(
-            "secp256k1 public key must be 33 bytes (02/03), 65 bytes (04) or 64 bytes (X || Y)"
-        )
-    try:
-        return coincurve.PublicKey(encoded)
-    except ValueError:
-        raise InvalidKeyError("secp256k1 public key is not a point on the curve") from None
-
-
-def secp256k1_shared(
-    secret: bytes, point: coincurve.PublicKey, sender: coincurve.PublicKey, compressed: bool
-) -> bytes:
-    """HKDF(sender || secret·point), both points in the same SEC1 form."""
-    shared = point.multiply(secret).format(compressed=compressed)
-    return hkdf_sha256(sender.format(compressed=compressed) + shared)
+def secp256k1_kdf(sender: secp256k1.Point, shared: secp256k1.Point, compressed: bool) -> bytes:
+    """HKDF(sender || shared), both points in the same SEC1 form."""
+    return hkdf_sha256(secp256k1.encode(sender, compressed) + secp256k1.encode(shared, compressed))
 
 
 # x25519 --------------------------------------------------------------------------------------
@@ -167,7 +161,7 @@ def public_key(secret: KeyInput, curve: str = "secp256k1", compressed: bool = Fa
     32 bytes for x25519 and ed25519 (`compressed` is ignored there)."""
     raw = secret_key(secret, curve)
     if curve == "secp256k1":
-        return coincurve.PublicKey.from_secret(raw).format(compressed=compressed)
+        return secp256k1.encode(secp256k1.base_multiple(raw), compressed)
     if curve == "x25519":
         return X25519PrivateKey.from_private_bytes(raw).public_key().public_bytes_raw()
     return nacl.bindings.crypto_scalarmult_ed25519_base_noclamp(ed25519_scalar(raw))

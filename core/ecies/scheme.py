@@ -6,13 +6,18 @@ message (see `core.ecies._buffers` for the figures behind that choice).
 
 import os
 
-import coincurve
-
-from core.ecies import keys
+from core.ecies import keys, secp256k1
 from core.ecies._buffers import new_bytes
 from core.ecies.config import Config
 from core.ecies.keys import KeyInput
-from core.ecies.symmetric import TAG_LENGTH, open_into, seal_into
+from core.ecies.symmetric import (
+    ONE_SHOT_BYTES,
+    TAG_LENGTH,
+    open_into,
+    seal,
+    seal_into,
+    unseal,
+)
 from core.errors import DecryptionError, InvalidKeyError
 
 _DEFAULT = Config()
@@ -29,19 +34,25 @@ def _byte_view(data: object) -> memoryview:
 
 
 def _encapsulate(
-    receiver_pk: KeyInput, ephemeral_sk: KeyInput, config: Config
+    receiver_pk: KeyInput,
+    ephemeral_sk: KeyInput,
+    config: Config,
+    receiver_sk: KeyInput | None = None,
 ) -> tuple[bytes, bytes]:
     """(ephemeral public key as written in the payload, symmetric key)."""
     curve = config.elliptic_curve
-    raw = keys.key_bytes(receiver_pk, f"{curve} public key")
     ephemeral_sk = keys.secret_key(ephemeral_sk, curve)
     if curve == "secp256k1":
-        receiver = keys.secp256k1_point(raw)
-        ephemeral = coincurve.PublicKey.from_secret(ephemeral_sk)
-        written = ephemeral.format(compressed=config.is_ephemeral_key_compressed)
-        return written, keys.secp256k1_shared(
-            ephemeral_sk, receiver, ephemeral, config.is_hkdf_key_compressed
-        )
+        ephemeral = secp256k1.base_multiple(ephemeral_sk)
+        if receiver_sk is None:
+            receiver = secp256k1.parse(keys.key_bytes(receiver_pk, "secp256k1 public key"))
+            shared = secp256k1.multiply(receiver, ephemeral_sk)
+        else:
+            secret = keys.secret_key(receiver_sk, curve)
+            shared = secp256k1.base_multiple(secp256k1.scalar_product(ephemeral_sk, secret))
+        written = secp256k1.encode(ephemeral, config.is_ephemeral_key_compressed)
+        return written, keys.secp256k1_kdf(ephemeral, shared, config.is_hkdf_key_compressed)
+    raw = keys.key_bytes(receiver_pk, f"{curve} public key")
     written = keys.public_key(ephemeral_sk, curve)
     if curve == "x25519":
         return written, keys.x25519_shared(ephemeral_sk, keys.x25519_point(raw), written)
@@ -52,8 +63,9 @@ def _decapsulate(receiver_sk: bytes, ephemeral: bytes, config: Config) -> bytes:
     """Symmetric key from the payload's ephemeral key; InvalidKeyError if that key is bad."""
     curve = config.elliptic_curve
     if curve == "secp256k1":
-        point = keys.secp256k1_point(ephemeral)
-        return keys.secp256k1_shared(receiver_sk, point, point, config.is_hkdf_key_compressed)
+        point = secp256k1.parse(ephemeral)
+        shared = secp256k1.multiply(point, receiver_sk)
+        return keys.secp256k1_kdf(point, shared, config.is_hkdf_key_compressed)
     if curve == "x25519":
         return keys.x25519_shared(receiver_sk, keys.x25519_point(ephemeral), ephemeral)
     return keys.ed25519_shared(receiver_sk, keys.ed25519_point(ephemeral), ephemeral)
@@ -65,13 +77,17 @@ def _encrypt_with(
     config: Config,
     ephemeral_sk: KeyInput,
     nonce: bytes,
+    receiver_sk: KeyInput | None = None,
 ) -> bytes:
     """Encrypt with a given ephemeral secret and nonce (known-answer tests only: both must be
     fresh and random for every message, which `encrypt` guarantees)."""
     plaintext = _byte_view(data)
     if len(nonce) != config.nonce_length:
         raise ValueError(f"nonce must be {config.nonce_length} bytes")
-    written, sym_key = _encapsulate(receiver_pk, ephemeral_sk, config)
+    written, sym_key = _encapsulate(receiver_pk, ephemeral_sk, config, receiver_sk)
+    if len(plaintext) <= ONE_SHOT_BYTES:
+        sealed = memoryview(seal(config.symmetric_algorithm, sym_key, nonce, plaintext))
+        return b"".join((written, nonce, sealed[-TAG_LENGTH:], sealed[:-TAG_LENGTH]))
     start = len(written) + len(nonce)
     body = start + TAG_LENGTH
     out, view = new_bytes(body + len(plaintext))
@@ -83,14 +99,27 @@ def _encrypt_with(
     return out
 
 
-def encrypt(receiver_pk: KeyInput, data: object, config: Config = _DEFAULT) -> bytes:
+def encrypt(
+    receiver_pk: KeyInput,
+    data: object,
+    config: Config = _DEFAULT,
+    *,
+    receiver_sk: KeyInput | None = None,
+) -> bytes:
     """Encrypt `data` (any bytes-like object) to `receiver_pk` (bytes or hex).
 
     secp256k1 public keys may be 33, 65 or 64 (raw X || Y) bytes. Raises InvalidKeyError for a
     malformed key.
+
+    `receiver_sk`, the secret key of `receiver_pk`, is for a caller that holds it (a key
+    service encrypting to its own keys). On secp256k1 the shared point is then computed as
+    (k·s)·G, which gives the same payload 1.6 times faster (33 against 53 µs for 1 KiB on
+    the development machine); `receiver_pk` is not read, nor checked against it. Other curves
+    do not use it.
     """
     ephemeral_sk = keys.random_secret(config.elliptic_curve)
-    return _encrypt_with(receiver_pk, data, config, ephemeral_sk, os.urandom(config.nonce_length))
+    nonce = os.urandom(config.nonce_length)
+    return _encrypt_with(receiver_pk, data, config, ephemeral_sk, nonce, receiver_sk)
 
 
 def decrypt(receiver_sk: KeyInput, data: object, config: Config = _DEFAULT) -> bytes:
@@ -113,11 +142,9 @@ def decrypt(receiver_sk: KeyInput, data: object, config: Config = _DEFAULT) -> b
     nonce = bytes(payload[key_end:nonce_end])
     tag = payload[nonce_end:body]
     ciphertext = payload[body:]
-    if not ciphertext:
-        open_into(
-            config.symmetric_algorithm, sym_key, nonce, tag, ciphertext, memoryview(bytearray())
-        )
-        return b""
+    if len(ciphertext) <= ONE_SHOT_BYTES:
+        sealed = b"".join((ciphertext, tag))
+        return unseal(config.symmetric_algorithm, sym_key, nonce, sealed)
     out, view = new_bytes(len(ciphertext))
     with view:
         open_into(config.symmetric_algorithm, sym_key, nonce, tag, ciphertext, view)

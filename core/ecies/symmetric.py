@@ -1,7 +1,12 @@
-"""The two AEADs of the ECIES payload, writing straight into a caller's buffer.
+"""The two AEADs of the ECIES payload: one-shot for small messages, in place for large ones.
 
-Both work on memoryviews and never build an intermediate `ct || tag`, because the payload puts
-the tag *before* the ciphertext and a large message must not be copied to reorder it.
+The payload puts the tag *before* the ciphertext, while an AEAD gives `ct || tag`. For a large
+message `seal_into` and `open_into` work on memoryviews of the payload and never build that
+intermediate, so nothing is copied to reorder it. Setting that up costs about 4 µs (the cipher
+objects, the output buffer, the views), more than AES-256-GCM of the message itself up to
+tens of KiB, so messages up to `ONE_SHOT_BYTES` go through `seal` and `unseal`, one call each,
+and are reordered with a copy (measured on the development machine, AES-256-GCM: 1 KiB in
+1.8 µs against 5.3 µs in place, 64 KiB in 5.7 against 8.4 µs).
 
 * AES-256-GCM (12- or 16-byte nonce) is OpenSSL's through `cryptography`'s streaming
   `Cipher(...).encryptor().update_into`.
@@ -19,12 +24,14 @@ import struct
 
 from cryptography.exceptions import InvalidSignature, InvalidTag
 from cryptography.hazmat.primitives.ciphers import Cipher, CipherContext, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 from cryptography.hazmat.primitives.poly1305 import Poly1305
 
 from core.errors import DecryptionError
 
 TAG_LENGTH = 16
 KEY_LENGTH = 32
+ONE_SHOT_BYTES = 64 * 1024
 
 _SIGMA = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)  # "expand 32-byte k"
 _MASK32 = 0xFFFFFFFF
@@ -45,6 +52,29 @@ def hchacha20(key: bytes, nonce16: bytes) -> bytes:
     head = [(w - s) & _MASK32 for w, s in zip(words[:4], _SIGMA, strict=True)]
     last = [(w - s) & _MASK32 for w, s in zip(words[12:], tail, strict=True)]
     return struct.pack("<8I", *head, *last)
+
+
+def _one_shot(algorithm: str, key: bytes, nonce: bytes) -> tuple[AESGCM | ChaCha20Poly1305, bytes]:
+    """The AEAD object and nonce of a one-shot call; XChaCha20-Poly1305 is ChaCha20-Poly1305
+    under the HChaCha20 subkey with nonce `00000000 || nonce[16:24]`."""
+    if algorithm == "aes-256-gcm":
+        return AESGCM(key), nonce
+    return ChaCha20Poly1305(hchacha20(key, nonce[:16])), bytes(4) + nonce[16:24]
+
+
+def seal(algorithm: str, key: bytes, nonce: bytes, plaintext: memoryview) -> bytes:
+    """`ciphertext || tag` of a message up to ONE_SHOT_BYTES."""
+    aead, aead_nonce = _one_shot(algorithm, key, nonce)
+    return aead.encrypt(aead_nonce, plaintext, None)
+
+
+def unseal(algorithm: str, key: bytes, nonce: bytes, sealed: bytes) -> bytes:
+    """The plaintext of `ciphertext || tag`, or DecryptionError."""
+    aead, aead_nonce = _one_shot(algorithm, key, nonce)
+    try:
+        return aead.decrypt(aead_nonce, sealed, None)
+    except InvalidTag:
+        raise DecryptionError("decryption failed") from None
 
 
 def _xchacha20_stream(key: bytes, nonce: bytes) -> tuple[CipherContext, Poly1305]:

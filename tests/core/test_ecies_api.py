@@ -7,9 +7,12 @@ import os
 
 import nacl.bindings
 import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from ecies_configs import CONFIGS
 
 from core import ecies
+from core.ecies import keys
 from core.errors import DecryptionError, InvalidKeyError
 
 _SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
@@ -132,6 +135,28 @@ def test_bad_secret_keys(curve: str, secret: bytes) -> None:
         ecies.decrypt(secret, bytes(200), config)
     with pytest.raises(InvalidKeyError):
         ecies.public_key(secret, curve)
+    if curve == "secp256k1":
+        _, public = ecies.generate_keypair()
+        with pytest.raises(InvalidKeyError):
+            ecies.encrypt(public, b"data", config, receiver_sk=secret)
+
+
+@pytest.mark.parametrize("curve", ["x25519", "ed25519"])
+def test_receiver_secret_is_not_needed_off_secp256k1(curve: str) -> None:
+    config = ecies.Config(curve)
+    secret, public = ecies.generate_keypair(curve)
+    payload = ecies.encrypt(public, b"data", config, receiver_sk=secret)
+    assert ecies.decrypt(secret, payload, config) == b"data"
+
+
+def test_hkdf_sha256_against_rfc_5869_and_cryptography() -> None:
+    # RFC 5869 appendix A.3 (SHA-256, empty salt and info): the first 32 bytes of its OKM.
+    okm = "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d"
+    assert keys.hkdf_sha256(b"\x0b" * 22).hex() == okm
+    for length in (*range(0, 140), 1000, 100_000):
+        ikm = os.urandom(length)
+        reference = HKDF(hashes.SHA256(), 32, salt=None, info=None).derive(ikm)
+        assert keys.hkdf_sha256(ikm) == reference, length
 
 
 def test_key_errors_do_not_echo_secret_bytes() -> None:

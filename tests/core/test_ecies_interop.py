@@ -13,9 +13,11 @@ from ecies.config import Config as EciespyConfig
 from ecies_configs import CONFIGS
 
 from core import ecies
+from core.ecies.symmetric import ONE_SHOT_BYTES
 
 PEER = Path(__file__).resolve().parents[1] / "interop" / "ecies_peer.js"
-LENGTHS = (0, 1, 31, 32, 33, 1000, 1 << 20)
+# Around ONE_SHOT_BYTES the payload switches from one-shot AEAD calls to in-place streaming.
+LENGTHS = (0, 1, 31, 32, 33, 1000, ONE_SHOT_BYTES, ONE_SHOT_BYTES + 1, 1 << 20)
 
 
 class NodePeer:
@@ -88,6 +90,16 @@ def test_eciespy_decrypts_ours(name: str) -> None:
     secret, public = _receiver(config)
     for message in _messages():
         payload = ecies.encrypt(public, message, config)
+        assert eciespy.decrypt(secret, payload, EciespyConfig(**_fields(config))) == message
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_eciespy_decrypts_ours_made_with_the_secret(name: str) -> None:
+    """`receiver_sk` (the key holder's faster path) changes nothing a receiver can see."""
+    config = CONFIGS[name]
+    secret, public = _receiver(config)
+    for message in _messages():
+        payload = ecies.encrypt(public, message, config, receiver_sk=secret)
         assert eciespy.decrypt(secret, payload, EciespyConfig(**_fields(config))) == message
 
 

@@ -59,6 +59,12 @@ def test_valid_vector(case: dict[str, Any]) -> None:
     for receiver in receivers:
         again = scheme._encrypt_with(receiver, plaintext, config, case["ephemeral_sk"], nonce)
         assert again == ciphertext
+    # The key holder's path ((k·s)·G on secp256k1) writes the same bytes.
+    for secret in _key_forms(case["receiver_sk"]):
+        owned = scheme._encrypt_with(
+            case["receiver_pk"], plaintext, config, case["ephemeral_sk"], nonce, secret
+        )
+        assert owned == ciphertext
 
 
 @pytest.mark.parametrize("case", REJECT, ids=[case["id"] for case in REJECT])

@@ -163,7 +163,7 @@ def _curve(material: KeyMaterial) -> str:
 def _encrypt(material: KeyMaterial, plaintext: bytes, options: EciesOptions) -> bytes:
     config = _config(_curve(material), options)
     with timed("ecies", "encrypt"):
-        return ecies.encrypt(material.public or b"", plaintext, config)
+        return ecies.encrypt(material.public or b"", plaintext, config, receiver_sk=material.secret)
 
 
 def _decrypt(material: KeyMaterial, ciphertext: bytes, options: EciesOptions) -> bytes:

@@ -59,6 +59,11 @@ def _contenders(
             lambda: ecies.encrypt(public, message, ours),
             lambda: ecies.decrypt(secret, payload, ours),
         ),
+        # The key holder's encryption (cipherd's own keys): the decryption is the same.
+        "cipherd, receiver_sk": (
+            lambda: ecies.encrypt(public, message, ours, receiver_sk=secret),
+            lambda: ecies.decrypt(secret, payload, ours),
+        ),
         "eciespy": (
             lambda: eciespy.encrypt(public, message, theirs),
             lambda: eciespy.decrypt(secret, their_payload, theirs),
@@ -103,8 +108,11 @@ def large(sizes_mib: list[int], runs: int) -> None:
 
 def small(seconds: float) -> None:
     print("### 1 KiB messages (operations per second, default configuration)\n")
-    print("| op | cipherd | eciespy | floor | cipherd/eciespy |")
-    print("|---|---|---|---|---|")
+    print(
+        "| op | cipherd | cipherd, receiver_sk | eciespy | floor | cipherd/eciespy |"
+        " receiver_sk/eciespy |"
+    )
+    print("|---|---|---|---|---|---|---|")
     contenders = _contenders("aes-256-gcm", os.urandom(1024))
     for op_index, op in enumerate(("encrypt", "decrypt")):
         rates = {}
@@ -115,9 +123,14 @@ def small(seconds: float) -> None:
                     run()
                 count += 50
             rates[name] = count / elapsed
+        theirs, owner = rates["eciespy"], rates["cipherd, receiver_sk"]
+        # Decryption is the same call in both cipherd columns.
+        owner_rate, owner_ratio = (
+            (f"{owner:.0f}", f"{owner / theirs:.2f}") if op == "encrypt" else ("–", "–")
+        )
         print(
-            f"| {op} | {rates['cipherd']:.0f} | {rates['eciespy']:.0f} | {rates['floor']:.0f} |"
-            f" {rates['cipherd'] / rates['eciespy']:.2f} |"
+            f"| {op} | {rates['cipherd']:.0f} | {owner_rate} | {theirs:.0f} |"
+            f" {rates['floor']:.0f} | {rates['cipherd'] / theirs:.2f} | {owner_ratio} |"
         )
     print()
 

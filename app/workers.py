@@ -7,7 +7,7 @@ that worker: 32 keep-alive connections to 2 workers split 7/25, 1/31, 15/17, 9/2
 0/32 and 0/32 in eight tries here, leaving a core idle in most of them. Here every worker binds
 its own socket to the same address with SO_REUSEPORT, and the kernel assigns each new
 connection to one of them by a hash of its addresses: even in expectation, whatever the
-clients do.
+clients do. (That spreading is Linux's; other systems accept the option but may not spread.)
 
 The supervising process binds the address first, so that a port in use fails at once and port 0
 picks one port for all, and holds it (bound, never listening) while it restarts any worker that
@@ -18,6 +18,7 @@ import logging
 import multiprocessing
 import signal
 import socket
+import sys
 import time
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
@@ -50,13 +51,17 @@ def listening_socket(host: str, port: int) -> socket.socket:
 def _worker(options: dict[str, Any]) -> None:
     """One worker process: its own socket on the shared address, then uvicorn's server."""
     config = uvicorn.Config(**options)
-    sock = listening_socket(config.host, config.port)
+    try:
+        sock = listening_socket(config.host, config.port)
+    except OSError as exc:  # nothing a restart would change
+        log.error("worker cannot bind %s:%s: %s", config.host, config.port, exc)
+        sys.exit(STARTUP_FAILURE)
     uvicorn.Server(config).run(sockets=[sock])
 
 
 class Supervisor:
     def __init__(self, options: dict[str, Any], workers: int) -> None:
-        self.options = options
+        self.options = dict(options)  # `port` is filled in once bound
         self.workers = workers
         self.processes: list[BaseProcess] = []
         self.stopping = False

@@ -8,16 +8,17 @@ tens of KiB, so messages up to `ONE_SHOT_BYTES` go through `seal` and `unseal`, 
 and are reordered with a copy (measured on the development machine, AES-256-GCM: 1 KiB in
 1.8 µs against 5.3 µs in place, 64 KiB in 5.7 against 8.4 µs).
 
-* AES-256-GCM (12- or 16-byte nonce) is OpenSSL's through `cryptography`'s streaming
-  `Cipher(...).encryptor().update_into`.
-* XChaCha20-Poly1305 is assembled from OpenSSL's ChaCha20 and Poly1305 through `cryptography`:
-  HChaCha20 derives a subkey from the key and the first 16 nonce bytes, then the IETF
-  ChaCha20-Poly1305 construction (RFC 8439) runs with `00000000 || nonce[16:24]`. HChaCha20 is
-  not exposed by OpenSSL, but it is the ChaCha20 block function without the final addition of
-  the input state, so it is recovered from one keystream block by subtracting the (known)
-  input words. Measured on 100 MiB on the development machine: this construction 0.085 s,
-  OpenSSL's fused ChaCha20-Poly1305 0.083 s, libsodium's XChaCha20-Poly1305 through PyNaCl
-  0.165 s (slower, and it returns `ct || tag`, which would need another copy).
+* AES-256-GCM (12- or 16-byte nonce) is OpenSSL's through `cryptography`: `AESGCM` one-shot,
+  `Cipher(...).encryptor().update_into` in place.
+* XChaCha20-Poly1305 is the IETF ChaCha20-Poly1305 construction (RFC 8439) under a subkey that
+  HChaCha20 derives from the key and the first 16 nonce bytes, with nonce
+  `00000000 || nonce[16:24]`: `ChaCha20Poly1305` one-shot, and in place assembled from
+  OpenSSL's ChaCha20 and Poly1305. HChaCha20 is not exposed by OpenSSL, but it is the ChaCha20
+  block function without the final addition of the input state, so it is recovered from one
+  keystream block by subtracting the (known) input words. Measured on 100 MiB on the
+  development machine: the in-place construction 0.085 s, OpenSSL's fused ChaCha20-Poly1305
+  0.083 s, libsodium's XChaCha20-Poly1305 through PyNaCl 0.165 s (slower, and it returns
+  `ct || tag`, which would need another copy).
 """
 
 import struct

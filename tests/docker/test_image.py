@@ -125,8 +125,10 @@ def running(
     env: dict[str, str] | None = None,
     options: tuple[str, ...] = ("--init",),
     token: str | None = None,
+    serve_args: tuple[str, ...] = (),
 ) -> Iterator[Container]:
-    """`podman run --init --network=host IMAGE --port P`, as in the README; removed afterwards."""
+    """`podman run --init --network=host IMAGE --port P [serve_args]`, as in the README;
+    removed afterwards."""
     token = token or "docker-admin-" + secrets.token_urlsafe(16)
     port = free_port()
     name = f"cipherd-test-{secrets.token_hex(4)}"
@@ -135,7 +137,7 @@ def running(
         args += ["-v", f"{volume}:/data"]
     for key, value in {"CIPHERD_ADMIN_TOKEN": token, **(env or {})}.items():
         args += ["-e", f"{key}={value}"]
-    podman(*args, image, "--port", str(port))
+    podman(*args, image, "--port", str(port), *serve_args)
     container = Container(name, f"http://127.0.0.1:{port}", token)
     try:
         container.wait_until_serving()
@@ -287,6 +289,27 @@ def test_data_survives_restart_and_stop_is_prompt(
     with running(image, volume=volume, token=token) as second, second.client() as client:
         assert ecies_decrypt(client, "kept", ecies_sealed) == b"before the restart"
         assert aez_decrypt(client, "kept-aez", aez_sealed) == b"also before"
+
+
+def test_two_workers_serve_and_stop_cleanly(image: str, volume: str) -> None:
+    """`--workers 2` in the container: the supervisor starts both, each takes connections on
+    its own socket, and `podman stop` (SIGTERM through --init) ends them all with status 0."""
+    with (
+        running(image, volume=volume, serve_args=("--workers", "2")) as container,
+        container.client() as client,
+    ):
+        create_key(client, "both", "ecies-secp256k1")
+        message = os.urandom(100)
+        assert ecies_decrypt(client, "both", ecies_encrypt(client, "both", message)) == message
+        listening = podman("exec", container.name, "cat", "/proc/net/tcp", "/proc/net/tcp6")
+        port = int(container.url.rsplit(":", 1)[1])
+        states = [line.split() for line in listening.stdout.splitlines() if ":" in line]
+        listeners = [f for f in states if f[1].endswith(f":{port:04X}") and f[3] == "0A"]
+        assert len(listeners) == 2, listeners
+        podman("stop", "--time", "10", container.name)
+        assert container.inspect("{{.State.ExitCode}}") == "0"
+        logs = podman("logs", container.name)
+        assert (logs.stdout + logs.stderr).count("Finished server process") == 2
 
 
 def compose_config(password: str, token: str) -> dict:

@@ -60,9 +60,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(ObserveMiddleware, max_body_bytes=settings.max_body_bytes)
     # The routes join the app's own table. `include_router` would keep each router as a node
     # that FastAPI (0.137 and later) searches on every request, twice for the router that
-    # matches: ~20 µs per request to reach the last router's routes here. The hot crypto
-    # routes come first, as routes are tried in order.
-    for router in (ecies.router, aez.router, fe.router, keys.router, tokens.router, health.router):
-        app.router.routes.extend(router.routes)
+    # matches: ~20 µs per request to reach the last router's routes here. Routes are tried in
+    # order, about 0.6 µs each, so the hot crypto routes come first and the documentation
+    # routes FastAPI put in the table (/openapi.json, /docs, /redoc) go last.
+    documentation = list(app.router.routes)
+    routers = (ecies.router, aez.router, fe.router, keys.router, tokens.router, health.router)
+    app.router.routes[:] = [route for router in routers for route in router.routes]
+    app.router.routes.extend(documentation)
     install_openapi(app)
     return app

@@ -60,9 +60,13 @@ def binary_response(description: str, headers: dict[str, Any] | None = None) -> 
     }
 
 
+def _media_type(request: Request) -> str:
+    """The request's Content-Type without parameters, lower case ("" when there is none)."""
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
 def is_raw(request: Request) -> bool:
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    return media_type == OCTET_STREAM
+    return _media_type(request) == OCTET_STREAM
 
 
 async def read_raw(request: Request) -> bytes | bytearray:
@@ -94,7 +98,7 @@ async def read_raw(request: Request) -> bytes | bytearray:
 
 async def read_json(request: Request, model: type[ModelT]) -> ModelT:
     """The body parsed as `model`; otherwise the 422 FastAPI gives for a body parameter."""
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    media_type = _media_type(request)
     if media_type not in ("application/json", ""):
         raise Problem(
             415,

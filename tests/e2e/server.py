@@ -34,13 +34,22 @@ def workers(pid: int) -> list[int]:
     return [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
 
 
+_LISTEN, _ESTABLISHED = "0A", "01"  # TCP states as /proc/net/tcp writes them
+
+
+def _sockets(port: int, state: str) -> list[str]:
+    """The inodes of the IPv4 TCP sockets on local `port` in `state`, from /proc/net/tcp."""
+    inodes = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == state:
+            inodes.append(fields[9])
+    return inodes
+
+
 def listeners(port: int) -> int:
     """How many sockets listen on local TCP `port`: one per worker with several workers."""
-    lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    return sum(
-        int(line.split()[1].rsplit(":", 1)[1], 16) == port and line.split()[3] == "0A"  # LISTEN
-        for line in lines
-    )
+    return len(_sockets(port, _LISTEN))
 
 
 def cpu_ticks(pid: int) -> int:
@@ -188,11 +197,7 @@ def running(data_dir: Path, **kwargs: object) -> Iterator[Server]:
 
 def connections_by_process(port: int, pids: list[int]) -> dict[int, int]:
     """How many established TCP connections to local `port` each of `pids` holds (/proc)."""
-    inodes = set()
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":  # ESTABLISHED
-            inodes.add(f"socket:[{fields[9]}]")
+    inodes = {f"socket:[{inode}]" for inode in _sockets(port, _ESTABLISHED)}
     counts = {}
     for pid in pids:
         held = 0

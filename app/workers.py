@@ -28,6 +28,8 @@ from typing import Any
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
+from app.metrics import forget_process
+
 log = logging.getLogger("cipherd.workers")
 _spawn = multiprocessing.get_context("spawn")
 # A worker that keeps dying this soon after it started is not restarted in a tight loop.
@@ -102,6 +104,7 @@ class Supervisor:
             for index, process in enumerate(self.processes):
                 if self.stopping or process.is_alive():
                     continue
+                forget_process(process.pid)
                 if process.exitcode == STARTUP_FAILURE:
                     log.error("worker %s could not start; stopping", process.pid)
                     return STARTUP_FAILURE

@@ -127,6 +127,38 @@ def test_a_dead_worker_is_replaced_and_stop_is_clean(server: Server) -> None:
     assert "restarting" in server.output()
 
 
+def _dlog_table_bytes(url: str) -> float:
+    """`cipherd_cache_bytes` of the discrete-log tables, summed over the live workers."""
+    metrics = httpx.get(f"{url}/metrics").text
+    found = re.search(r'^cipherd_cache_bytes\{cache="dlog_tables"\} (\S+)$', metrics, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_a_dead_workers_cache_figures_leave_the_metrics(server: Server) -> None:
+    port = urlsplit(server.url).port
+    assert port is not None
+    headers = {"Authorization": f"Bearer {server.admin_token}"}
+    # One keep-alive connection, so one worker serves all of it and builds the table.
+    with httpx.Client(base_url=server.url, headers=headers) as client:
+        key = {"name": "fe", "type": "ipfe-opt", "dimension": 3}
+        assert client.post("/v1/keys", json=key).status_code == 201
+        function = client.post("/v1/fe/fe/keygen", json={"y": [1, 2, 3]}).json()
+        sealed = client.post("/v1/fe/fe/encrypt", json={"x": [1, 1, 1]}).json()
+        request = {
+            "functional_key": function["functional_key"],
+            "ciphertext": sealed["ciphertext"],
+            "bounds": [0, 100],
+        }
+        assert client.post("/v1/fe/fe/decrypt", json=request).json() == {"result": 6}
+        held = connections_by_process(port, workers(server.process.pid))
+    builder = next(pid for pid, count in held.items() if count)
+    assert _dlog_table_bytes(server.url) > 0
+
+    os.kill(builder, signal.SIGKILL)
+    _wait_for(lambda: builder not in (now := workers(server.process.pid)) and len(now) == 2)
+    assert _dlog_table_bytes(server.url) == 0
+
+
 def _serve(data_dir: Path, port: int) -> subprocess.Popen[str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("CIPHERD_")}
     env |= {"CIPHERD_DATA_DIR": str(data_dir), "CIPHERD_LOG_LEVEL": "INFO"}

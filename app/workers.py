@@ -11,14 +11,16 @@ clients do. (That spreading is Linux's; other systems accept the option but may 
 
 The supervising process binds the address first, so that a port in use fails at once and port 0
 picks one port for all, and holds it (bound, never listening) while it restarts any worker that
-dies. SIGTERM or SIGINT stops the workers gracefully.
+dies. SIGTERM or SIGINT stops the workers gracefully; so does the supervisor's own death.
 """
 
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import sys
+import threading
 import time
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
@@ -50,8 +52,18 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _stop_with_supervisor() -> None:
+    """SIGTERM to this worker once its supervisor is gone (killed outright, say): a worker left
+    behind would go on serving, unwatched, beside the workers of the next supervisor."""
+    supervisor = multiprocessing.parent_process()
+    if supervisor is not None:
+        wait([supervisor.sentinel])
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def _worker(options: dict[str, Any]) -> None:
     """One worker process: its own socket on the shared address, then uvicorn's server."""
+    threading.Thread(target=_stop_with_supervisor, name="supervisor-watch", daemon=True).start()
     config = uvicorn.Config(**options)
     try:
         sock = listening_socket(config.host, config.port)

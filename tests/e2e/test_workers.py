@@ -127,6 +127,26 @@ def test_a_dead_worker_is_replaced_and_stop_is_clean(server: Server) -> None:
     assert "restarting" in server.output()
 
 
+def _running(pid: int) -> bool:
+    """Whether `pid` exists and has not exited (an exited orphan may wait as a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_workers_stop_when_their_supervisor_is_killed(server: Server) -> None:
+    port = urlsplit(server.url).port
+    assert port is not None
+    pids = workers(server.process.pid)
+    assert listeners(port) == 2
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait(timeout=15)
+    _wait_for(lambda: not any(_running(pid) for pid in pids))
+    assert listeners(port) == 0
+
+
 def _dlog_table_bytes(url: str) -> float:
     """`cipherd_cache_bytes` of the discrete-log tables, summed over the live workers."""
     metrics = httpx.get(f"{url}/metrics").text

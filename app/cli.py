@@ -10,10 +10,15 @@ import logging
 import os
 import shutil
 import sys
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from app.settings import Settings, get_settings
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+MAX_WORKERS = 256
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
@@ -68,73 +73,85 @@ def _store(settings: Settings):  # type: ignore[no-untyped-def]
 
 
 def _print(value: object) -> None:
-    print(json.dumps(value, indent=2, default=str))
+    print(json.dumps(value, indent=2))
+
+
+def _json(model: BaseModel) -> dict[str, Any]:
+    """What the REST API answers for the same record."""
+    return model.model_dump(mode="json")
+
+
+def _checked(model: type[ModelT], values: dict[str, Any]) -> ModelT:
+    """The arguments as the REST API's request body, with its checks; exit naming each field
+    that is wrong."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        raise SystemExit(
+            "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        ) from None
 
 
 def _keys(args: argparse.Namespace, settings: Settings) -> None:
-    from dataclasses import asdict
-
-    from app.keytypes import KEY_TYPES
+    from app.errors import Problem
+    from app.keystore import KeyStoreError
+    from app.routers.keys import KeyCreate, create_stored_key, key_out, rotate_stored_key
 
     store = _store(settings)
     try:
         if args.action == "list":
-            _print([asdict(info) for info in store.list()])
+            _print([_json(key_out(info, with_versions=False)) for info in store.list()])
         elif args.action == "create":
-            if args.type not in KEY_TYPES:
-                raise SystemExit(f"unknown key type {args.type!r}; one of {sorted(KEY_TYPES)}")
-            params = {"dimension": args.dimension} if args.dimension else {}
-            secret, public = KEY_TYPES[args.type].generate(params)
-            _print(asdict(store.create(args.name, args.type, params, False, secret, public)))
+            fields = ("name", "type", "dimension", "curve", "exportable")
+            body = _checked(KeyCreate, {field: getattr(args, field) for field in fields})
+            _print(_json(key_out(create_stored_key(store, body, settings), with_versions=True)))
         elif args.action == "rotate":
-            info = store.get(args.name)
-            secret, public = KEY_TYPES[info.type].generate(info.params)
-            _print(asdict(store.rotate(args.name, secret, public)))
+            _print(_json(key_out(rotate_stored_key(store, args.name), with_versions=True)))
         elif args.action == "delete":
             store.delete(args.name)
+    except (Problem, KeyStoreError) as exc:
+        raise SystemExit(str(exc)) from None
     finally:
         store.close()
 
 
 def _tokens(args: argparse.Namespace, settings: Settings) -> None:
-    from app.auth import Operation, hash_token, new_scoped_token
-    from app.keystore import TokenRecord
+    from app.routers.tokens import TokenCreate, issue_token, token_out
 
     store = _store(settings)
     try:
         if args.action == "create":
-            operations = [Operation(op).value for op in args.operations.split(",")]
-            token_id, token = new_scoped_token()
-            now = time.time()
-            store.add_token(
-                TokenRecord(
-                    id=token_id,
-                    token_hash=hash_token(token),
-                    description=args.description,
-                    key_patterns=tuple(args.keys.split(",")),
-                    operations=tuple(sorted(operations)),
-                    created_at=now,
-                    expires_at=now + args.ttl if args.ttl else None,
-                )
+            body = _checked(
+                TokenCreate,
+                {
+                    "description": args.description,
+                    "keys": args.keys.split(","),
+                    "operations": args.operations.split(","),
+                    "ttl_seconds": args.ttl,
+                },
             )
-            _print({"id": token_id, "token": token})
+            _print(_json(issue_token(store, body)))
         elif args.action == "list":
-            _print(
-                [
-                    {
-                        "id": t.id,
-                        "description": t.description,
-                        "keys": t.key_patterns,
-                        "operations": t.operations,
-                        "expires_at": t.expires_at,
-                    }
-                    for t in store.list_tokens()
-                ]
-            )
+            _print([_json(token_out(record)) for record in store.list_tokens()])
         elif args.action == "revoke" and not store.delete_token(args.id):
             raise SystemExit(f"no token with id {args.id!r}")
     finally:
         store.close()
+
+
+def _int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer from `low` to `high`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, not {value}")
+        return value
+
+    return parse
 
 
 def parser() -> argparse.ArgumentParser:
@@ -143,8 +160,9 @@ def parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--port", type=_int_in(0, 65535), default=8000)
+    # Each worker is a process with its own caches: far more than cores is a typo.
+    serve.add_argument("--workers", type=_int_in(1, MAX_WORKERS), default=1)
     serve.set_defaults(run=_serve)
 
     commands.add_parser("openapi", help="print the OpenAPI document as YAML").set_defaults(
@@ -158,7 +176,9 @@ def parser() -> argparse.ArgumentParser:
     create = keys.add_parser("create")
     create.add_argument("name")
     create.add_argument("type")
-    create.add_argument("--dimension", type=int)
+    create.add_argument("--dimension", type=int, help="FE key types: the vector length")
+    create.add_argument("--curve", help="FE key types: bls12-381 (default) or bn254")
+    create.add_argument("--exportable", action="store_true", help="the admin may export it")
     for action in ("rotate", "delete"):
         keys.add_parser(action).add_argument("name")
     commands.choices["keys"].set_defaults(run=_keys)

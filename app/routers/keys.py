@@ -17,7 +17,7 @@ from app.deps import (
     service_access,
 )
 from app.errors import Problem, invalid_input
-from app.keystore import KeyInfo
+from app.keystore import KeyInfo, KeyStore
 from app.keytypes import KEY_TYPES
 from app.routing import operation_id
 from app.schemas import Base64Bytes, timestamp
@@ -131,10 +131,15 @@ def creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
     responses={409: {"description": "a key of that name exists already"}},
 )
 def create_key(body: KeyCreate, keyring: KeyringDep, settings: SettingsDep, _: Admin) -> KeyOut:
+    return key_out(create_stored_key(keyring.store, body, settings), with_versions=True)
+
+
+def create_stored_key(store: KeyStore, body: KeyCreate, settings: Settings) -> KeyInfo:
+    """Check the request against the limits, draw the material, store the key: what
+    `POST /v1/keys` and `cipherd keys create` both do."""
     params = creation_params(body, settings)
     secret, public = KEY_TYPES[body.type].generate(params)
-    info = keyring.store.create(body.name, body.type, params, body.exportable, secret, public)
-    return key_out(info, with_versions=True)
+    return store.create(body.name, body.type, params, body.exportable, secret, public)
 
 
 @router.get("", response_model=KeyList, summary="List the keys the token may read")
@@ -167,11 +172,16 @@ def get_key(name: KeyName, keyring: KeyringDep) -> KeyOut:
     summary="Add a new version; older versions still decrypt (admin)",
 )
 def rotate_key(name: KeyName, keyring: KeyringDep, _: Admin) -> KeyOut:
-    current = keyring.store.get(name)
-    secret, public = KEY_TYPES[current.type].generate(current.params)
-    info = keyring.store.rotate(name, secret, public)
+    info = rotate_stored_key(keyring.store, name)
     keyring.forget(name)
     return key_out(info, with_versions=True)
+
+
+def rotate_stored_key(store: KeyStore, name: str) -> KeyInfo:
+    """A new version of the key, drawn with the parameters it was created with."""
+    current = store.get(name)
+    secret, public = KEY_TYPES[current.type].generate(current.params)
+    return store.rotate(name, secret, public)
 
 
 @router.delete(

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from app.auth import Operation, hash_token, new_scoped_token
 from app.deps import Admin, KeyringDep
 from app.errors import Problem
-from app.keystore import TokenRecord
+from app.keystore import KeyStore, TokenRecord
 from app.routing import operation_id
 from app.schemas import timestamp
 
@@ -61,6 +61,12 @@ def token_out(record: TokenRecord) -> TokenOut:
     summary="Issue a scoped token (admin)",
 )
 def create_token(body: TokenCreate, keyring: KeyringDep, _: Admin) -> TokenCreated:
+    return issue_token(keyring.store, body)
+
+
+def issue_token(store: KeyStore, body: TokenCreate) -> TokenCreated:
+    """Draw a scoped token and store its hash: what `POST /v1/tokens` and `cipherd tokens
+    create` both do. The token itself is only in the answer."""
     token_id, token = new_scoped_token()
     now = time.time()
     record = TokenRecord(
@@ -72,7 +78,7 @@ def create_token(body: TokenCreate, keyring: KeyringDep, _: Admin) -> TokenCreat
         created_at=now,
         expires_at=None if body.ttl_seconds is None else now + body.ttl_seconds,
     )
-    keyring.store.add_token(record)
+    store.add_token(record)
     return TokenCreated(**token_out(record).model_dump(), token=token)
 
 

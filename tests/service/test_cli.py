@@ -1,11 +1,13 @@
 """The `cipherd` command: key and token administration on the store, and the OpenAPI dump."""
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from fastapi.testclient import TestClient
 
 from app.cli import main
 from app.settings import get_settings
@@ -30,7 +32,7 @@ def test_keys_lifecycle(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> N
     created = run(capsys, "keys", "create", "orders", "ecies-secp256k1")
     assert created["name"] == "orders" and created["latest_version"] == 1
     fe = run(capsys, "keys", "create", "analytics", "ipfe-opt", "--dimension", "4")
-    assert fe["params"] == {"dimension": 4}
+    assert (fe["dimension"], fe["curve"]) == (4, "bls12-381")
     assert run(capsys, "keys", "rotate", "orders")["latest_version"] == 2
     assert [k["name"] for k in run(capsys, "keys", "list")] == ["analytics", "orders"]
     run(capsys, "keys", "delete", "orders")
@@ -38,9 +40,66 @@ def test_keys_lifecycle(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert (data_dir / "root-key").exists()
 
 
-def test_unknown_type_is_refused(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit, match="unknown key type"):
-        main(["keys", "create", "x", "rsa"])
+def test_keys_read_as_the_api_gives_them(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], client: TestClient
+) -> None:
+    created = run(
+        capsys, "keys", "create", "orders", "ipfe-opt", "--dimension", "3", "--curve", "bn254",
+        "--exportable",
+    )  # fmt: skip
+    assert (created["curve"], created["exportable"]) == ("bn254", True)
+    assert client.get("/v1/keys/orders").json() == created
+    rotated = run(capsys, "keys", "rotate", "orders")
+    assert rotated["latest_version"] == 2
+    assert client.get("/v1/keys/orders").json() == rotated
+    assert client.get("/v1/keys").json()["keys"] == run(capsys, "keys", "list")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["keys", "create", "bad name", "aez"], "name: String should match pattern"),
+        (["keys", "create", "x", "rsa"], "type: unknown key type 'rsa'"),
+        (["keys", "create", "x", "aez", "--dimension", "3"], "only FE key types take a dimension"),
+        (["keys", "create", "x", "ipfe-opt"], "key type ipfe-opt needs a dimension"),
+        (["keys", "create", "x", "ipfe-opt", "--dimension", "0"], "dimension: Input should be"),
+        # Refused before any setup: drawing a key of this size would take all the memory.
+        (["keys", "create", "x", "ipfe-opt", "--dimension", "100000000"], "maximum of 128"),
+        (["keys", "create", "x", "ipfe-opt", "--dimension", "3", "--curve", "p256"], "curve:"),
+        (["keys", "rotate", "missing"], "no key named 'missing'"),
+        (["keys", "delete", "missing"], "no key named 'missing'"),
+        (["tokens", "create", "--keys", "a*", "--operations", "sign"], "operations.0: Input"),
+        (["tokens", "create", "--keys", "a*", "--operations", "read", "--ttl", "0"], "ttl_seconds"),
+    ],
+)
+def test_refusals_are_one_line_and_store_nothing(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit, match=re.escape(message)):
+        main(argv)
+    assert run(capsys, "keys", "list") == []
+    assert run(capsys, "tokens", "list") == []
+
+
+def test_an_existing_name_is_refused(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = run(capsys, "keys", "create", "orders", "aez")
+    with pytest.raises(SystemExit, match="a key named 'orders' already exists"):
+        main(["keys", "create", "orders", "aez"])
+    assert run(capsys, "keys", "list") == [{**first, "versions": None}]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--workers", "0"], ["--workers", "257"], ["--workers", "two"], ["--port", "65536"]],
+)
+def test_serve_arguments_are_checked_before_anything_starts(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", *argv])
+    assert exited.value.code == 2
+    assert f"error: argument {argv[0]}:" in capsys.readouterr().err
+    assert not data_dir.exists()  # no secret generated, no store opened
 
 
 def test_tokens(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

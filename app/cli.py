@@ -30,9 +30,11 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
 
     # The supervising process logs too (worker deaths, restarts): the same JSON lines.
     configure_logging(settings.log_format, settings.log_level)
-    # Generate the embedded default's secrets once, before any worker starts.
+    # Generate the embedded default's secrets once, before any worker starts, and open the store
+    # once: a wrong database URL or an unreachable database stops here, in one line.
     load_root_key(settings)
     load_admin_token(settings)
+    _store(settings).close()
     if args.workers > 1:
         metrics_dir = settings.data_dir / "metrics"
         shutil.rmtree(metrics_dir, ignore_errors=True)
@@ -81,20 +83,20 @@ def _json(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json")
 
 
+def _invalid(exc: ValidationError, name: Callable[[tuple[int | str, ...]], str]) -> SystemExit:
+    """A one-line exit naming each invalid field and what is wrong with it, never its value."""
+    return SystemExit("; ".join(f"{name(e['loc'])}: {e['msg']}" for e in exc.errors()))
+
+
 def _checked(model: type[ModelT], values: dict[str, Any]) -> ModelT:
-    """The arguments as the REST API's request body, with its checks; exit naming each field
-    that is wrong."""
+    """The arguments as the REST API's request body, with its checks."""
     try:
         return model.model_validate(values)
     except ValidationError as exc:
-        raise SystemExit(
-            "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        ) from None
+        raise _invalid(exc, lambda loc: ".".join(map(str, loc))) from None
 
 
 def _keys(args: argparse.Namespace, settings: Settings) -> None:
-    from app.errors import Problem
-    from app.keystore import KeyStoreError
     from app.routers.keys import KeyCreate, create_stored_key, key_out, rotate_stored_key
 
     store = _store(settings)
@@ -109,8 +111,6 @@ def _keys(args: argparse.Namespace, settings: Settings) -> None:
             _print(_json(key_out(rotate_stored_key(store, args.name), with_versions=True)))
         elif args.action == "delete":
             store.delete(args.name)
-    except (Problem, KeyStoreError) as exc:
-        raise SystemExit(str(exc)) from None
     finally:
         store.close()
 
@@ -197,6 +197,21 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def _settings() -> Settings:
+    """The CIPHERD_* settings, or an exit naming each one that is wrong."""
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        raise _invalid(exc, lambda loc: f"CIPHERD_{loc[0]}".upper()) from None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    from app.bootstrap import BootstrapError
+    from app.errors import Problem
+    from app.keystore import KeyStoreError
+
     args = parser().parse_args(argv)
-    args.run(args, get_settings())
+    try:
+        args.run(args, _settings())
+    except (BootstrapError, KeyStoreError, Problem) as exc:
+        raise SystemExit(str(exc)) from None

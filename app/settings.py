@@ -49,6 +49,13 @@ class Settings(BaseSettings):
             raise ValueError("log_format must be json or text")
         return value
 
+    @field_validator("log_level")
+    @classmethod
+    def _known_log_level(cls, value: str) -> str:
+        if value.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise ValueError("log_level must be DEBUG, INFO, WARNING, ERROR or CRITICAL")
+        return value.upper()
+
     @property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir / 'cipherd.sqlite3'}"

@@ -26,7 +26,7 @@ def open_store(url: str, wrapper: KeyWrapper) -> KeyStore:
         from app.keystore.postgres import PostgresKeyStore
 
         return PostgresKeyStore(url, wrapper)
-    raise ValueError("the database URL must start with sqlite:/// or postgresql://")
+    raise KeyStoreError("CIPHERD_DATABASE_URL must start with sqlite:/// or postgresql://")
 
 
 __all__ = [

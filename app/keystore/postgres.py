@@ -9,12 +9,15 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
+from app.keystore.base import KeyStoreError
 from app.keystore.sql import Cursor, SqlKeyStore
 from app.keystore.wrapping import KeyWrapper
 
 SCHEMA_LOCK_ID = 0x63697068  # advisory lock taken while creating tables
+# How long a start waits for PostgreSQL: long enough for one started beside it (compose).
+CONNECT_SECONDS = 30.0
 
 
 class _QmarkCursor:
@@ -38,10 +41,22 @@ class PostgresKeyStore(SqlKeyStore):
     ROW_LOCK = " FOR UPDATE"
     INTEGRITY_ERROR = psycopg.IntegrityError
 
-    def __init__(self, url: str, wrapper: KeyWrapper, pool_size: int = 8) -> None:
+    def __init__(
+        self,
+        url: str,
+        wrapper: KeyWrapper,
+        pool_size: int = 8,
+        connect_seconds: float = CONNECT_SECONDS,
+    ) -> None:
         super().__init__(wrapper)
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True)
-        self._pool.wait(timeout=30)
+        try:
+            self._pool.wait(timeout=connect_seconds)
+        except PoolTimeout:
+            self._pool.close()
+            raise KeyStoreError(
+                f"no connection to PostgreSQL within {connect_seconds:g} s: {_refusal(url)}"
+            ) from None
         self._create_schema()
 
     def _lock_schema(self, cursor: Cursor) -> None:
@@ -58,3 +73,12 @@ class PostgresKeyStore(SqlKeyStore):
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _refusal(url: str) -> str:
+    """Why PostgreSQL refuses a connection, in libpq's words (which never hold the password)."""
+    try:
+        psycopg.connect(url, connect_timeout=5).close()
+    except psycopg.Error as exc:
+        return " ".join(str(exc).split())
+    return "it accepts connections now"

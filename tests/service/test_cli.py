@@ -1,7 +1,10 @@
 """The `cipherd` command: key and token administration on the store, and the OpenAPI dump."""
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -119,3 +122,36 @@ def test_openapi_dump(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> Non
     document = yaml.safe_load(capsys.readouterr().out)
     assert document["info"]["title"] == "cipherd"
     assert "/v1/ecies/{name}/encrypt" in document["paths"]
+
+
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        (
+            {"CIPHERD_MAX_BODY_BYTES": "10", "CIPHERD_LOG_LEVEL": "chatty"},
+            "CIPHERD_MAX_BODY_BYTES: Input should be greater than or equal to 1024; "
+            "CIPHERD_LOG_LEVEL: Value error, log_level must be DEBUG",
+        ),
+        ({"CIPHERD_DATABASE_URL": "mysql://db"}, "CIPHERD_DATABASE_URL must start with"),
+        ({"CIPHERD_ROOT_KEY": "secret-but-not-base64!"}, "root key from CIPHERD_ROOT_KEY is not"),
+        ({"CIPHERD_ADMIN_TOKEN": "secret-short"}, "CIPHERD_ADMIN_TOKEN must have at least 16"),
+    ],
+)
+def test_a_wrong_setting_stops_serve_in_one_line(
+    tmp_path: Path, environment: dict[str, str], message: str
+) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CIPHERD_")}
+    env |= {"CIPHERD_DATA_DIR": str(tmp_path / "data"), **environment}
+    # A real process: were the check missing, `serve` would start and the timeout would fail.
+    served = subprocess.run(
+        [sys.executable, "-m", "app", "serve", "--port", "0", "--workers", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert served.returncode == 1
+    assert message in served.stderr
+    assert len(served.stderr.strip().splitlines()) == 1, served.stderr
+    for secret in ("CIPHERD_ROOT_KEY", "CIPHERD_ADMIN_TOKEN"):
+        assert environment.get(secret, "\0") not in served.stderr

@@ -13,13 +13,16 @@ from app.keystore import (
     KeyExistsError,
     KeyNotFoundError,
     KeyStore,
+    KeyStoreError,
     KeyWrapper,
     TokenRecord,
     UnwrapError,
     VersionNotFoundError,
     open_store,
 )
+from app.keystore.postgres import PostgresKeyStore
 from app.settings import Settings
+from tests.conftest import POSTGRES_URL
 
 ROOT_KEY = bytes(range(32))
 
@@ -187,3 +190,19 @@ def test_root_key_from_environment_must_be_32_bytes(tmp_path: Path) -> None:
         load_root_key(Settings(data_dir=tmp_path, root_key="AAAA"))
     with pytest.raises(BootstrapError, match="base64"):
         load_root_key(Settings(data_dir=tmp_path, root_key="not base64!"))
+
+
+def test_an_unknown_database_url_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(KeyStoreError, match="must start with sqlite:/// or postgresql://"):
+        open_store(f"mysql://{tmp_path}", KeyWrapper(ROOT_KEY))
+
+
+@pytest.mark.postgres
+def test_a_database_that_refuses_is_one_error_without_the_password() -> None:
+    password = "pw-" + os.urandom(8).hex()
+    url = f"{POSTGRES_URL.rsplit('/', 1)[0]}/cipherd_no_such_database?password={password}"
+    with pytest.raises(KeyStoreError, match='database "cipherd_no_such_database" does not exist'):
+        PostgresKeyStore(url, KeyWrapper(ROOT_KEY), connect_seconds=0.5)
+    with pytest.raises(KeyStoreError) as refused:
+        PostgresKeyStore(url, KeyWrapper(ROOT_KEY), connect_seconds=0.5)
+    assert password not in str(refused.value)

@@ -14,7 +14,12 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.keystore import KeyExistsError, KeyNotFoundError, VersionNotFoundError
+from app.keystore import (
+    KeyExistsError,
+    KeyNotFoundError,
+    StoreUnavailableError,
+    VersionNotFoundError,
+)
 from core.errors import DecryptionError, EncodingError, InvalidKeyError, ShapeError
 
 PROBLEM_JSON = "application/problem+json"
@@ -102,6 +107,8 @@ def problem_for(exc: Exception) -> Problem | None:
             return Problem(404, "key-not-found", "Key not found", str(exc))
         case KeyExistsError():
             return Problem(409, "key-exists", "Key exists", str(exc))
+        case StoreUnavailableError():
+            return Problem(503, "store-unavailable", "Store unavailable", str(exc))
     return None
 
 
@@ -114,12 +121,19 @@ KNOWN_ERRORS: tuple[type[Exception], ...] = (
     KeyNotFoundError,
     VersionNotFoundError,
     KeyExistsError,
+    StoreUnavailableError,
 )
+
+# Seconds a client is asked to wait before retrying after a 503.
+RETRY_AFTER_SECONDS = 1
 
 
 def problem_response(problem: Problem, extra: dict[str, Any] | None = None) -> JSONResponse:
     body = problem.body() | (extra or {})
-    headers = {"WWW-Authenticate": "Bearer"} if problem.status == 401 else None
+    headers = {
+        401: {"WWW-Authenticate": "Bearer"},
+        503: {"Retry-After": str(RETRY_AFTER_SECONDS)},
+    }.get(problem.status)
     return JSONResponse(body, status_code=problem.status, media_type=PROBLEM_JSON, headers=headers)
 
 

@@ -46,7 +46,8 @@ def _document_problems(document: dict[str, Any]) -> None:
     `application/problem+json` of declared errors without a schema; the service answers every
     4xx with a `ProblemDetail` as `application/problem+json`. Generated clients and contract
     tests need the document to say so, and to list the 400/401/403/404/415/422 that any
-    operation with a body, a token, a key name, a raw body or parameters can give.
+    operation with a body, a token, a key name, a raw body or parameters can give, and the 503
+    of any operation that reads the store (every one that takes a token).
     """
     for path, operations in document["paths"].items():
         for operation in operations.values():
@@ -59,15 +60,19 @@ def _document_problems(document: dict[str, Any]) -> None:
                 "404": "{" in path,
                 "415": OCTET_STREAM in body,
                 "422": bool(body or operation.get("parameters")),
+                "503": bool(operation.get("security")),
             }
             for status, applies in needed.items():
                 if applies and status not in responses:
                     responses[status] = {"description": PROBLEM_DESCRIPTIONS[status]}
             for status, response in responses.items():
-                if status.startswith("4"):
+                if status.startswith("4") or (status == "503" and needed["503"]):
                     if response.get("description") == "Validation Error":
                         response["description"] = PROBLEM_DESCRIPTIONS[status]
                     response["content"] = {PROBLEM_JSON: {"schema": dict(PROBLEM_SCHEMA)}}
+                if status == "503" and needed["503"]:
+                    retry_after = {"description": "seconds to wait", "schema": {"type": "integer"}}
+                    response["headers"] = {"Retry-After": retry_after}
             operation["responses"] = dict(sorted(responses.items()))
     schemas = document["components"]["schemas"]
     text = repr(document["paths"])
@@ -84,6 +89,7 @@ PROBLEM_DESCRIPTIONS = {
     "404": "no such key, version or token",
     "415": "the body is neither JSON nor application/octet-stream",
     "422": "the request is invalid",
+    "503": "the key store is not answering; retry after Retry-After seconds",
 }
 
 
@@ -98,5 +104,6 @@ byte-compatible with eciespy and eciesjs), AEZ v5 and pairing-based functional e
 Every key-using call carries `Authorization: Bearer <token>`: the admin token, or a scoped token
 issued by `POST /v1/tokens` for key-name patterns and operations. Binary fields are base64.
 ECIES and AEZ also take raw `application/octet-stream` bodies with the parameters in the query.
-Errors are `application/problem+json` (RFC 9457) with a stable `type`.
+Errors are `application/problem+json` (RFC 9457) with a stable `type`. A 503
+`store-unavailable`, with `Retry-After`, means the key store did not answer: retry the call.
 """

@@ -10,6 +10,7 @@ from app.keystore.base import (
     KeyStore,
     KeyStoreError,
     KeyVersionInfo,
+    StoreUnavailableError,
     TokenRecord,
     VersionNotFoundError,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "KeyStoreError",
     "KeyVersionInfo",
     "KeyWrapper",
+    "StoreUnavailableError",
     "TokenRecord",
     "UnwrapError",
     "VersionNotFoundError",

@@ -15,6 +15,11 @@ class KeyStoreError(Exception):
     """Base class of the store's own errors."""
 
 
+class StoreUnavailableError(KeyStoreError):
+    """The database did not answer (down, restarting, unreachable); the request may be retried.
+    A write that failed this way may or may not have been applied."""
+
+
 class KeyNotFoundError(KeyStoreError, LookupError):
     def __init__(self, name: str) -> None:
         super().__init__(f"no key named {name!r}")

@@ -2,8 +2,14 @@
 
 A connection pool serves the worker threads. A rotation locks its key row with
 SELECT ... FOR UPDATE, so concurrent rotations from any replica get consecutive versions.
+
+The pool checks a connection before lending it, so one the server dropped (a restart, a
+failover, an idle timeout on the way) is replaced rather than failing a request. While the
+database does not answer at all, store calls fail after STORE_WAIT_SECONDS with
+StoreUnavailableError (503 to the client), and work again once it is back.
 """
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -11,13 +17,17 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from app.keystore.base import KeyStoreError
+from app.keystore.base import KeyStoreError, StoreUnavailableError
 from app.keystore.sql import Cursor, SqlKeyStore
 from app.keystore.wrapping import KeyWrapper
 
 SCHEMA_LOCK_ID = 0x63697068  # advisory lock taken while creating tables
 # How long a start waits for PostgreSQL: long enough for one started beside it (compose).
 CONNECT_SECONDS = 30.0
+# How long a request waits for a connection before its answer is 503.
+STORE_WAIT_SECONDS = 5.0
+
+log = logging.getLogger("cipherd.keystore")
 
 
 class _QmarkCursor:
@@ -49,7 +59,14 @@ class PostgresKeyStore(SqlKeyStore):
         connect_seconds: float = CONNECT_SECONDS,
     ) -> None:
         super().__init__(wrapper)
-        self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True)
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            open=True,
+            check=ConnectionPool.check_connection,
+            timeout=STORE_WAIT_SECONDS,
+        )
         try:
             self._pool.wait(timeout=connect_seconds)
         except PoolTimeout:
@@ -64,12 +81,17 @@ class PostgresKeyStore(SqlKeyStore):
 
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[Cursor]:
-        with (
-            self._pool.connection() as connection,
-            connection.transaction(),
-            connection.cursor() as cursor,
-        ):
-            yield _QmarkCursor(cursor)
+        try:
+            with (
+                self._pool.connection() as connection,
+                connection.transaction(),
+                connection.cursor() as cursor,
+            ):
+                yield _QmarkCursor(cursor)
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            reason = " ".join(str(exc).split())  # libpq's words: no password, no key data
+            log.warning("PostgreSQL unavailable: %s", reason)
+            raise StoreUnavailableError("the key store is not answering; retry shortly") from exc
 
     def close(self) -> None:
         self._pool.close()

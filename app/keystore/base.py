@@ -20,6 +20,16 @@ class StoreUnavailableError(KeyStoreError):
     A write that failed this way may or may not have been applied."""
 
 
+class RootKeyMismatchError(KeyStoreError):
+    """The store's secrets were wrapped under another root key."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the root key does not open this key store: its secrets were wrapped under another "
+            "root key (check CIPHERD_ROOT_KEY, CIPHERD_ROOT_KEY_FILE or the data directory)"
+        )
+
+
 class KeyNotFoundError(KeyStoreError, LookupError):
     def __init__(self, name: str) -> None:
         super().__init__(f"no key named {name!r}")

@@ -2,6 +2,10 @@
 
 The backends differ only in how they connect, how a write transaction takes its lock, the
 placeholder style and one column type; the queries and the wrapping live here once.
+
+A store remembers its root key by a check value wrapped under it, and opens under no other: a
+process started with the wrong root key would otherwise serve 500s on every stored key and,
+worse, add versions no other process can read.
 """
 
 import json
@@ -18,10 +22,11 @@ from app.keystore.base import (
     KeyNotFoundError,
     KeyStore,
     KeyVersionInfo,
+    RootKeyMismatchError,
     TokenRecord,
     VersionNotFoundError,
 )
-from app.keystore.wrapping import KeyWrapper
+from app.keystore.wrapping import KeyWrapper, UnwrapError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS keys (
@@ -41,6 +46,10 @@ CREATE TABLE IF NOT EXISTS key_versions (
     public {blob},
     PRIMARY KEY (name, version)
 );
+CREATE TABLE IF NOT EXISTS root_key_check (
+    id INTEGER PRIMARY KEY,
+    wrapped {blob} NOT NULL
+);
 CREATE TABLE IF NOT EXISTS tokens (
     id TEXT PRIMARY KEY,
     token_hash {blob} NOT NULL UNIQUE,
@@ -54,6 +63,8 @@ CREATE TABLE IF NOT EXISTS tokens (
 
 KEY_COLUMNS = "name, type, params, exportable, created_at, updated_at, latest_version"
 TOKEN_COLUMNS = "id, token_hash, description, key_patterns, operations, created_at, expires_at"
+# The check value's wrapping identity: no key has an empty name or version 0.
+ROOT_KEY_CHECK = (b"cipherd root key check", "", 0, "root-key-check")
 
 
 class Cursor(Protocol):
@@ -82,11 +93,41 @@ class SqlKeyStore(KeyStore):
         """Serialise schema creation between processes starting at once."""
 
     def _create_schema(self) -> None:
+        """The tables, and the check that the root key is this store's (RootKeyMismatchError)."""
         with self._transaction(write=True) as cursor:
             self._lock_schema(cursor)
             for statement in SCHEMA.format(blob=self.BLOB_TYPE).split(";"):
                 if statement.strip():
                     cursor.execute(statement)
+            self._check_root_key(cursor)
+
+    def _check_root_key(self, cursor: Cursor) -> None:
+        check, *identity = ROOT_KEY_CHECK
+        cursor.execute("SELECT wrapped FROM root_key_check WHERE id = 1")
+        row = cursor.fetchone()
+        if row is not None:
+            if not self._opens(bytes(row[0]), *identity):
+                raise RootKeyMismatchError()
+            return
+        # A store made before the check value: any one of its secrets tells.
+        cursor.execute(
+            "SELECT v.wrapped, v.name, v.version, k.type FROM key_versions v"
+            " JOIN keys k ON k.name = v.name LIMIT 1"
+        )
+        secret = cursor.fetchone()
+        if secret is not None and not self._opens(bytes(secret[0]), *secret[1:]):
+            raise RootKeyMismatchError()
+        cursor.execute(
+            "INSERT INTO root_key_check (id, wrapped) VALUES (1, ?)",
+            (self._wrapper.wrap(check, *identity),),
+        )
+
+    def _opens(self, wrapped: bytes, name: str, version: int, key_type: str) -> bool:
+        try:
+            self._wrapper.unwrap(wrapped, name, version, key_type)
+        except UnwrapError:
+            return False
+        return True
 
     def _lock_key_row(self, cursor: Cursor, name: str) -> tuple[Any, ...] | None:
         cursor.execute(f"SELECT {KEY_COLUMNS} FROM keys WHERE name = ?{self.ROW_LOCK}", (name,))

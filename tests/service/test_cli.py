@@ -1,5 +1,6 @@
 """The `cipherd` command: key and token administration on the store, and the OpenAPI dump."""
 
+import base64
 import json
 import os
 import re
@@ -140,8 +141,26 @@ def test_openapi_dump(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> Non
 def test_a_wrong_setting_stops_serve_in_one_line(
     tmp_path: Path, environment: dict[str, str], message: str
 ) -> None:
+    refusal = _refused_serve(tmp_path / "data", environment)
+    assert message in refusal
+    for secret in ("CIPHERD_ROOT_KEY", "CIPHERD_ADMIN_TOKEN"):
+        assert environment.get(secret, "\0") not in refusal
+
+
+def test_serve_refuses_a_root_key_that_is_not_the_stores(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "keys", "create", "orders", "aez")
+    other = base64.b64encode(os.urandom(32)).decode()
+    refusal = _refused_serve(data_dir, {"CIPHERD_ROOT_KEY": other})
+    assert "the root key does not open this key store" in refusal
+    assert other not in refusal
+
+
+def _refused_serve(data_dir: Path, environment: dict[str, str]) -> str:
+    """What `cipherd serve` says on stderr when it refuses to start: one line, exit status 1."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("CIPHERD_")}
-    env |= {"CIPHERD_DATA_DIR": str(tmp_path / "data"), **environment}
+    env |= {"CIPHERD_DATA_DIR": str(data_dir), **environment}
     # A real process: were the check missing, `serve` would start and the timeout would fail.
     served = subprocess.run(
         [sys.executable, "-m", "app", "serve", "--port", "0", "--workers", "2"],
@@ -151,7 +170,5 @@ def test_a_wrong_setting_stops_serve_in_one_line(
         timeout=60,
     )
     assert served.returncode == 1
-    assert message in served.stderr
     assert len(served.stderr.strip().splitlines()) == 1, served.stderr
-    for secret in ("CIPHERD_ROOT_KEY", "CIPHERD_ADMIN_TOKEN"):
-        assert environment.get(secret, "\0") not in served.stderr
+    return served.stderr

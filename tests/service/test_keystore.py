@@ -15,6 +15,7 @@ from app.keystore import (
     KeyStore,
     KeyStoreError,
     KeyWrapper,
+    RootKeyMismatchError,
     TokenRecord,
     UnwrapError,
     VersionNotFoundError,
@@ -144,16 +145,41 @@ def test_wrapped_blob_is_bound_to_its_row(store_url: str) -> None:
         store.close()
 
 
-def test_wrong_root_key_does_not_unwrap(store_url: str) -> None:
+def test_a_store_opens_only_under_its_root_key(store_url: str) -> None:
     first = open_store(store_url, KeyWrapper(ROOT_KEY))
     first.create("k", "aez", {}, False, b"k" * 48, None)
     first.close()
-    second = open_store(store_url, KeyWrapper(bytes(32)))
+    with pytest.raises(RootKeyMismatchError, match="root key does not open this key store"):
+        open_store(store_url, KeyWrapper(bytes(32)))
+    again = open_store(store_url, KeyWrapper(ROOT_KEY))
     try:
-        with pytest.raises(UnwrapError):
-            second.material("k")
+        assert again.material("k").secret == b"k" * 48
     finally:
-        second.close()
+        again.close()
+
+
+def test_an_empty_store_belongs_to_its_first_root_key(store_url: str) -> None:
+    open_store(store_url, KeyWrapper(ROOT_KEY)).close()
+    with pytest.raises(RootKeyMismatchError):
+        open_store(store_url, KeyWrapper(bytes(32)))
+
+
+@pytest.mark.parametrize("right_key", [True, False])
+def test_a_store_from_before_the_check_is_judged_by_its_secrets(
+    store_url: str, right_key: bool
+) -> None:
+    store = open_store(store_url, KeyWrapper(ROOT_KEY))
+    store.create("k", "aez", {}, False, b"k" * 48, None)
+    with store._transaction(write=True) as cursor:  # as such a store was made
+        cursor.execute("DELETE FROM root_key_check")
+    store.close()
+    if not right_key:
+        with pytest.raises(RootKeyMismatchError):
+            open_store(store_url, KeyWrapper(bytes(32)))
+        return
+    open_store(store_url, KeyWrapper(ROOT_KEY)).close()  # and now it has its check value
+    with pytest.raises(RootKeyMismatchError):
+        open_store(store_url, KeyWrapper(bytes(32)))
 
 
 def test_tokens(store: KeyStore) -> None:

@@ -22,18 +22,20 @@ class BootstrapError(RuntimeError):
 
 
 def _read_or_create(path: Path, make_value: Callable[[], str]) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        value = _read_when_written(path)
-    else:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return _read_when_written(path)
         value = make_value()
         with os.fdopen(fd, "w") as out:
             out.write(value + "\n")
             out.flush()
             os.fsync(out.fileno())
-    return value
+        return value
+    except OSError as exc:
+        raise BootstrapError(f"cannot create or read {path}: {exc.strerror}") from exc
 
 
 def _read_when_written(path: Path) -> str:
@@ -63,7 +65,11 @@ def load_root_key(settings: Settings) -> bytes:
     if settings.root_key:
         return _decode_root_key(settings.root_key, "CIPHERD_ROOT_KEY")
     if settings.root_key_file:
-        return _decode_root_key(settings.root_key_file.read_text(), str(settings.root_key_file))
+        try:
+            text = settings.root_key_file.read_text()
+        except OSError as exc:
+            raise BootstrapError(f"cannot read {settings.root_key_file}: {exc.strerror}") from exc
+        return _decode_root_key(text, str(settings.root_key_file))
     path = settings.generated_root_key_file
     text = _read_or_create(
         path, lambda: base64.b64encode(secrets.token_bytes(ROOT_KEY_BYTES)).decode()

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from app.keystore.base import KeyStoreError
 from app.keystore.sql import Cursor, SqlKeyStore
 from app.keystore.wrapping import KeyWrapper
 
@@ -28,8 +29,11 @@ class SqliteKeyStore(SqlKeyStore):
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._create_schema()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._create_schema()
+        except (OSError, sqlite3.DatabaseError) as exc:
+            raise KeyStoreError(f"cannot open the SQLite store {path}: {exc}") from exc
 
     def _connection(self) -> sqlite3.Connection:
         connection = getattr(self._local, "connection", None)

@@ -157,6 +157,18 @@ def test_serve_refuses_a_root_key_that_is_not_the_stores(
     assert other not in refusal
 
 
+def test_serve_names_a_file_it_cannot_use(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage"
+    garbage.write_bytes(b"not a database " * 100)
+    missing = tmp_path / "missing"
+    refusal = _refused_serve(tmp_path / "data", {"CIPHERD_ROOT_KEY_FILE": str(missing)})
+    assert f"cannot read {missing}: No such file or directory" in refusal
+    refusal = _refused_serve(garbage, {})  # a data directory that is a file
+    assert f"cannot create or read {garbage}/root-key" in refusal
+    refusal = _refused_serve(tmp_path / "data", {"CIPHERD_DATABASE_URL": f"sqlite:///{garbage}"})
+    assert f"cannot open the SQLite store {garbage}: file is not a database" in refusal
+
+
 def _refused_serve(data_dir: Path, environment: dict[str, str]) -> str:
     """What `cipherd serve` says on stderr when it refuses to start: one line, exit status 1."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("CIPHERD_")}

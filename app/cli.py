@@ -56,7 +56,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
         "loop": "uvloop",
     }
     if args.workers > 1:
-        sys.exit(Supervisor(options, args.workers).run())
+        supervisor = Supervisor(options, args.workers, settings.worker_unresponsive_seconds)
+        sys.exit(supervisor.run())
     uvicorn.run(**options)
 
 

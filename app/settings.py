@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     token_cache_seconds: float = Field(
         2.0, ge=0, description="how long a process reuses a token lookup (revocation lag bound)"
     )
+    worker_unresponsive_seconds: float = Field(
+        30.0, gt=0, description="a worker whose event loop stalls this long is killed and replaced"
+    )
     log_format: str = Field("json", description="json or text")
     log_level: str = Field("INFO")
 

@@ -12,6 +12,11 @@ clients do. (That spreading is Linux's; other systems accept the option but may 
 The supervising process binds the address first, so that a port in use fails at once and port 0
 picks one port for all, and holds it (bound, never listening) while it restarts any worker that
 dies. SIGTERM or SIGINT stops the workers gracefully; so does the supervisor's own death.
+
+A worker that hangs is worse here than behind a shared socket: its socket still listens, so the
+kernel goes on giving it a share of the new connections, which wait forever. Each worker's event
+loop therefore stamps a heartbeat ten times a second, and the supervisor kills and replaces a
+worker whose heartbeat is older than the unresponsive limit.
 """
 
 import logging
@@ -22,6 +27,7 @@ import socket
 import sys
 import threading
 import time
+from ctypes import c_double
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
@@ -61,7 +67,20 @@ def _stop_with_supervisor() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _worker(options: dict[str, Any]) -> None:
+class _HeartbeatServer(uvicorn.Server):
+    """uvicorn's server, stamping `heartbeat` (monotonic seconds) on each tick of its event
+    loop: a loop that stops turning stops the stamps."""
+
+    def __init__(self, config: uvicorn.Config, heartbeat: c_double) -> None:
+        super().__init__(config)
+        self.heartbeat = heartbeat
+
+    async def on_tick(self, counter: int) -> bool:
+        self.heartbeat.value = time.monotonic()
+        return await super().on_tick(counter)
+
+
+def _worker(options: dict[str, Any], heartbeat: c_double) -> None:
     """One worker process: its own socket on the shared address, then uvicorn's server."""
     threading.Thread(target=_stop_with_supervisor, name="supervisor-watch", daemon=True).start()
     config = uvicorn.Config(**options)
@@ -70,14 +89,17 @@ def _worker(options: dict[str, Any]) -> None:
     except OSError as exc:  # nothing a restart would change
         log.error("worker cannot bind %s:%s: %s", config.host, config.port, exc)
         sys.exit(STARTUP_FAILURE)
-    uvicorn.Server(config).run(sockets=[sock])
+    _HeartbeatServer(config, heartbeat).run(sockets=[sock])
 
 
 class Supervisor:
-    def __init__(self, options: dict[str, Any], workers: int) -> None:
+    def __init__(self, options: dict[str, Any], workers: int, unresponsive_seconds: float) -> None:
         self.options = dict(options)  # `port` is filled in once bound
         self.workers = workers
+        self.unresponsive_seconds = unresponsive_seconds
         self.processes: list[BaseProcess] = []
+        # Per worker: its event loop's last tick, 0.0 until it serves.
+        self.heartbeats: list[c_double] = []
         self.stopping = False
 
     def run(self) -> int:
@@ -99,22 +121,29 @@ class Supervisor:
                 self.workers,
                 extra={"port": self.options["port"], "workers": self.workers},
             )
-            self.processes = [self._start() for _ in range(self.workers)]
+            self.heartbeats = [_spawn.Value("d", 0.0, lock=False) for _ in range(self.workers)]
+            self.processes = [self._start(heartbeat) for heartbeat in self.heartbeats]
             status = self._watch()
             self._shut_down()
         return status
 
-    def _start(self) -> BaseProcess:
-        process = _spawn.Process(target=_worker, args=(self.options,), name="cipherd-worker")
+    def _start(self, heartbeat: c_double) -> BaseProcess:
+        heartbeat.value = 0.0
+        process = _spawn.Process(
+            target=_worker, args=(self.options, heartbeat), name="cipherd-worker"
+        )
         process.start()
         return process
 
     def _watch(self) -> int:
-        """Restart workers that die, until asked to stop or a worker cannot start at all."""
+        """Restart workers that die or hang, until asked to stop or a worker cannot start."""
         while not self.stopping:
             wait([process.sentinel for process in self.processes], timeout=0.5)
             for index, process in enumerate(self.processes):
-                if self.stopping or process.is_alive():
+                if self.stopping:
+                    break
+                if process.is_alive():
+                    self._kill_if_unresponsive(process, self.heartbeats[index].value)
                     continue
                 forget_process(process.pid)
                 if process.exitcode == STARTUP_FAILURE:
@@ -123,8 +152,17 @@ class Supervisor:
                 log.warning("worker %s exited with %s; restarting", process.pid, process.exitcode)
                 time.sleep(_RESTART_PAUSE_SECONDS)
                 if not self.stopping:
-                    self.processes[index] = self._start()
+                    self.processes[index] = self._start(self.heartbeats[index])
         return 0
+
+    def _kill_if_unresponsive(self, process: BaseProcess, heartbeat: float) -> None:
+        """SIGKILL a serving worker whose event loop has not ticked for the limit; the next
+        pass of `_watch` restarts it."""
+        silent = time.monotonic() - heartbeat
+        if heartbeat and silent > self.unresponsive_seconds:
+            log.error("worker %s unresponsive for %.0f s; killing it", process.pid, silent)
+            process.kill()
+            process.join()
 
     def _stop(self, signum: int, frame: FrameType | None) -> None:
         self.stopping = True

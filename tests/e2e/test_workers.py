@@ -127,6 +127,22 @@ def test_a_dead_worker_is_replaced_and_stop_is_clean(server: Server) -> None:
     assert "restarting" in server.output()
 
 
+def test_a_hung_worker_is_killed_and_replaced(tmp_path: Path) -> None:
+    env = {"CIPHERD_WORKER_UNRESPONSIVE_SECONDS": "2", "CIPHERD_LOG_LEVEL": "INFO"}
+    with running(tmp_path / "data", workers_count=2, env=env) as server:
+        hung, healthy = workers(server.process.pid)
+        os.kill(hung, signal.SIGSTOP)  # its event loop stops, its socket still listens
+        _wait_for(lambda: hung not in (now := workers(server.process.pid)) and len(now) == 2)
+        assert not _running(hung)
+        assert healthy in workers(server.process.pid)
+        assert re.search(rf"worker {hung} unresponsive for \d+ s; killing it", server.output())
+        port = urlsplit(server.url).port
+        assert port is not None
+        _wait_for(lambda: listeners(port) == 2)
+        for _ in range(20):  # new connections, hashed over both sockets, are all answered
+            assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+
+
 def _running(pid: int) -> bool:
     """Whether `pid` exists and has not exited (an exited orphan may wait as a zombie)."""
     try:

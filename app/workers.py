@@ -42,6 +42,9 @@ log = logging.getLogger("cipherd.workers")
 _spawn = multiprocessing.get_context("spawn")
 # A worker that keeps dying this soon after it started is not restarted in a tight loop.
 _RESTART_PAUSE_SECONDS = 1.0
+# A gap this long between two passes of the watch loop (normally 0.5 s, 1.5 s with a restart)
+# means the supervisor itself was not running.
+_PAUSED_SECONDS = 2.0
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -137,13 +140,20 @@ class Supervisor:
 
     def _watch(self) -> int:
         """Restart workers that die or hang, until asked to stop or a worker cannot start."""
+        last_pass = resumed = time.monotonic()
         while not self.stopping:
             wait([process.sentinel for process in self.processes], timeout=0.5)
+            # After a pause of the whole service (a stopped job, a paused machine) every
+            # heartbeat looks old until the workers tick again: each gets the full limit anew.
+            now = time.monotonic()
+            if now - last_pass > _PAUSED_SECONDS:
+                resumed = now
+            last_pass = now
             for index, process in enumerate(self.processes):
                 if self.stopping:
                     break
                 if process.is_alive():
-                    self._kill_if_unresponsive(process, self.heartbeats[index].value)
+                    self._kill_if_unresponsive(process, self.heartbeats[index].value, resumed)
                     continue
                 forget_process(process.pid)
                 if process.exitcode == STARTUP_FAILURE:
@@ -155,10 +165,10 @@ class Supervisor:
                     self.processes[index] = self._start(self.heartbeats[index])
         return 0
 
-    def _kill_if_unresponsive(self, process: BaseProcess, heartbeat: float) -> None:
-        """SIGKILL a serving worker whose event loop has not ticked for the limit; the next
-        pass of `_watch` restarts it."""
-        silent = time.monotonic() - heartbeat
+    def _kill_if_unresponsive(self, process: BaseProcess, heartbeat: float, since: float) -> None:
+        """SIGKILL a serving worker whose event loop has not ticked for the limit (counted from
+        `since` at the earliest); the next pass of `_watch` restarts it."""
+        silent = time.monotonic() - max(heartbeat, since)
         if heartbeat and silent > self.unresponsive_seconds:
             log.error("worker %s unresponsive for %.0f s; killing it", process.pid, silent)
             process.kill()

@@ -143,6 +143,18 @@ def test_a_hung_worker_is_killed_and_replaced(tmp_path: Path) -> None:
             assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
 
 
+def test_a_pause_of_the_whole_service_kills_no_worker(tmp_path: Path) -> None:
+    env = {"CIPHERD_WORKER_UNRESPONSIVE_SECONDS": "2"}
+    with running(tmp_path / "data", workers_count=2, env=env) as server:
+        before = workers(server.process.pid)
+        os.killpg(server.process.pid, signal.SIGSTOP)  # as a shell stops a job: every process
+        time.sleep(4)
+        os.killpg(server.process.pid, signal.SIGCONT)
+        time.sleep(3)
+        assert workers(server.process.pid) == before
+        assert "unresponsive" not in server.output()
+
+
 def _running(pid: int) -> bool:
     """Whether `pid` exists and has not exited (an exited orphan may wait as a zombie)."""
     try:

@@ -89,8 +89,7 @@ class PostgresKeyStore(SqlKeyStore):
             ):
                 yield _QmarkCursor(cursor)
         except (psycopg.OperationalError, PoolTimeout) as exc:
-            reason = " ".join(str(exc).split())  # libpq's words: no password, no key data
-            log.warning("PostgreSQL unavailable: %s", reason)
+            log.warning("PostgreSQL unavailable: %s", _one_line(exc))
             raise StoreUnavailableError("the key store is not answering; retry shortly") from exc
 
     def close(self) -> None:
@@ -98,9 +97,15 @@ class PostgresKeyStore(SqlKeyStore):
 
 
 def _refusal(url: str) -> str:
-    """Why PostgreSQL refuses a connection, in libpq's words (which never hold the password)."""
+    """Why PostgreSQL refuses a connection."""
     try:
         psycopg.connect(url, connect_timeout=5).close()
     except psycopg.Error as exc:
-        return " ".join(str(exc).split())
+        return _one_line(exc)
     return "it accepts connections now"
+
+
+def _one_line(exc: Exception) -> str:
+    """A driver or pool error on one line: libpq's words, which hold neither the password nor
+    any key data."""
+    return " ".join(str(exc).split())

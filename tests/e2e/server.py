@@ -52,9 +52,22 @@ def listeners(port: int) -> int:
     return len(_sockets(port, _LISTEN))
 
 
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name: state, ppid, ..."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def cpu_ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = _stat_fields(pid)
     return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def is_running(pid: int) -> bool:
+    """Whether `pid` exists and has not exited (an exited orphan may wait as a zombie)."""
+    try:
+        return _stat_fields(pid)[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 class ServerError(RuntimeError):

@@ -21,6 +21,7 @@ from tests.e2e.server import (
     Server,
     connections_by_process,
     cpu_ticks,
+    is_running,
     listeners,
     running,
     workers,
@@ -133,7 +134,7 @@ def test_a_hung_worker_is_killed_and_replaced(tmp_path: Path) -> None:
         hung, healthy = workers(server.process.pid)
         os.kill(hung, signal.SIGSTOP)  # its event loop stops, its socket still listens
         _wait_for(lambda: hung not in (now := workers(server.process.pid)) and len(now) == 2)
-        assert not _running(hung)
+        assert not is_running(hung)
         assert healthy in workers(server.process.pid)
         assert re.search(rf"worker {hung} unresponsive for \d+ s; killing it", server.output())
         port = urlsplit(server.url).port
@@ -155,15 +156,6 @@ def test_a_pause_of_the_whole_service_kills_no_worker(tmp_path: Path) -> None:
         assert "unresponsive" not in server.output()
 
 
-def _running(pid: int) -> bool:
-    """Whether `pid` exists and has not exited (an exited orphan may wait as a zombie)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def test_workers_stop_when_their_supervisor_is_killed(server: Server) -> None:
     port = urlsplit(server.url).port
     assert port is not None
@@ -171,7 +163,7 @@ def test_workers_stop_when_their_supervisor_is_killed(server: Server) -> None:
     assert listeners(port) == 2
     os.kill(server.process.pid, signal.SIGKILL)
     server.process.wait(timeout=15)
-    _wait_for(lambda: not any(_running(pid) for pid in pids))
+    _wait_for(lambda: not any(is_running(pid) for pid in pids))
     assert listeners(port) == 0
 
 

@@ -118,8 +118,9 @@ class KeyStore(ABC):
         """Metadata of a key with its versions; `KeyNotFoundError` if absent."""
 
     @abstractmethod
-    def list(self) -> Sequence[KeyInfo]:
-        """Metadata of every key, by name (without the version list)."""
+    def list(self, after: str | None = None, limit: int | None = None) -> Sequence[KeyInfo]:
+        """Metadata of the keys named after `after` (all when None), in name order, at most
+        `limit` of them (all when None); without the version list."""
 
     @abstractmethod
     def material(self, name: str, version: int | None = None) -> KeyMaterial:

@@ -198,9 +198,19 @@ class SqlKeyStore(KeyStore):
         with self._transaction(write=False) as cursor:
             return self._info(cursor, name)
 
-    def list(self) -> Sequence[KeyInfo]:
+    def list(self, after: str | None = None, limit: int | None = None) -> Sequence[KeyInfo]:
+        # Keyset paging: a page starts after the last name of the previous one, so keys created
+        # or deleted meanwhile shift nothing.
+        query, params = f"SELECT {KEY_COLUMNS} FROM keys", []
+        if after is not None:
+            query += " WHERE name > ?"
+            params.append(after)
+        query += " ORDER BY name"
+        if limit is not None:
+            query += " LIMIT ?"
+            params.append(limit)
         with self._transaction(write=False) as cursor:
-            cursor.execute(f"SELECT {KEY_COLUMNS} FROM keys ORDER BY name")
+            cursor.execute(query, params)
             return [_key_info(row) for row in cursor.fetchall()]
 
     def material(self, name: str, version: int | None = None) -> KeyMaterial:

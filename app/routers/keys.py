@@ -25,6 +25,7 @@ from app.settings import Settings
 from core.fe.group import DEFAULT_CURVE
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"], generate_unique_id_function=operation_id)
+MAX_PAGE = 1000
 
 KeyTypeName = Annotated[
     str, Field(json_schema_extra={"enum": sorted(KEY_TYPES)}, description="the key's type")
@@ -64,6 +65,11 @@ class KeyOut(BaseModel):
 
 class KeyList(BaseModel):
     keys: list[KeyOut]
+    next: str | None = Field(
+        None,
+        description="with `limit`: pass as `after` for the next page; null on the last page. A "
+        "page holds at most `limit` keys, fewer when the token may not read some of them",
+    )
 
 
 class PublicKeyOut(BaseModel):
@@ -142,17 +148,25 @@ def create_stored_key(store: KeyStore, body: KeyCreate, settings: Settings) -> K
     return store.create(body.name, body.type, params, body.exportable, secret, public)
 
 
-@router.get("", response_model=KeyList, summary="List the keys the token may read")
+@router.get("", response_model=KeyList, summary="List the keys the token may read, by name")
 def list_keys(
     keyring: KeyringDep,
     principal: Annotated[Principal, service_access(Operation.READ)],
+    limit: Annotated[
+        int | None, Query(ge=1, le=MAX_PAGE, description="keys per page; default: all")
+    ] = None,
+    after: Annotated[
+        str | None, Query(max_length=128, description="start after this name (a page's `next`)")
+    ] = None,
 ) -> KeyList:
+    page = keyring.store.list(after, limit)
     return KeyList(
         keys=[
             key_out(info, with_versions=False)
-            for info in keyring.store.list()
+            for info in page
             if principal.allows(Operation.READ, info.name)
-        ]
+        ],
+        next=page[-1].name if limit is not None and len(page) == limit else None,
     )
 
 

@@ -99,6 +99,22 @@ def test_list_is_sorted_and_params_survive(store: KeyStore) -> None:
     assert listed[1].params == {"dimension": 10} and listed[1].exportable
 
 
+def test_list_pages_by_name(store: KeyStore) -> None:
+    names = ["a", "a-1", "b", "c.2", "d"]
+    for name in reversed(names):
+        store.create(name, "aez", {}, False, b"x" * 48, None)
+    ordered = [k.name for k in store.list()]
+    assert sorted(ordered) == sorted(names) and len(ordered) == 5
+    pages, after = [], None
+    while page := [k.name for k in store.list(after, 2)]:
+        assert len(page) <= 2
+        pages.append(page)
+        after = page[-1]
+    assert [name for page in pages for name in page] == ordered
+    assert [k.name for k in store.list(ordered[1], None)] == ordered[2:]
+    assert store.list(ordered[-1], 10) == []
+
+
 def test_concurrent_rotations_get_distinct_consecutive_versions(store: KeyStore) -> None:
     store.create("hot", "aez", {}, False, b"0" * 48, None)
     errors: list[BaseException] = []

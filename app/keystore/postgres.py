@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg.errors import IdleInTransactionSessionTimeout
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from app.keystore.base import KeyStoreError, StoreUnavailableError
@@ -26,6 +27,12 @@ SCHEMA_LOCK_ID = 0x63697068  # advisory lock taken while creating tables
 CONNECT_SECONDS = 30.0
 # How long a request waits for a connection before its answer is 503.
 STORE_WAIT_SECONDS = 5.0
+# How long a statement waits for a lock (another replica's rotation of the same key) before its
+# answer is 503, and how long PostgreSQL lets a session of ours sit idle inside a transaction (a
+# process frozen mid-rotation) before it ends it and frees its locks. Without them one frozen
+# replica would stall every other replica's writes to that key indefinitely.
+LOCK_WAIT_SECONDS = 10.0
+IDLE_IN_TRANSACTION_SECONDS = 30.0
 
 log = logging.getLogger("cipherd.keystore")
 
@@ -65,6 +72,7 @@ class PostgresKeyStore(SqlKeyStore):
             max_size=pool_size,
             open=True,
             check=ConnectionPool.check_connection,
+            configure=_configure,
             timeout=STORE_WAIT_SECONDS,
         )
         try:
@@ -88,12 +96,20 @@ class PostgresKeyStore(SqlKeyStore):
                 connection.cursor() as cursor,
             ):
                 yield _QmarkCursor(cursor)
-        except (psycopg.OperationalError, PoolTimeout) as exc:
+        except (psycopg.OperationalError, IdleInTransactionSessionTimeout, PoolTimeout) as exc:
             log.warning("PostgreSQL unavailable: %s", _one_line(exc))
             raise StoreUnavailableError("the key store is not answering; retry shortly") from exc
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _configure(connection: psycopg.Connection) -> None:
+    """Session limits of every pooled connection (see LOCK_WAIT_SECONDS)."""
+    connection.execute(f"SET lock_timeout = {round(LOCK_WAIT_SECONDS * 1000)}")
+    idle_ms = round(IDLE_IN_TRANSACTION_SECONDS * 1000)
+    connection.execute(f"SET idle_in_transaction_session_timeout = {idle_ms}")
+    connection.commit()
 
 
 def _refusal(url: str) -> str:

@@ -1,4 +1,5 @@
-"""PostgreSQL going away under a running store: dropped connections, an outage, the way back.
+"""PostgreSQL misbehaving under a running store: dropped connections, an outage and the way
+back, a lock held too long, a session frozen inside a transaction.
 
 The outage is real: the store talks to PostgreSQL through a TCP forwarder that the test cuts
 (every connection closed, the port refusing new ones) and restores.
@@ -16,7 +17,7 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from app.keystore import KeyWrapper, StoreUnavailableError
+from app.keystore import KeyWrapper, StoreUnavailableError, postgres
 from app.keystore.postgres import STORE_WAIT_SECONDS, PostgresKeyStore
 from app.main import create_app
 from app.settings import Settings
@@ -169,3 +170,65 @@ def test_the_api_answers_503_with_retry_after_then_recovers(
             assert client.get("/v1/keys/orders").status_code == 200
 
         _eventually(serves)
+
+
+def test_a_lock_held_too_long_is_store_unavailable(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres, "LOCK_WAIT_SECONDS", 0.5)
+    store = PostgresKeyStore(postgres_url, KeyWrapper(ROOT_KEY))
+    locked, released = threading.Event(), threading.Event()
+
+    def hold_the_row() -> None:
+        with psycopg.connect(postgres_url) as holder:
+            holder.execute("SELECT name FROM keys WHERE name = 'orders' FOR UPDATE")
+            locked.set()
+            # Were there no lock limit, the rotation would wait for this and then succeed.
+            released.wait(30)
+
+    holder = threading.Thread(target=hold_the_row)
+    try:
+        store.create("orders", "aez", {}, False, b"s" * 48, None)
+        holder.start()
+        assert locked.wait(30)
+        with pytest.raises(StoreUnavailableError):
+            store.rotate("orders", b"t" * 48, None)
+        released.set()
+        holder.join(30)
+        assert store.rotate("orders", b"t" * 48, None).latest_version == 2
+    finally:
+        released.set()
+        store.close()
+
+
+def test_a_session_frozen_in_a_transaction_is_ended_and_frees_its_locks(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres, "IDLE_IN_TRANSACTION_SECONDS", 1.0)
+    frozen, other = (PostgresKeyStore(postgres_url, KeyWrapper(ROOT_KEY)) for _ in range(2))
+    rotated, locked = threading.Event(), threading.Event()
+    outcome: list[BaseException] = []
+
+    def freeze_mid_rotation() -> None:
+        try:
+            with frozen._transaction(write=True) as cursor:
+                cursor.execute("SELECT name FROM keys WHERE name = ? FOR UPDATE", ("orders",))
+                locked.set()
+                rotated.wait(30)  # frozen, holding the row, until the other replica got through
+        except BaseException as exc:  # asserted below
+            outcome.append(exc)
+
+    try:
+        frozen.create("orders", "aez", {}, False, b"s" * 48, None)
+        thread = threading.Thread(target=freeze_mid_rotation)
+        thread.start()
+        assert locked.wait(30)
+        # Waits on the frozen session's lock until PostgreSQL ends that session.
+        assert other.rotate("orders", b"t" * 48, None).latest_version == 2
+        rotated.set()
+        thread.join(30)
+        assert len(outcome) == 1 and isinstance(outcome[0], StoreUnavailableError)
+    finally:
+        rotated.set()
+        frozen.close()
+        other.close()

@@ -66,11 +66,12 @@ def _document_problems(document: dict[str, Any]) -> None:
                 if applies and status not in responses:
                     responses[status] = {"description": PROBLEM_DESCRIPTIONS[status]}
             for status, response in responses.items():
-                if status.startswith("4") or (status == "503" and needed["503"]):
+                store_unavailable = status == "503" and needed["503"]
+                if status.startswith("4") or store_unavailable:
                     if response.get("description") == "Validation Error":
                         response["description"] = PROBLEM_DESCRIPTIONS[status]
                     response["content"] = {PROBLEM_JSON: {"schema": dict(PROBLEM_SCHEMA)}}
-                if status == "503" and needed["503"]:
+                if store_unavailable:
                     retry_after = {"description": "seconds to wait", "schema": {"type": "integer"}}
                     response["headers"] = {"Retry-After": retry_after}
             operation["responses"] = dict(sorted(responses.items()))

@@ -110,6 +110,40 @@ class Server:
             raise
 
 
+def _environment(data_dir: Path, settings: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment without its CIPHERD_* settings, plus the data directory and
+    `settings`."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CIPHERD_")}
+    return env | {"CIPHERD_DATA_DIR": str(data_dir), **settings}
+
+
+def _command(port: int, workers_count: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "app",
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers_count),
+    ]
+
+
+def serve_process(
+    data_dir: Path, port: int, settings: Mapping[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """`cipherd serve --workers 2` on `port` (0: any), its output on one pipe, not waited for:
+    for tests of how it starts, or refuses to."""
+    return subprocess.Popen(
+        _command(port, 2),
+        env=_environment(data_dir, settings or {}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
 def start(
     data_dir: Path,
     *,
@@ -124,21 +158,10 @@ def start(
     generates one into the data directory and this reads it from there.
     """
     port = port or free_port()
-    full_env = {key: value for key, value in os.environ.items() if not key.startswith("CIPHERD_")}
-    full_env |= {"CIPHERD_DATA_DIR": str(data_dir), "CIPHERD_LOG_LEVEL": "WARNING"}
-    full_env |= dict(env or {})
+    full_env = _environment(data_dir, {"CIPHERD_LOG_LEVEL": "WARNING", **(env or {})})
     log_path = log_path or data_dir.parent / f"server-{port}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    command = [
-        sys.executable,
-        "-m",
-        "app",
-        "serve",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers_count),
-    ]
+    command = _command(port, workers_count)
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             command,

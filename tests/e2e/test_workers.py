@@ -7,8 +7,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,10 +22,12 @@ from tests.e2e.server import (
     is_running,
     listeners,
     running,
+    serve_process,
     workers,
 )
 
 pytestmark = pytest.mark.e2e
+INFO = {"CIPHERD_LOG_LEVEL": "INFO"}
 
 
 @pytest.fixture
@@ -199,27 +199,18 @@ def test_a_dead_workers_cache_figures_leave_the_metrics(server: Server) -> None:
     assert _dlog_table_bytes(server.url) == 0
 
 
-def _serve(data_dir: Path, port: int) -> subprocess.Popen[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("CIPHERD_")}
-    env |= {"CIPHERD_DATA_DIR": str(data_dir), "CIPHERD_LOG_LEVEL": "INFO"}
-    command = [sys.executable, "-m", "app", "serve", "--port", str(port), "--workers", "2"]
-    return subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-
-
 def test_a_port_in_use_fails_at_start(tmp_path: Path) -> None:
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
-        process = _serve(tmp_path / "data", holder.getsockname()[1])
+        process = serve_process(tmp_path / "data", holder.getsockname()[1], INFO)
         output, _ = process.communicate(timeout=60)
     assert process.returncode == 3, output
     assert "cannot bind" in output
 
 
 def test_port_zero_gives_every_worker_the_same_port(tmp_path: Path) -> None:
-    process = _serve(tmp_path / "data", 0)
+    process = serve_process(tmp_path / "data", 0, INFO)
     try:
         assert process.stdout is not None
         port = 0

@@ -4,8 +4,6 @@ import base64
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.cli import main
 from app.settings import get_settings
+from tests.e2e.server import serve_process
 
 
 @pytest.fixture
@@ -170,17 +169,13 @@ def test_serve_names_a_file_it_cannot_use(tmp_path: Path) -> None:
 
 
 def _refused_serve(data_dir: Path, environment: dict[str, str]) -> str:
-    """What `cipherd serve` says on stderr when it refuses to start: one line, exit status 1."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("CIPHERD_")}
-    env |= {"CIPHERD_DATA_DIR": str(data_dir), **environment}
+    """What `cipherd serve` says when it refuses to start: one line, exit status 1."""
     # A real process: were the check missing, `serve` would start and the timeout would fail.
-    served = subprocess.run(
-        [sys.executable, "-m", "app", "serve", "--port", "0", "--workers", "2"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    served = serve_process(data_dir, 0, environment)
+    try:
+        output, _ = served.communicate(timeout=60)
+    finally:
+        served.kill()
     assert served.returncode == 1
-    assert len(served.stderr.strip().splitlines()) == 1, served.stderr
-    return served.stderr
+    assert len(output.strip().splitlines()) == 1, output
+    return output

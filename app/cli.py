@@ -21,6 +21,23 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 MAX_WORKERS = 256
 
 
+def uvicorn_options(host: str, port: int) -> dict[str, Any]:
+    """How every worker runs uvicorn (`bench/ecies_floor.py` runs a probe app the same way)."""
+    return {
+        "app": "app.main:create_app",
+        "factory": True,
+        "host": host,
+        "port": port,
+        "log_config": None,
+        "access_log": False,
+        "timeout_graceful_shutdown": 3,
+        # What "auto" picks when uvicorn[standard] is installed, named so that a missing C
+        # parser or loop fails at start instead of halving throughput unnoticed (h11, asyncio).
+        "http": "httptools",
+        "loop": "uvloop",
+    }
+
+
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
     import uvicorn
 
@@ -42,19 +59,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     if not settings.admin_token:
         logging.getLogger("cipherd").warning("admin token: in %s", settings.admin_token_file)
-    options = {
-        "app": "app.main:create_app",
-        "factory": True,
-        "host": args.host,
-        "port": args.port,
-        "log_config": None,
-        "access_log": False,
-        "timeout_graceful_shutdown": 3,
-        # What "auto" picks when uvicorn[standard] is installed, named so that a missing C
-        # parser or loop fails at start instead of halving throughput unnoticed (h11, asyncio).
-        "http": "httptools",
-        "loop": "uvloop",
-    }
+    options = uvicorn_options(args.host, args.port)
     if args.workers > 1:
         supervisor = Supervisor(options, args.workers, settings.worker_unresponsive_seconds)
         sys.exit(supervisor.run())

@@ -31,33 +31,48 @@ EXTRA_SCHEMA_MODELS: list[type[BaseModel]] = []
 
 def json_body(model: type[BaseModel]) -> dict[str, Any]:
     """`openapi_extra` declaring a JSON body of `model` that the route reads with `read_json`:
-    what FastAPI declares for a body parameter of that type."""
+    what FastAPI declares for a body parameter of that type, and the 415 `read_json` gives."""
     EXTRA_SCHEMA_MODELS.append(model)
     schema = {"$ref": f"#/components/schemas/{model.__name__}"}
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+    return {
+        "requestBody": {"required": True, "content": {"application/json": {"schema": schema}}},
+        "responses": {"415": {"description": "the body is not application/json"}},
+    }
 
 
-def dual_body(
-    model: type[BaseModel], binary: str, query: type[BaseModel] | None = None
-) -> dict[str, Any]:
+def dual_body(model: type[BaseModel], binary: str, query: type[BaseModel]) -> dict[str, Any]:
     """`openapi_extra` declaring a JSON body of `model` or raw bytes described by `binary`, and
-    the query parameters `query` that go with raw bytes (read by `read_query`)."""
+    the query parameters `query` that go with raw bytes only (read by `read_query`)."""
     declared = json_body(model)
     declared["requestBody"]["content"][OCTET_STREAM] = {
         "schema": {"type": "string", "format": "binary", "description": binary}
     }
-    return {**({"parameters": query_parameters(query)} if query else {}), **declared}
+    declared["responses"]["415"]["description"] = f"the body is neither JSON nor {OCTET_STREAM}"
+    return {"parameters": query_parameters(query), **declared}
 
 
-def binary_response(description: str, headers: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A 200 response that is JSON or, for a raw request, raw bytes."""
+VERSION_HEADER = "Cipherd-Key-Version"
+
+
+def binary_response(description: str) -> dict[str, Any]:
+    """A 200 response that is JSON or, for a raw request, raw bytes with the key version in
+    VERSION_HEADER (`raw_response`)."""
+    version = {
+        "description": "the key version used (raw answers; a JSON answer has `key_version`)",
+        "schema": {"type": "integer"},
+    }
     return {
         200: {
             "content": {OCTET_STREAM: {"schema": {"type": "string", "format": "binary"}}},
             "description": description,
-            **({"headers": headers} if headers else {}),
+            "headers": {VERSION_HEADER: version},
         }
     }
+
+
+def raw_response(payload: bytes, version: int) -> Response:
+    """The answer to a raw request: the bytes, and the key version in a header."""
+    return Response(payload, media_type=OCTET_STREAM, headers={VERSION_HEADER: str(version)})
 
 
 def _media_type(request: Request) -> str:
@@ -69,43 +84,45 @@ def is_raw(request: Request) -> bool:
     return _media_type(request) == OCTET_STREAM
 
 
-async def read_raw(request: Request) -> bytes | bytearray:
-    """The whole body, read into one buffer of the declared length when there is one."""
-    declared = request.headers.get("content-length")
-    if declared is None or not declared.isdigit():
-        return await request.body()
-    size = int(declared)
-    limit = request.app.state.settings.max_body_bytes
-    if size > limit:
-        raise Problem(
-            413,
-            "body-too-large",
-            "Body too large",
-            f"the request body is over this service's limit of {limit} bytes",
-        )
-    buffer = bytearray(size)
-    filled = 0
+async def read_raw(request: Request) -> bytearray:
+    """The whole body, in one buffer grown as the bytes arrive.
+
+    Never sized from Content-Length up front: that is the client's claim, and would let a
+    request of a few headers hold the whole body limit in memory. Growing costs no copies here
+    (a large bytearray is reallocated in place), and needs no join of chunks at the end. The
+    body limit is the middleware's.
+    """
+    buffer = bytearray()
     async for chunk in request.stream():
-        end = filled + len(chunk)
-        if end > size:
-            raise invalid_input("the body is longer than its Content-Length")
-        buffer[filled:end] = chunk
-        filled = end
-    if filled != size:
-        raise invalid_input("the body is shorter than its Content-Length")
+        buffer += chunk
     return buffer
 
 
-async def read_json(request: Request, model: type[ModelT]) -> ModelT:
-    """The body parsed as `model`; otherwise the 422 FastAPI gives for a body parameter."""
+async def read_json(
+    request: Request, model: type[ModelT], raw_query: type[BaseModel] | None = None
+) -> ModelT:
+    """The body parsed as `model`; otherwise the 422 FastAPI gives for a body parameter.
+
+    `raw_query` is, on a route that also takes raw bodies (`dual_body`), the query parameters
+    of that form: with a JSON body they are refused rather than ignored, since the JSON carries
+    its own (a `key_version` in the query would otherwise be silently dropped).
+    """
     media_type = _media_type(request)
     if media_type not in ("application/json", ""):
+        accepted = f"application/json or {OCTET_STREAM}" if raw_query else "application/json"
         raise Problem(
             415,
             "unsupported-media-type",
             "Unsupported media type",
-            f"send application/json or {OCTET_STREAM}, not {media_type}",
+            f"send {accepted}, not {media_type}",
         )
+    if raw_query is not None:
+        misplaced = sorted(set(request.query_params) & set(raw_query.model_fields))
+        if misplaced:
+            raise invalid_input(
+                f"query parameters {', '.join(misplaced)} go with an {OCTET_STREAM} body; "
+                "a JSON body carries its parameters in the JSON"
+            )
     body = await request.body()
     try:
         return model.model_validate_json(body)
@@ -124,14 +141,16 @@ async def compute(
     return await run_in_threadpool(function, *args, **kwargs)
 
 
-def json_response(model: BaseModel) -> Response:
+def json_response(model: BaseModel, exclude_none: bool = False) -> Response:
     """The model as FastAPI would send it for `response_model`, serialised once: the route built
     it from validated parts, so validating it again against its own type is wasted work."""
-    return Response(model.__pydantic_serializer__.to_json(model), media_type="application/json")
+    content = model.__pydantic_serializer__.to_json(model, exclude_none=exclude_none)
+    return Response(content, media_type="application/json")
 
 
 def query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
-    """The OpenAPI parameters FastAPI declares for a `Annotated[model, Query()]` argument.
+    """The OpenAPI parameters FastAPI declares for a `Annotated[model, Query()]` argument,
+    each described as going with a raw body only.
 
     A route whose query matters only for raw bodies reads it with `read_query` rather than
     having FastAPI parse it on every request, and declares it with these.
@@ -142,7 +161,12 @@ def query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
     def declared(query: Annotated[model, Query()]) -> None:  # type: ignore[valid-type]
         """Never called: it only declares the parameters."""
 
-    return probe.openapi()["paths"]["/"]["get"]["parameters"]
+    parameters = probe.openapi()["paths"]["/"]["get"]["parameters"]
+    for parameter in parameters:
+        raw_only = f"with an {OCTET_STREAM} body only (refused with JSON)"
+        described = parameter.get("description")
+        parameter["description"] = f"{described}; {raw_only}" if described else raw_only
+    return parameters
 
 
 @cache

@@ -2,10 +2,10 @@
 
 Every error the service returns has a stable `type` (a URN naming the problem), a `title`, the
 HTTP `status` and a `detail` that says what was wrong with the request. Details never contain
-secret material; unexpected exceptions become a bare 500 whose detail names only the request id.
+secret material; unexpected exceptions become a bare 500 whose detail names only the request id
+(`app.middleware`).
 """
 
-import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from app.keystore import (
     KeyExistsError,
@@ -23,7 +24,6 @@ from app.keystore import (
 from core.errors import DecryptionError, EncodingError, InvalidKeyError, ShapeError
 
 PROBLEM_JSON = "application/problem+json"
-log = logging.getLogger("cipherd.errors")
 
 
 class ProblemDetail(BaseModel):
@@ -128,12 +128,17 @@ KNOWN_ERRORS: tuple[type[Exception], ...] = (
 RETRY_AFTER_SECONDS = 1
 
 
-def problem_response(problem: Problem, extra: dict[str, Any] | None = None) -> JSONResponse:
+def problem_response(
+    problem: Problem, extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     body = problem.body() | (extra or {})
     headers = {
-        401: {"WWW-Authenticate": "Bearer"},
-        503: {"Retry-After": str(RETRY_AFTER_SECONDS)},
-    }.get(problem.status)
+        **(headers or {}),
+        **{
+            401: {"WWW-Authenticate": "Bearer"},
+            503: {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        }.get(problem.status, {}),
+    }
     return JSONResponse(body, status_code=problem.status, media_type=PROBLEM_JSON, headers=headers)
 
 
@@ -158,6 +163,9 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if isinstance(exc.__cause__, ClientDisconnect):
+            # FastAPI's 400 for a body it could not read: no answer can reach the client.
+            raise exc.__cause__
         titles = {404: "Not found", 405: "Method not allowed", 413: "Body too large"}
         problem = Problem(
             exc.status_code,
@@ -165,7 +173,7 @@ def install_handlers(app: FastAPI) -> None:
             titles.get(exc.status_code, "HTTP error"),
             str(exc.detail),
         )
-        return problem_response(problem)
+        return problem_response(problem, headers=exc.headers)  # e.g. a 405's Allow
 
     async def _known(request: Request, exc: Exception) -> JSONResponse:
         problem = problem_for(exc)
@@ -174,14 +182,3 @@ def install_handlers(app: FastAPI) -> None:
 
     for known in KNOWN_ERRORS:
         app.add_exception_handler(known, _known)
-
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        request_id = request.scope.get("state", {}).get("request_id", "")
-        # This handler runs outside the middleware that sets the request id for log lines.
-        log.error(
-            "unhandled %s", type(exc).__name__, exc_info=exc, extra={"request_id": request_id}
-        )
-        return problem_response(
-            Problem(500, "internal", "Internal error", f"request {request_id} failed")
-        )

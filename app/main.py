@@ -55,7 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(BodyTooLarge)
     async def _too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
-        return problem_response(Problem(413, "body-too-large", "Body too large", str(exc)))
+        return problem_response(Problem(413, "body-too-large", "Body too large", exc.detail))
 
     app.add_middleware(ObserveMiddleware, max_body_bytes=settings.max_body_bytes)
     # The routes join the app's own table. `include_router` would keep each router as a node

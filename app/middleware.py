@@ -1,27 +1,42 @@
-"""The one ASGI middleware every request passes: request id, body limit, access log, metrics.
+"""The one ASGI middleware every request passes: request id, body limit, access log, metrics,
+and the answer to an unexpected error.
 
 Written against raw ASGI rather than BaseHTTPMiddleware, which would cost a task and a copy per
 request on the hot path.
 """
 
+import logging
 import os
 import re
 import time
 from typing import Any
 
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.errors import Problem, problem_response
 from app.logs import access_writer, request_id_var
 from app.metrics import request_metrics
+
+log = logging.getLogger("cipherd.errors")
+
+# The status metrics and the access log give a request whose client left before it was answered
+# (as nginx logs it).
+CLIENT_CLOSED = 499
 
 _CLIENT_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")
 
 
-class BodyTooLarge(Exception):
-    """The request body is over CIPHERD_MAX_BODY_BYTES."""
+class BodyTooLarge(HTTPException):
+    """The request body is over CIPHERD_MAX_BODY_BYTES.
+
+    An HTTPException, so that FastAPI lets it through when it reads a body parameter (it turns
+    any other exception raised there into a 400 "error parsing the body").
+    """
 
     def __init__(self, limit: int) -> None:
-        super().__init__(f"the request body is over this service's limit of {limit} bytes")
+        super().__init__(413, f"the request body is over this service's limit of {limit} bytes")
         self.limit = limit
 
 
@@ -68,10 +83,12 @@ class ObserveMiddleware:
                     raise BodyTooLarge(limit)
             return message
 
+        answered = False
+
         async def tagging_send(message: Message) -> None:
-            nonlocal status
+            nonlocal status, answered
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, answered = message["status"], True
                 message["headers"] = [
                     *message.get("headers", []),
                     (b"x-request-id", request_id.encode()),
@@ -80,16 +97,44 @@ class ObserveMiddleware:
 
         try:
             await self.app(scope, counting_receive, tagging_send)
+        except ClientDisconnect:
+            # The client went away mid-body: nothing to answer, and no error of ours.
+            status = CLIENT_CLOSED
+        except Exception as exc:
+            # Answered here rather than by Starlette's outermost handler, so that the 500 carries
+            # the request id like any other answer and the error is logged once, with it.
+            log.error("unhandled %s", type(exc).__name__, exc_info=exc)
+            if answered:  # all that is left is to drop the connection
+                raise
+            problem = Problem(500, "internal", "Internal error", f"request {request_id} failed")
+            await problem_response(problem)(scope, receive, tagging_send)
         finally:
             elapsed = time.perf_counter() - started
-            route: Any = scope.get("route")
-            path = getattr(route, "path", "unmatched")
+            path = _route_label(scope)
             method = scope["method"]
-            requests, seconds = request_metrics(path, method, status)
+            label = method if method in _METHODS else "other"
+            requests, seconds = request_metrics(path, label, status)
             requests.inc()
             seconds.observe(elapsed)
             access_writer.write(method, path, status, round(elapsed * 1000, 3), request_id)
             request_id_var.reset(context_token)
+
+
+# The methods metrics name; any other (PROPFIND, MKCOL, ...) counts as "other", so that a client
+# cannot add label sets at will.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def _route_label(scope: Scope) -> str:
+    """The matched route's template for metrics and the access log: the route FastAPI noted, or
+    the path of a route it did not note (Starlette's own, such as /openapi.json) when that route
+    has no parameters and so one fixed path; else "unmatched"."""
+    route: Any = scope.get("route")
+    if route is not None:
+        return route.path
+    if "endpoint" in scope and not scope.get("path_params"):
+        return scope["path"]
+    return "unmatched"
 
 
 def _refuse(limit: int) -> Receive:

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import models_json_schema
 
-from app.body import EXTRA_SCHEMA_MODELS, OCTET_STREAM
+from app.body import EXTRA_SCHEMA_MODELS
 from app.errors import PROBLEM_JSON
 
 
@@ -45,8 +45,8 @@ def _document_problems(document: dict[str, Any]) -> None:
     FastAPI documents its own validation error (a JSON `HTTPValidationError`) and lists the
     `application/problem+json` of declared errors without a schema; the service answers every
     4xx with a `ProblemDetail` as `application/problem+json`. Generated clients and contract
-    tests need the document to say so, and to list the 400/401/403/404/415/422 that any
-    operation with a body, a token, a key name, a raw body or parameters can give, and the 503
+    tests need the document to say so, and to list the 400/401/403/404/413/422 that any
+    operation with a body, a token, a key name or parameters can give, and the 503
     of any operation that reads the store (every one that takes a token).
     """
     for path, operations in document["paths"].items():
@@ -58,7 +58,7 @@ def _document_problems(document: dict[str, Any]) -> None:
                 "401": bool(operation.get("security")),
                 "403": bool(operation.get("security")),
                 "404": "{" in path,
-                "415": OCTET_STREAM in body,
+                "413": bool(body),
                 "422": bool(body or operation.get("parameters")),
                 "503": bool(operation.get("security")),
             }
@@ -71,10 +71,14 @@ def _document_problems(document: dict[str, Any]) -> None:
                     if response.get("description") == "Validation Error":
                         response["description"] = PROBLEM_DESCRIPTIONS[status]
                     response["content"] = {PROBLEM_JSON: {"schema": dict(PROBLEM_SCHEMA)}}
+                headers = response.setdefault("headers", {})
+                headers.update(_header("X-Request-ID"))
+                if status == "401":
+                    headers.update(_header("WWW-Authenticate"))
                 if store_unavailable:
-                    retry_after = {"description": "seconds to wait", "schema": {"type": "integer"}}
-                    response["headers"] = {"Retry-After": retry_after}
+                    headers.update(_header("Retry-After"))
             operation["responses"] = dict(sorted(responses.items()))
+    document["components"]["headers"] = RESPONSE_HEADERS
     schemas = document["components"]["schemas"]
     text = repr(document["paths"])
     for unused in ("HTTPValidationError", "ValidationError"):
@@ -82,13 +86,26 @@ def _document_problems(document: dict[str, Any]) -> None:
             schemas.pop(unused, None)
 
 
+def _header(name: str) -> dict[str, Any]:
+    return {name: {"$ref": f"#/components/headers/{name}"}}
+
+
+RESPONSE_HEADERS = {
+    "X-Request-ID": {
+        "description": "the request's id, on every log line about it: the client's own "
+        "X-Request-ID when that is 1 to 64 characters of A-Z a-z 0-9 . _ : -, else a new one",
+        "schema": {"type": "string"},
+    },
+    "WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}},
+    "Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}},
+}
 PROBLEM_SCHEMA = {"$ref": "#/components/schemas/ProblemDetail"}
 PROBLEM_DESCRIPTIONS = {
-    "400": "the body cannot be parsed",
+    "400": "the body could not be read",
     "401": "missing or invalid token",
     "403": "the token's scope does not allow this",
     "404": "no such key, version or token",
-    "415": "the body is neither JSON nor application/octet-stream",
+    "413": "the body is over the size limit",
     "422": "the request is invalid",
     "503": "the key store is not answering; retry after Retry-After seconds",
 }
@@ -107,4 +124,6 @@ issued by `POST /v1/tokens` for key-name patterns and operations. Binary fields 
 ECIES and AEZ also take raw `application/octet-stream` bodies with the parameters in the query.
 Errors are `application/problem+json` (RFC 9457) with a stable `type`. A 503
 `store-unavailable`, with `Retry-After`, means the key store did not answer: retry the call.
+Every answer carries `X-Request-ID`: the request's own when it sent one of 1 to 64 characters of
+A-Z a-z 0-9 . _ : -, else a new one; the service's log lines about the request carry it too.
 """

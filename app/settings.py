@@ -10,6 +10,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.batch import MAX_ITEMS
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CIPHERD_", extra="ignore")
@@ -23,7 +25,7 @@ class Settings(BaseSettings):
     admin_token: str | None = Field(None, description="the admin bearer token")
 
     max_body_bytes: int = Field(256 * 1024 * 1024, ge=1024, description="request body limit")
-    max_batch_items: int = Field(1000, ge=1, description="items in one batch request")
+    max_batch_items: int = Field(1000, ge=1, le=MAX_ITEMS, description="items in one batch request")
     key_cache_seconds: float = Field(
         2.0, ge=0, description="how long a process reuses an unwrapped key (rotation lag bound)"
     )

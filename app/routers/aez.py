@@ -6,26 +6,27 @@ except that equal messages then give equal ciphertexts. A ciphertext that does n
 is a 400 that says only that.
 """
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import Request, Response
-from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
 from app.auth import Operation
-from app.batch import check_batch_size, run_each
+from app.batch import Items, run_each, serve_batch
 from app.body import (
-    OCTET_STREAM,
     binary_response,
     compute,
     dual_body,
     is_raw,
+    json_body,
     json_response,
+    raw_response,
     read_json,
     read_query,
     read_raw,
 )
-from app.deps import KeyName, KeyringDep, SettingsDep, key_access
+from app.deps import KeyName, key_access
 from app.errors import Problem, ProblemDetail, wrong_key_type
 from app.keyring import Keyring
 from app.keystore import KeyMaterial
@@ -36,10 +37,6 @@ from core import aez
 
 router = family_router("aez")
 
-VERSION_HEADER = "Cipherd-Key-Version"
-VERSION_HEADER_DOC = {
-    VERSION_HEADER: {"description": "the key version used", "schema": {"type": "integer"}}
-}
 Tau = Annotated[int, Field(ge=0, le=aez.MAX_TAU, description="expansion in bytes")]
 # In JSON, tau must be a number: "16", 16.0 and true are refused rather than converted.
 StrictTau = Annotated[
@@ -84,11 +81,11 @@ class AezPlaintext(BaseModel):
 
 
 class AezEncryptBatch(BaseModel):
-    items: list[AezEncryptRequest] = Field(min_length=1)
+    items: Items[AezEncryptRequest]
 
 
 class AezDecryptBatch(BaseModel):
-    items: list[AezDecryptRequest] = Field(min_length=1)
+    items: Items[AezDecryptRequest]
 
 
 class AezEncryptResult(BaseModel):
@@ -134,16 +131,12 @@ def _decrypt(material: KeyMaterial, params: AezParams | AezQuery, ciphertext: by
     return plaintext
 
 
-def _raw_response(payload: bytes, version: int) -> Response:
-    return Response(payload, media_type=OCTET_STREAM, headers={VERSION_HEADER: str(version)})
-
-
 @router.post(
     "/{name}/encrypt",
     response_model=AezCiphertext,
     summary="Encrypt with a server-held AEZ key",
     openapi_extra=dual_body(AezEncryptRequest, "the plaintext; parameters in the query", AezQuery),
-    responses=binary_response("the ciphertext, for a raw request", VERSION_HEADER_DOC),
+    responses=binary_response("the ciphertext, for a raw request"),
     dependencies=[key_access(Operation.ENCRYPT)],
 )
 async def encrypt(request: Request, name: KeyName) -> Response:
@@ -153,8 +146,8 @@ async def encrypt(request: Request, name: KeyName) -> Response:
         data = await read_raw(request)
         material = _aez(await keyring.fetch(name))
         ciphertext = await compute(len(data), _encrypt, material, query, data)
-        return _raw_response(ciphertext, material.version)
-    body = await read_json(request, AezEncryptRequest)
+        return raw_response(ciphertext, material.version)
+    body = await read_json(request, AezEncryptRequest, AezQuery)
     material = _aez(await keyring.fetch(name))
     ciphertext = await compute(len(body.plaintext), _encrypt, material, body, body.plaintext)
     return json_response(AezCiphertext(ciphertext=ciphertext, key_version=material.version))
@@ -165,7 +158,7 @@ async def encrypt(request: Request, name: KeyName) -> Response:
     response_model=AezPlaintext,
     summary="Decrypt with a server-held AEZ key",
     openapi_extra=dual_body(AezDecryptRequest, "the ciphertext; parameters in the query", AezQuery),
-    responses=binary_response("the plaintext, for a raw request", VERSION_HEADER_DOC),
+    responses=binary_response("the plaintext, for a raw request"),
     dependencies=[key_access(Operation.DECRYPT)],
 )
 async def decrypt(request: Request, name: KeyName) -> Response:
@@ -175,28 +168,24 @@ async def decrypt(request: Request, name: KeyName) -> Response:
         data = await read_raw(request)
         material = _aez(await keyring.fetch(name, query.key_version))
         plaintext = await compute(len(data), _decrypt, material, query, data)
-        return _raw_response(plaintext, material.version)
-    body = await read_json(request, AezDecryptRequest)
+        return raw_response(plaintext, material.version)
+    body = await read_json(request, AezDecryptRequest, AezQuery)
     material = _aez(await keyring.fetch(name, body.key_version))
     plaintext = await compute(len(body.ciphertext), _decrypt, material, body, body.ciphertext)
     return json_response(AezPlaintext(plaintext=plaintext, key_version=material.version))
 
 
-def _encrypt_batch(
-    keyring: Keyring, name: str, items: list[AezEncryptRequest]
-) -> AezEncryptBatchResponse:
+def _encrypt_batch(keyring: Keyring, name: str, batch: AezEncryptBatch) -> AezEncryptBatchResponse:
     material = _aez(keyring.material(name))  # unknown key or wrong type fails the whole batch
 
     def one(item: AezEncryptRequest) -> AezEncryptResult:
         ciphertext = _encrypt(material, item, item.plaintext)
         return AezEncryptResult(ciphertext=ciphertext, key_version=material.version)
 
-    return AezEncryptBatchResponse(results=run_each(items, one, AezEncryptResult))
+    return AezEncryptBatchResponse(results=run_each(batch.items, one, AezEncryptResult))
 
 
-def _decrypt_batch(
-    keyring: Keyring, name: str, items: list[AezDecryptRequest]
-) -> AezDecryptBatchResponse:
+def _decrypt_batch(keyring: Keyring, name: str, batch: AezDecryptBatch) -> AezDecryptBatchResponse:
     _aez(keyring.material(name))
 
     def one(item: AezDecryptRequest) -> AezDecryptResult:
@@ -204,32 +193,28 @@ def _decrypt_batch(
         plaintext = _decrypt(material, item, item.ciphertext)
         return AezDecryptResult(plaintext=plaintext, key_version=material.version)
 
-    return AezDecryptBatchResponse(results=run_each(items, one, AezDecryptResult))
+    return AezDecryptBatchResponse(results=run_each(batch.items, one, AezDecryptResult))
 
 
 @router.post(
     "/{name}/encrypt/batch",
     response_model=AezEncryptBatchResponse,
-    response_model_exclude_none=True,
     summary="Encrypt many plaintexts with a server-held AEZ key",
+    openapi_extra=json_body(AezEncryptBatch),
     dependencies=[key_access(Operation.ENCRYPT)],
 )
-async def encrypt_batch(
-    body: AezEncryptBatch, name: KeyName, keyring: KeyringDep, settings: SettingsDep
-) -> AezEncryptBatchResponse:
-    check_batch_size(len(body.items), settings.max_batch_items)
-    return await run_in_threadpool(_encrypt_batch, keyring, name, body.items)
+async def encrypt_batch(request: Request, name: KeyName) -> Response:
+    run = partial(_encrypt_batch, request.app.state.keyring, name)
+    return await serve_batch(request, AezEncryptBatch, run)
 
 
 @router.post(
     "/{name}/decrypt/batch",
     response_model=AezDecryptBatchResponse,
-    response_model_exclude_none=True,
     summary="Decrypt many ciphertexts with a server-held AEZ key",
+    openapi_extra=json_body(AezDecryptBatch),
     dependencies=[key_access(Operation.DECRYPT)],
 )
-async def decrypt_batch(
-    body: AezDecryptBatch, name: KeyName, keyring: KeyringDep, settings: SettingsDep
-) -> AezDecryptBatchResponse:
-    check_batch_size(len(body.items), settings.max_batch_items)
-    return await run_in_threadpool(_decrypt_batch, keyring, name, body.items)
+async def decrypt_batch(request: Request, name: KeyName) -> Response:
+    run = partial(_decrypt_batch, request.app.state.keyring, name)
+    return await serve_batch(request, AezDecryptBatch, run)

@@ -5,26 +5,27 @@ part and have the service decrypt. Encryption answers with the key version it us
 takes the version (default: the latest), since the payload format has no room for it.
 """
 
+from functools import partial
 from typing import Annotated, Literal
 
 from fastapi import Request, Response
-from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from app.auth import Operation
-from app.batch import check_batch_size, run_each
+from app.batch import Items, run_each, serve_batch
 from app.body import (
-    OCTET_STREAM,
     binary_response,
     compute,
     dual_body,
     is_raw,
+    json_body,
     json_response,
+    raw_response,
     read_json,
     read_query,
     read_raw,
 )
-from app.deps import KeyName, KeyringDep, SettingsDep, key_access, service_access
+from app.deps import KeyName, key_access, service_access
 from app.errors import ProblemDetail, invalid_input, wrong_key_type
 from app.keyring import Keyring
 from app.keystore import KeyMaterial
@@ -34,8 +35,6 @@ from app.schemas import Base64Bytes
 from core import ecies
 
 router = family_router("ecies")
-
-VERSION_HEADER = "Cipherd-Key-Version"
 
 
 class EciesOptions(BaseModel):
@@ -108,11 +107,11 @@ class EciesPublicCiphertext(BaseModel):
 
 
 class EciesEncryptBatch(BaseModel):
-    items: list[EciesEncryptRequest] = Field(min_length=1)
+    items: Items[EciesEncryptRequest]
 
 
 class EciesDecryptBatch(BaseModel):
-    items: list[EciesDecryptRequest] = Field(min_length=1)
+    items: Items[EciesDecryptRequest]
 
 
 class EciesEncryptResult(BaseModel):
@@ -172,15 +171,6 @@ def _decrypt(material: KeyMaterial, ciphertext: bytes, options: EciesOptions) ->
         return ecies.decrypt(material.secret, ciphertext, config)
 
 
-def _raw_response(payload: bytes, version: int) -> Response:
-    return Response(payload, media_type=OCTET_STREAM, headers={VERSION_HEADER: str(version)})
-
-
-VERSION_HEADER_DOC = {
-    VERSION_HEADER: {"description": "the key version used", "schema": {"type": "integer"}}
-}
-
-
 @router.post(
     "/{name}/encrypt",
     response_model=EciesCiphertext,
@@ -188,7 +178,7 @@ VERSION_HEADER_DOC = {
     openapi_extra=dual_body(
         EciesEncryptRequest, "the plaintext; parameters in the query", EciesQuery
     ),
-    responses=binary_response("the payload, for a raw request", VERSION_HEADER_DOC),
+    responses=binary_response("the payload, for a raw request"),
     dependencies=[key_access(Operation.ENCRYPT)],
 )
 async def encrypt(request: Request, name: KeyName) -> Response:
@@ -198,8 +188,8 @@ async def encrypt(request: Request, name: KeyName) -> Response:
         data = await read_raw(request)
         material = _ecies(await keyring.fetch(name))
         payload = await compute(len(data), _encrypt, material, data, query)
-        return _raw_response(payload, material.version)
-    body = await read_json(request, EciesEncryptRequest)
+        return raw_response(payload, material.version)
+    body = await read_json(request, EciesEncryptRequest, EciesQuery)
     material = _ecies(await keyring.fetch(name))
     payload = await compute(len(body.plaintext), _encrypt, material, body.plaintext, body.config)
     return json_response(EciesCiphertext(ciphertext=payload, key_version=material.version))
@@ -212,7 +202,7 @@ async def encrypt(request: Request, name: KeyName) -> Response:
     openapi_extra=dual_body(
         EciesDecryptRequest, "the payload; parameters in the query", EciesQuery
     ),
-    responses=binary_response("the plaintext, for a raw request", VERSION_HEADER_DOC),
+    responses=binary_response("the plaintext, for a raw request"),
     dependencies=[key_access(Operation.DECRYPT)],
 )
 async def decrypt(request: Request, name: KeyName) -> Response:
@@ -222,8 +212,8 @@ async def decrypt(request: Request, name: KeyName) -> Response:
         data = await read_raw(request)
         material = _ecies(await keyring.fetch(name, query.key_version))
         plaintext = await compute(len(data), _decrypt, material, data, query)
-        return _raw_response(plaintext, material.version)
-    body = await read_json(request, EciesDecryptRequest)
+        return raw_response(plaintext, material.version)
+    body = await read_json(request, EciesDecryptRequest, EciesQuery)
     material = _ecies(await keyring.fetch(name, body.key_version))
     plaintext = await compute(
         len(body.ciphertext), _decrypt, material, body.ciphertext, body.config
@@ -232,7 +222,7 @@ async def decrypt(request: Request, name: KeyName) -> Response:
 
 
 def _encrypt_batch(
-    keyring: Keyring, name: str, items: list[EciesEncryptRequest]
+    keyring: Keyring, name: str, batch: EciesEncryptBatch
 ) -> EciesEncryptBatchResponse:
     material = _ecies(keyring.material(name))  # unknown key or wrong type fails the whole batch
 
@@ -240,11 +230,11 @@ def _encrypt_batch(
         ciphertext = _encrypt(material, item.plaintext, item.config)
         return EciesEncryptResult(ciphertext=ciphertext, key_version=material.version)
 
-    return EciesEncryptBatchResponse(results=run_each(items, one, EciesEncryptResult))
+    return EciesEncryptBatchResponse(results=run_each(batch.items, one, EciesEncryptResult))
 
 
 def _decrypt_batch(
-    keyring: Keyring, name: str, items: list[EciesDecryptRequest]
+    keyring: Keyring, name: str, batch: EciesDecryptBatch
 ) -> EciesDecryptBatchResponse:
     _ecies(keyring.material(name))
 
@@ -253,35 +243,31 @@ def _decrypt_batch(
         plaintext = _decrypt(material, item.ciphertext, item.config)
         return EciesDecryptResult(plaintext=plaintext, key_version=material.version)
 
-    return EciesDecryptBatchResponse(results=run_each(items, one, EciesDecryptResult))
+    return EciesDecryptBatchResponse(results=run_each(batch.items, one, EciesDecryptResult))
 
 
 @router.post(
     "/{name}/encrypt/batch",
     response_model=EciesEncryptBatchResponse,
-    response_model_exclude_none=True,
     summary="Encrypt many plaintexts to a server-held ECIES key",
+    openapi_extra=json_body(EciesEncryptBatch),
     dependencies=[key_access(Operation.ENCRYPT)],
 )
-async def encrypt_batch(
-    body: EciesEncryptBatch, name: KeyName, keyring: KeyringDep, settings: SettingsDep
-) -> EciesEncryptBatchResponse:
-    check_batch_size(len(body.items), settings.max_batch_items)
-    return await run_in_threadpool(_encrypt_batch, keyring, name, body.items)
+async def encrypt_batch(request: Request, name: KeyName) -> Response:
+    run = partial(_encrypt_batch, request.app.state.keyring, name)
+    return await serve_batch(request, EciesEncryptBatch, run)
 
 
 @router.post(
     "/{name}/decrypt/batch",
     response_model=EciesDecryptBatchResponse,
-    response_model_exclude_none=True,
     summary="Decrypt many payloads with a server-held ECIES key",
+    openapi_extra=json_body(EciesDecryptBatch),
     dependencies=[key_access(Operation.DECRYPT)],
 )
-async def decrypt_batch(
-    body: EciesDecryptBatch, name: KeyName, keyring: KeyringDep, settings: SettingsDep
-) -> EciesDecryptBatchResponse:
-    check_batch_size(len(body.items), settings.max_batch_items)
-    return await run_in_threadpool(_decrypt_batch, keyring, name, body.items)
+async def decrypt_batch(request: Request, name: KeyName) -> Response:
+    run = partial(_decrypt_batch, request.app.state.keyring, name)
+    return await serve_batch(request, EciesDecryptBatch, run)
 
 
 def _encrypt_to(body: EciesPublicEncryptRequest) -> bytes:

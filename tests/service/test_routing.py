@@ -1,5 +1,5 @@
-"""KeyOperationRoute: the per-message routes check name, token and scope themselves, and answer
-exactly as FastAPI's own handler does for a route guarded by the same dependency."""
+"""KeyOperationRoute: the per-message and batch routes check name, token and scope themselves,
+and answer exactly as FastAPI's own handler does for a route guarded by the same dependency."""
 
 import base64
 
@@ -18,6 +18,10 @@ DIRECT = {
     ("POST", "/v1/aez/{name}/encrypt"): Operation.ENCRYPT,
     ("POST", "/v1/aez/{name}/decrypt"): Operation.DECRYPT,
     ("POST", "/v1/fe/{name}/decrypt"): Operation.DECRYPT,
+    ("POST", "/v1/ecies/{name}/encrypt/batch"): Operation.ENCRYPT,
+    ("POST", "/v1/ecies/{name}/decrypt/batch"): Operation.DECRYPT,
+    ("POST", "/v1/aez/{name}/encrypt/batch"): Operation.ENCRYPT,
+    ("POST", "/v1/aez/{name}/decrypt/batch"): Operation.DECRYPT,
 }
 
 

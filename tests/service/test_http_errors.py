@@ -1,0 +1,244 @@
+"""How the service answers what is not a well-formed request: bodies over the limit, clients that
+leave mid-body, unexpected errors, wrong methods, misplaced parameters, and bodies sent without
+a token. Metrics and logs must stay truthful and bounded through all of it."""
+
+import asyncio
+import base64
+import json
+import re
+import tracemalloc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from starlette.types import Message
+
+from app.batch import MAX_ITEMS
+from app.main import create_app
+from app.settings import Settings
+
+LIMIT = 4096
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+@pytest.fixture
+def auth(settings: Settings) -> dict[str, str]:
+    return {"Authorization": f"Bearer {settings.admin_token}"}
+
+
+@pytest.fixture
+def limited(settings: Settings, auth: dict[str, str]) -> Iterator[TestClient]:
+    app = create_app(settings.model_copy(update={"max_body_bytes": LIMIT}))
+    with TestClient(app, headers=auth) as client:
+        yield client
+
+
+def operations_with_a_body(app: FastAPI) -> list[tuple[str, str]]:
+    paths = app.openapi()["paths"]
+    return [
+        (method.upper(), path.replace("{name}", "k"))
+        for path, operations in paths.items()
+        for method, operation in operations.items()
+        if "requestBody" in operation
+    ]
+
+
+def test_every_body_over_the_limit_is_a_413(limited: TestClient) -> None:
+    """Whoever reads the body (FastAPI for a body parameter, or the route itself), declared or
+    streamed, the answer is the documented 413 problem, not FastAPI's 400."""
+    operations = operations_with_a_body(limited.app)  # type: ignore[arg-type]
+    assert len(operations) >= 15
+    oversized = json.dumps({"pad": "x" * LIMIT}).encode()
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, len(oversized), 1000):
+            yield oversized[start : start + 1000]
+
+    for method, path in operations:
+        headers = {"content-type": "application/json"}
+        for content in (oversized, chunks()):
+            response = limited.request(method, path, content=content, headers=headers)
+            assert response.status_code == 413, (path, response.text)
+            assert response.json()["type"] == "urn:cipherd:problem:body-too-large"
+
+
+def _log_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def test_an_unexpected_error_is_a_500_with_the_request_id_logged_once(
+    settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = create_app(settings)
+
+    @app.get("/v1/broken")
+    async def broken() -> None:
+        raise RuntimeError("an internal fault")
+
+    app.router.routes.insert(0, app.router.routes.pop())
+    # The default TestClient re-raises what escapes the app: nothing may.
+    with TestClient(app) as client:
+        response = client.get("/v1/broken", headers={"X-Request-ID": "fault-1"})
+    assert response.status_code == 500
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["x-request-id"] == "fault-1"
+    assert response.json()["detail"] == "request fault-1 failed"
+    errors = [line for line in _log_lines(capsys.readouterr().err) if line["level"] == "ERROR"]
+    assert len(errors) == 1
+    assert errors[0]["request_id"] == "fault-1"
+    assert "RuntimeError: an internal fault" in errors[0]["exception"]
+    metrics = client.get("/metrics").text
+    assert 'cipherd_http_requests_total{method="GET",route="/v1/broken",status="500"}' in metrics
+
+
+async def _call(
+    app: FastAPI, method: str, path: str, headers: dict[str, str], messages: list[Message]
+) -> list[Message]:
+    """The app called directly as an ASGI app, its body messages given as they would arrive."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    pending = list(messages)
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return pending.pop(0)
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return sent
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [
+        ("/v1/aez/k/encrypt", "application/octet-stream"),
+        ("/v1/ecies/k/decrypt", "application/json"),
+        ("/v1/keys", "application/json"),  # a body FastAPI reads
+    ],
+)
+def test_a_client_gone_mid_body_is_no_error(
+    settings: Settings,
+    auth: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    path: str,
+    content_type: str,
+) -> None:
+    app = create_app(settings)
+    headers = {**auth, "content-type": content_type, "content-length": "100"}
+    parts = [{"type": "http.request", "body": b"abcde", "more_body": True}]
+    sent = asyncio.run(_call(app, "POST", path, headers, [*parts, {"type": "http.disconnect"}]))
+    assert not [m for m in sent if m["type"] == "http.response.start" and m["status"] >= 500]
+    lines = _log_lines(capsys.readouterr().err)
+    assert not [line for line in lines if line["level"] == "ERROR"]
+    (access,) = [line for line in lines if line["logger"] == "cipherd.access"]
+    assert access["status"] == 499
+
+
+def test_a_declared_length_is_not_allocated_before_the_bytes_arrive(
+    settings: Settings, auth: dict[str, str]
+) -> None:
+    """A few header bytes claiming a 200 MB body must not make the service hold 200 MB."""
+    app = create_app(settings)
+    with TestClient(app, headers=auth) as client:
+        client.post("/v1/keys", json={"name": "k", "type": "aez"})
+    headers = {
+        **auth,
+        "content-type": "application/octet-stream",
+        "content-length": str(200_000_000),
+    }
+    messages = [
+        {"type": "http.request", "body": b"abcde", "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    tracemalloc.start()
+    try:
+        asyncio.run(_call(app, "POST", "/v1/aez/k/encrypt", headers, messages))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 10_000_000
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/ecies/k/encrypt/batch", "/v1/aez/k/decrypt/batch", "/v1/ecies/k/encrypt"]
+)
+def test_without_a_token_no_body_is_read(app: FastAPI, path: str) -> None:
+    headers = {"content-type": "application/json", "content-length": "30000000"}
+    sent = asyncio.run(
+        _call(app, "POST", path, headers, [])
+    )  # any receive() would fail: none is left
+    assert sent[0]["status"] == 401
+
+
+def test_batch_items_are_bounded_before_they_are_all_built(client: TestClient) -> None:
+    client.post("/v1/keys", json={"name": "k", "type": "aez"})
+    over_cap = {"items": [{"ciphertext": ""}] * (MAX_ITEMS + 1)}
+    response = client.post("/v1/aez/k/decrypt/batch", json=over_cap)
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["type"] == "too_long"
+    over_setting = {"items": [{"ciphertext": ""}] * 1001}
+    response = client.post("/v1/aez/k/decrypt/batch", json=over_setting)
+    assert response.status_code == 422
+    assert "CIPHERD_MAX_BATCH_ITEMS" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "body"),
+    [
+        ("/v1/ecies/k/decrypt", "key_version=2", {"ciphertext": b64(b"x" * 100)}),
+        ("/v1/ecies/k/encrypt", "symmetric_algorithm=xchacha20", {"plaintext": b64(b"hi")}),
+        ("/v1/aez/a/encrypt", "tau=0&nonce=AA%3D%3D", {"plaintext": b64(b"hi")}),
+    ],
+)
+def test_raw_body_parameters_in_the_query_of_a_json_request_are_refused(
+    client: TestClient, path: str, query: str, body: dict[str, str]
+) -> None:
+    """With a JSON body they would be ignored: a decryption would silently use another version."""
+    client.post("/v1/keys", json={"name": "k", "type": "ecies-secp256k1"})
+    client.post("/v1/keys", json={"name": "a", "type": "aez"})
+    response = client.post(f"{path}?{query}", json=body)
+    assert response.status_code == 422, response.text
+    assert "application/octet-stream" in response.json()["detail"]
+
+
+def test_a_wrong_method_is_a_405_with_allow(client: TestClient) -> None:
+    response = client.get("/v1/ecies/k/encrypt")
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+
+
+def test_json_only_routes_name_json_alone_in_their_415(client: TestClient) -> None:
+    response = client.post(
+        "/v1/fe/k/decrypt", content=b"{}", headers={"content-type": "application/octet-stream"}
+    )
+    assert response.status_code == 415
+    assert response.json()["detail"] == "send application/json, not application/octet-stream"
+
+
+def test_metric_labels_stay_bounded_and_name_the_route(client: TestClient) -> None:
+    client.get("/openapi.json")
+    for method in ("PROPFIND", "MKCOL", "M-SEARCH"):
+        client.request(method, "/healthz")
+    metrics = client.get("/metrics").text
+    assert re.search(r'requests_total\{method="GET",route="/openapi.json",status="200"\}', metrics)
+    assert 'method="other",route="/healthz",status="405"' in metrics
+    assert "PROPFIND" not in metrics

@@ -126,9 +126,10 @@ def running(
     options: tuple[str, ...] = ("--init",),
     token: str | None = None,
     serve_args: tuple[str, ...] = (),
+    port_in_one_word: bool = False,
 ) -> Iterator[Container]:
-    """`podman run --init --network=host IMAGE --port P [serve_args]`, as in the README;
-    removed afterwards."""
+    """`podman run --init --network=host IMAGE --port P [serve_args]`, as in the README (or
+    `--port=P`); removed afterwards."""
     token = token or "docker-admin-" + secrets.token_urlsafe(16)
     port = free_port()
     name = f"cipherd-test-{secrets.token_hex(4)}"
@@ -137,7 +138,8 @@ def running(
         args += ["-v", f"{volume}:/data"]
     for key, value in {"CIPHERD_ADMIN_TOKEN": token, **(env or {})}.items():
         args += ["-e", f"{key}={value}"]
-    podman(*args, image, "--port", str(port), *serve_args)
+    port_args = [f"--port={port}"] if port_in_one_word else ["--port", str(port)]
+    podman(*args, image, *port_args, *serve_args)
     container = Container(name, f"http://127.0.0.1:{port}", token)
     try:
         container.wait_until_serving()
@@ -227,6 +229,12 @@ def test_image_holds_the_venv_and_no_build_tools(image: str) -> None:
     assert "CIPHERD_DATA_DIR=/data" in config["Env"]
     check = inspected["Healthcheck"]["Test"]
     assert check[:2] == ["CMD", "python"] and "/healthz" in check[-1]
+
+
+def test_the_healthcheck_finds_a_port_given_as_one_word(image: str) -> None:
+    with running(image, port_in_one_word=True) as container:
+        assert httpx.get(f"{container.url}/healthz").status_code == 200
+        assert podman("healthcheck", "run", container.name, check=False).returncode == 0
 
 
 def test_serves_ecies_and_aez_as_non_root(image: str, volume: str) -> None:

@@ -56,7 +56,9 @@ class AezQuery(BaseModel):
     """The parameters of a raw (application/octet-stream) request."""
 
     nonce: Base64Bytes = Field(b"", description="base64 (percent-encode it in the URL)")
-    ad: list[Base64Bytes] | None = Field(None, description="repeat for each string, in order")
+    ad: list[Base64Bytes] | None = Field(
+        None, description="repeat for each string, in order", max_length=1024
+    )
     tau: Tau = 16
     key_version: int | None = Field(None, ge=1, description="decrypt only; default: latest")
 

@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, status
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 from app.auth import Operation, Principal
 from app.deps import (
@@ -35,13 +35,16 @@ KeyTypeName = Annotated[
 class KeyCreate(BaseModel):
     name: str = Field(pattern=KEY_NAME_PATTERN, examples=["orders"])
     type: KeyTypeName
-    dimension: int | None = Field(None, ge=1, description="vector length, for FE key types only")
+    # Strict: JSON true is not the dimension 1, nor "yes" a yes.
+    dimension: StrictInt | None = Field(
+        None, ge=1, description="vector length, for FE key types only"
+    )
     curve: Literal["bls12-381", "bn254"] | None = Field(
         None,
         description="pairing curve, for FE key types only: bls12-381 (the default, about "
         "120-128-bit security) or bn254 (faster, about 100-bit security)",
     )
-    exportable: bool = Field(False, description="whether the admin may export the secret")
+    exportable: StrictBool = Field(False, description="whether the admin may export the secret")
 
 
 class KeyVersionOut(BaseModel):

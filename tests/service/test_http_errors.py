@@ -242,3 +242,29 @@ def test_metric_labels_stay_bounded_and_name_the_route(client: TestClient) -> No
     assert re.search(r'requests_total\{method="GET",route="/openapi.json",status="200"\}', metrics)
     assert 'method="other",route="/healthz",status="405"' in metrics
     assert "PROPFIND" not in metrics
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"name": "f", "type": "ipfe-opt", "dimension": True},
+        {"name": "f", "type": "ipfe-opt", "dimension": 3.0},
+        {"name": "e", "type": "ecies-secp256k1", "exportable": "yes"},
+        {"name": "e", "type": "ecies-secp256k1", "exportable": 1},
+    ],
+)
+def test_key_options_are_not_coerced(client: TestClient, body: dict[str, Any]) -> None:
+    response = client.post("/v1/keys", json=body)
+    assert response.status_code == 422, response.text
+    assert client.get(f"/v1/keys/{body['name']}").status_code == 404
+
+
+def test_raw_associated_data_is_bounded_like_json(client: TestClient) -> None:
+    client.post("/v1/keys", json={"name": "a", "type": "aez"})
+    query = "&".join(["ad=AA%3D%3D"] * 1025)
+    response = client.post(
+        f"/v1/aez/a/encrypt?{query}",
+        content=b"hi",
+        headers={"content-type": "application/octet-stream"},
+    )
+    assert response.status_code == 422, response.text

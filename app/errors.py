@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from app.keystore import (
+    KeyChangedError,
     KeyExistsError,
     KeyNotFoundError,
     StoreUnavailableError,
@@ -107,6 +108,8 @@ def problem_for(exc: Exception) -> Problem | None:
             return Problem(404, "key-not-found", "Key not found", str(exc))
         case KeyExistsError():
             return Problem(409, "key-exists", "Key exists", str(exc))
+        case KeyChangedError():
+            return Problem(409, "key-changed", "Key changed", str(exc))
         case StoreUnavailableError():
             return Problem(503, "store-unavailable", "Store unavailable", str(exc))
     return None
@@ -121,6 +124,7 @@ KNOWN_ERRORS: tuple[type[Exception], ...] = (
     KeyNotFoundError,
     VersionNotFoundError,
     KeyExistsError,
+    KeyChangedError,
     StoreUnavailableError,
 )
 

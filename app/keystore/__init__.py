@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from app.keystore.base import (
+    KeyChangedError,
     KeyExistsError,
     KeyInfo,
     KeyMaterial,
@@ -32,6 +33,7 @@ def open_store(url: str, wrapper: KeyWrapper) -> KeyStore:
 
 
 __all__ = [
+    "KeyChangedError",
     "KeyExistsError",
     "KeyInfo",
     "KeyMaterial",

@@ -10,6 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+# How long a write waits for a lock another process holds (its rotation of the same key, or for
+# SQLite any write) before it gives up with StoreUnavailableError, a 503 the client retries.
+LOCK_WAIT_SECONDS = 10.0
+
 
 class KeyStoreError(Exception):
     """Base class of the store's own errors."""
@@ -41,6 +45,18 @@ class VersionNotFoundError(KeyStoreError, LookupError):
         super().__init__(f"key {name!r} has no version {version}")
         self.name = name
         self.version = version
+
+
+class KeyChangedError(KeyStoreError):
+    """The key was deleted, and perhaps its name given to a new key, while a new version was
+    being drawn for it: the version belongs to neither, so nothing was stored."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"key {name!r} was deleted or replaced while its new version was being made; "
+            "nothing was stored"
+        )
+        self.name = name
 
 
 class KeyExistsError(KeyStoreError):
@@ -79,6 +95,7 @@ class KeyMaterial:
     params: dict[str, Any]
     secret: bytes = field(repr=False)
     public: bytes | None
+    exportable: bool  # read with the secret, so that an export checks the key it returns
 
 
 @dataclass(frozen=True)
@@ -110,8 +127,12 @@ class KeyStore(ABC):
         """Store version 1 of a new key; `KeyExistsError` if the name is taken."""
 
     @abstractmethod
-    def rotate(self, name: str, secret: bytes, public: bytes | None) -> KeyInfo:
-        """Add the next version atomically: concurrent rotations get distinct versions."""
+    def rotate(self, name: str, secret: bytes, public: bytes | None, created_at: float) -> KeyInfo:
+        """Add the next version atomically: concurrent rotations get distinct versions.
+
+        `created_at` is that of the key the secret was drawn for (drawing can take seconds):
+        `KeyChangedError` if the name now stands for another key, or `KeyNotFoundError`.
+        """
 
     @abstractmethod
     def get(self, name: str) -> KeyInfo:

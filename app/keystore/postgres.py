@@ -18,7 +18,7 @@ import psycopg
 from psycopg.errors import IdleInTransactionSessionTimeout
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from app.keystore.base import KeyStoreError, StoreUnavailableError
+from app.keystore.base import LOCK_WAIT_SECONDS, KeyStoreError, StoreUnavailableError
 from app.keystore.sql import Cursor, SqlKeyStore
 from app.keystore.wrapping import KeyWrapper
 
@@ -27,11 +27,9 @@ SCHEMA_LOCK_ID = 0x63697068  # advisory lock taken while creating tables
 CONNECT_SECONDS = 30.0
 # How long a request waits for a connection before its answer is 503.
 STORE_WAIT_SECONDS = 5.0
-# How long a statement waits for a lock (another replica's rotation of the same key) before its
-# answer is 503, and how long PostgreSQL lets a session of ours sit idle inside a transaction (a
-# process frozen mid-rotation) before it ends it and frees its locks. Without them one frozen
-# replica would stall every other replica's writes to that key indefinitely.
-LOCK_WAIT_SECONDS = 10.0
+# How long PostgreSQL lets a session of ours sit idle inside a transaction (a process frozen
+# mid-rotation) before it ends it and frees its locks. Without it (and LOCK_WAIT_SECONDS) one
+# frozen replica would stall every other replica's writes to that key indefinitely.
 IDLE_IN_TRANSACTION_SECONDS = 30.0
 
 log = logging.getLogger("cipherd.keystore")

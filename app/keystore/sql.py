@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from app.keystore.base import (
+    KeyChangedError,
     KeyExistsError,
     KeyInfo,
     KeyMaterial,
@@ -175,12 +176,14 @@ class SqlKeyStore(KeyStore):
             )
             return self._info(cursor, name)
 
-    def rotate(self, name: str, secret: bytes, public: bytes | None) -> KeyInfo:
+    def rotate(self, name: str, secret: bytes, public: bytes | None, created_at: float) -> KeyInfo:
         now = time.time()
         with self._transaction(write=True) as cursor:
             row = self._lock_key_row(cursor, name)
             if row is None:
                 raise KeyNotFoundError(name)
+            if row[4] != created_at:
+                raise KeyChangedError(name)
             key_type, version = row[1], row[6] + 1
             wrapped = self._wrapper.wrap(secret, name, version, key_type)
             cursor.execute(
@@ -215,11 +218,13 @@ class SqlKeyStore(KeyStore):
 
     def material(self, name: str, version: int | None = None) -> KeyMaterial:
         with self._transaction(write=False) as cursor:
-            cursor.execute("SELECT type, params, latest_version FROM keys WHERE name = ?", (name,))
+            cursor.execute(
+                "SELECT type, params, latest_version, exportable FROM keys WHERE name = ?", (name,)
+            )
             key = cursor.fetchone()
             if key is None:
                 raise KeyNotFoundError(name)
-            key_type, params, latest = key
+            key_type, params, latest, exportable = key
             wanted = latest if version is None else version
             if not 1 <= wanted <= latest:
                 # Not stored, and past what an INTEGER column can even be asked for.
@@ -239,6 +244,7 @@ class SqlKeyStore(KeyStore):
             params=json.loads(params),
             secret=self._wrapper.unwrap(bytes(wrapped), name, wanted, key_type),
             public=None if public is None else bytes(public),
+            exportable=bool(exportable),
         )
 
     def delete(self, name: str) -> None:

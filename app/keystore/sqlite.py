@@ -3,8 +3,11 @@
 WAL lets readers run beside a writer, so several worker processes share one file. Every
 thread gets its own connection (sqlite3 connections are not shared across threads), and write
 transactions start with BEGIN IMMEDIATE, which takes the database's write lock, so concurrent
-rotations queue on it instead of failing half-way. `synchronous=FULL` makes a write that has
-returned survive a crash.
+rotations queue on it instead of failing half-way; a write that waits LOCK_WAIT_SECONDS (another
+process frozen while holding the lock) fails with StoreUnavailableError. `synchronous=FULL`
+makes a write that has returned survive a crash. `secure_delete` zeroes what a deletion frees,
+and a deletion is checkpointed at once, so a deleted key's wrapped secret does not stay behind
+in the database or its write-ahead log.
 """
 
 import sqlite3
@@ -13,11 +16,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.keystore.base import KeyStoreError
+from app.keystore.base import LOCK_WAIT_SECONDS, KeyStoreError, StoreUnavailableError
 from app.keystore.sql import Cursor, SqlKeyStore
 from app.keystore.wrapping import KeyWrapper
 
-BUSY_TIMEOUT_MS = 30_000
+_BUSY, _LOCKED = 5, 6  # SQLite's primary result codes for a lock held elsewhere
 
 
 class SqliteKeyStore(SqlKeyStore):
@@ -39,12 +42,15 @@ class SqliteKeyStore(SqlKeyStore):
         connection = getattr(self._local, "connection", None)
         if connection is None:
             connection = sqlite3.connect(
-                self._path, isolation_level=None, check_same_thread=False, timeout=30
+                self._path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=LOCK_WAIT_SECONDS,
             )
-            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = FULL")
             connection.execute("PRAGMA foreign_keys = ON")
+            connection.execute("PRAGMA secure_delete = ON")
             self._local.connection = connection
             with self._connections_lock:
                 self._connections.append(connection)
@@ -54,16 +60,31 @@ class SqliteKeyStore(SqlKeyStore):
     def _transaction(self, write: bool) -> Iterator[Cursor]:
         connection = self._connection()
         cursor = connection.cursor()
-        cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
-            yield cursor
-        except BaseException:
-            cursor.execute("ROLLBACK")
-            raise
-        else:
-            cursor.execute("COMMIT")
+            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield cursor
+            except BaseException:
+                cursor.execute("ROLLBACK")
+                raise
+            else:
+                cursor.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF not in (_BUSY, _LOCKED):
+                raise
+            raise StoreUnavailableError(
+                f"the SQLite store stayed locked by another process for {LOCK_WAIT_SECONDS:g} s;"
+                " retry"
+            ) from None
         finally:
             cursor.close()
+
+    def delete(self, name: str) -> None:
+        super().delete(name)
+        # Move the zeroed pages into the database and empty the log, which still holds the
+        # pages as they were. Best effort: a reader in another process can hold it back, and
+        # the next automatic checkpoint then does it.
+        self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         with self._connections_lock:

@@ -187,6 +187,7 @@ def get_key(name: KeyName, keyring: KeyringDep) -> KeyOut:
     "/{name}/rotate",
     response_model=KeyOut,
     summary="Add a new version; older versions still decrypt (admin)",
+    responses={409: {"description": "the key was deleted or replaced during the rotation"}},
 )
 def rotate_key(name: KeyName, keyring: KeyringDep, _: Admin) -> KeyOut:
     info = rotate_stored_key(keyring.store, name)
@@ -198,7 +199,7 @@ def rotate_stored_key(store: KeyStore, name: str) -> KeyInfo:
     """A new version of the key, drawn with the parameters it was created with."""
     current = store.get(name)
     secret, public = KEY_TYPES[current.type].generate(current.params)
-    return store.rotate(name, secret, public)
+    return store.rotate(name, secret, public, current.created_at)
 
 
 @router.delete(
@@ -242,7 +243,7 @@ def public_key(name: KeyName, keyring: KeyringDep, version: Version = None) -> P
 )
 def export_key(name: KeyName, keyring: KeyringDep, _: Admin, version: Version = None) -> KeyExport:
     material = keyring.store.material(name, version)
-    if not keyring.store.get(name).exportable:
+    if not material.exportable:
         raise Problem(
             403, "not-exportable", "Not exportable", f"key {name!r} was not created exportable"
         )

@@ -1,7 +1,9 @@
 """Key lifecycle over HTTP."""
 
 import base64
+import dataclasses
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -135,3 +137,26 @@ def test_malformed_json_is_a_problem(client: TestClient) -> None:
 def test_unknown_path_and_method(client: TestClient) -> None:
     assert client.get("/v1/nothing").status_code == 404
     assert client.put("/v1/keys").status_code == 405
+
+
+def test_a_rotation_that_loses_a_race_with_delete_and_create_is_a_409(
+    client: TestClient, app: FastAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The name is deleted and given to an ECIES key while an FE version is being drawn: the
+    FE material must not become version 2 of the ECIES key."""
+    client.post("/v1/keys", json={"name": "k", "type": "ipfe-opt", "dimension": 3})
+    fe_type = KEY_TYPES["ipfe-opt"]
+
+    def generate_while_replaced(params: dict) -> tuple[bytes, bytes | None]:
+        assert client.delete("/v1/keys/k").status_code == 204
+        assert client.post("/v1/keys", json={"name": "k", "type": "aez"}).status_code == 201
+        return fe_type.generate(params)
+
+    replaced = dataclasses.replace(fe_type, generate=generate_while_replaced)
+    monkeypatch.setitem(KEY_TYPES, "ipfe-opt", replaced)
+    response = client.post("/v1/keys/k/rotate")
+    assert response.status_code == 409
+    assert response.json()["type"] == "urn:cipherd:problem:key-changed"
+    assert client.get("/v1/keys/k").json()["latest_version"] == 1
+    sealed = client.post("/v1/aez/k/encrypt", json={"plaintext": "aGk="})
+    assert sealed.status_code == 200

@@ -10,16 +10,19 @@ import pytest
 
 from app.bootstrap import load_admin_token, load_root_key
 from app.keystore import (
+    KeyChangedError,
     KeyExistsError,
     KeyNotFoundError,
     KeyStore,
     KeyStoreError,
     KeyWrapper,
     RootKeyMismatchError,
+    StoreUnavailableError,
     TokenRecord,
     UnwrapError,
     VersionNotFoundError,
     open_store,
+    sqlite,
 )
 from app.keystore.postgres import PostgresKeyStore
 from app.settings import Settings
@@ -59,8 +62,8 @@ def test_create_twice_is_refused_and_changes_nothing(store: KeyStore) -> None:
 
 
 def test_rotation_keeps_old_versions(store: KeyStore) -> None:
-    store.create("k", "ecies-x25519", {}, False, b"1" * 32, b"P1")
-    info = store.rotate("k", b"2" * 32, b"P2")
+    created = store.create("k", "ecies-x25519", {}, False, b"1" * 32, b"P1")
+    info = store.rotate("k", b"2" * 32, b"P2", created.created_at)
     assert info.latest_version == 2
     assert store.material("k").secret == b"2" * 32
     assert store.material("k", 1).secret == b"1" * 32
@@ -73,7 +76,7 @@ def test_unknown_key(store: KeyStore) -> None:
     for call in (
         lambda: store.get("nope"),
         lambda: store.material("nope"),
-        lambda: store.rotate("nope", b"x", None),
+        lambda: store.rotate("nope", b"x", None, 0.0),
         lambda: store.delete("nope"),
     ):
         with pytest.raises(KeyNotFoundError):
@@ -81,14 +84,36 @@ def test_unknown_key(store: KeyStore) -> None:
 
 
 def test_delete_removes_every_version(store: KeyStore) -> None:
-    store.create("k", "aez", {}, False, b"1" * 48, None)
-    store.rotate("k", b"2" * 48, None)
+    created = store.create("k", "aez", {}, False, b"1" * 48, None)
+    store.rotate("k", b"2" * 48, None, created.created_at)
     store.delete("k")
     with pytest.raises(KeyNotFoundError):
         store.material("k", 1)
     assert store.list() == []
     # The name can be used again, starting from version 1.
     assert store.create("k", "aez", {}, False, b"3" * 48, None).latest_version == 1
+
+
+def test_a_rotation_of_a_key_deleted_meanwhile_stores_nothing(store: KeyStore) -> None:
+    """A new version is drawn for the key as it was read; if the name has since been deleted
+    and given to a key of another type, the version belongs to neither."""
+    old = store.create("k", "ipfe-opt", {"dimension": 3}, False, b"f" * 64, b"p")
+    store.delete("k")
+    with pytest.raises(KeyNotFoundError):
+        store.rotate("k", b"g" * 64, b"q", old.created_at)
+    new = store.create("k", "ecies-x25519", {}, True, b"e" * 32, b"E" * 32)
+    with pytest.raises(KeyChangedError):
+        store.rotate("k", b"g" * 64, b"q", old.created_at)
+    assert store.get("k").latest_version == 1
+    assert store.material("k").secret == b"e" * 32
+    assert store.rotate("k", b"h" * 32, b"H" * 32, new.created_at).latest_version == 2
+
+
+def test_material_says_whether_its_key_is_exportable(store: KeyStore) -> None:
+    store.create("closed", "aez", {}, False, b"c" * 48, None)
+    store.create("open", "aez", {}, True, b"o" * 48, None)
+    assert store.material("closed").exportable is False
+    assert store.material("open").exportable is True
 
 
 def test_list_is_sorted_and_params_survive(store: KeyStore) -> None:
@@ -116,12 +141,12 @@ def test_list_pages_by_name(store: KeyStore) -> None:
 
 
 def test_concurrent_rotations_get_distinct_consecutive_versions(store: KeyStore) -> None:
-    store.create("hot", "aez", {}, False, b"0" * 48, None)
+    created = store.create("hot", "aez", {}, False, b"0" * 48, None)
     errors: list[BaseException] = []
 
     def rotate(i: int) -> None:
         try:
-            store.rotate("hot", bytes([i]) * 48, None)
+            store.rotate("hot", bytes([i]) * 48, None, created.created_at)
         except BaseException as exc:  # collected and asserted below
             errors.append(exc)
 
@@ -248,3 +273,47 @@ def test_a_database_that_refuses_is_one_error_without_the_password() -> None:
     with pytest.raises(KeyStoreError) as refused:
         PostgresKeyStore(url, KeyWrapper(ROOT_KEY), connect_seconds=0.5)
     assert password not in str(refused.value)
+
+
+def test_a_deleted_secret_leaves_no_trace_in_the_sqlite_files(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite3"
+    store = open_store(f"sqlite:///{path}", KeyWrapper(ROOT_KEY))
+    try:
+        store.create("gone", "aez", {}, True, b"g" * 48, None)
+        store.create("kept", "aez", {}, True, b"k" * 48, None)
+        with store._transaction(write=False) as cursor:  # type: ignore[attr-defined]
+            cursor.execute("SELECT wrapped FROM key_versions WHERE name = ?", ("gone",))
+            (wrapped,) = cursor.fetchone()
+        files = [path, path.with_name(path.name + "-wal")]
+        assert any(bytes(wrapped) in f.read_bytes() for f in files if f.exists())
+        store.delete("gone")
+        for file in files:
+            if file.exists():
+                assert bytes(wrapped) not in file.read_bytes(), file
+        assert store.material("kept").secret == b"k" * 48
+    finally:
+        store.close()
+
+
+def test_a_write_lock_held_elsewhere_is_store_unavailable_not_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process frozen while it holds SQLite's write lock: writes give up with the 503
+    of an unavailable store (retry) instead of a 500, and work again once the lock is free."""
+    import sqlite3
+
+    monkeypatch.setattr(sqlite, "LOCK_WAIT_SECONDS", 0.5)
+    path = tmp_path / "store.sqlite3"
+    store = open_store(f"sqlite:///{path}", KeyWrapper(ROOT_KEY))
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        created = store.create("k", "aez", {}, False, b"a" * 48, None)
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreUnavailableError, match="retry"):
+            store.rotate("k", b"b" * 48, None, created.created_at)
+        assert store.material("k").secret == b"a" * 48  # reads go on beside the writer
+        holder.execute("ROLLBACK")
+        assert store.rotate("k", b"b" * 48, None, created.created_at).latest_version == 2
+    finally:
+        holder.close()
+        store.close()

@@ -129,14 +129,14 @@ def test_connections_the_server_dropped_are_replaced(postgres_url: str) -> None:
 def test_an_outage_is_store_unavailable_and_passes(postgres_url: str, forwarder: Forwarder) -> None:
     store = PostgresKeyStore(_through(postgres_url, forwarder), KeyWrapper(ROOT_KEY))
     try:
-        store.create("orders", "aez", {}, False, b"s" * 48, None)
+        created = store.create("orders", "aez", {}, False, b"s" * 48, None)
         forwarder.cut()
         started = time.monotonic()
         with pytest.raises(StoreUnavailableError, match="retry"):
             store.material("orders")
         assert time.monotonic() - started < STORE_WAIT_SECONDS + 10
         with pytest.raises(StoreUnavailableError):
-            store.rotate("orders", b"t" * 48, None)
+            store.rotate("orders", b"t" * 48, None, created.created_at)
 
         forwarder.restore()
         _eventually(lambda: store.material("orders"))
@@ -188,14 +188,14 @@ def test_a_lock_held_too_long_is_store_unavailable(
 
     holder = threading.Thread(target=hold_the_row)
     try:
-        store.create("orders", "aez", {}, False, b"s" * 48, None)
+        created = store.create("orders", "aez", {}, False, b"s" * 48, None)
         holder.start()
         assert locked.wait(30)
         with pytest.raises(StoreUnavailableError):
-            store.rotate("orders", b"t" * 48, None)
+            store.rotate("orders", b"t" * 48, None, created.created_at)
         released.set()
         holder.join(30)
-        assert store.rotate("orders", b"t" * 48, None).latest_version == 2
+        assert store.rotate("orders", b"t" * 48, None, created.created_at).latest_version == 2
     finally:
         released.set()
         store.close()
@@ -219,12 +219,12 @@ def test_a_session_frozen_in_a_transaction_is_ended_and_frees_its_locks(
             outcome.append(exc)
 
     try:
-        frozen.create("orders", "aez", {}, False, b"s" * 48, None)
+        created = frozen.create("orders", "aez", {}, False, b"s" * 48, None)
         thread = threading.Thread(target=freeze_mid_rotation)
         thread.start()
         assert locked.wait(30)
         # Waits on the frozen session's lock until PostgreSQL ends that session.
-        assert other.rotate("orders", b"t" * 48, None).latest_version == 2
+        assert other.rotate("orders", b"t" * 48, None, created.created_at).latest_version == 2
         rotated.set()
         thread.join(30)
         assert len(outcome) == 1 and isinstance(outcome[0], StoreUnavailableError)

@@ -57,7 +57,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def _too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
         return problem_response(Problem(413, "body-too-large", "Body too large", exc.detail))
 
-    app.add_middleware(ObserveMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        ObserveMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        max_json_body_bytes=settings.max_json_body_bytes,
+    )
     # The routes join the app's own table. `include_router` would keep each router as a node
     # that FastAPI (0.137 and later) searches on every request, twice for the router that
     # matches: ~20 µs per request to reach the last router's routes here. Routes are tried in

@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.body import OCTET_STREAM
 from app.errors import Problem, problem_response
 from app.logs import access_writer, request_id_var
 from app.metrics import request_metrics
@@ -29,14 +30,18 @@ _CLIENT_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")
 
 
 class BodyTooLarge(HTTPException):
-    """The request body is over CIPHERD_MAX_BODY_BYTES.
+    """The request body is over CIPHERD_MAX_BODY_BYTES (raw bytes) or
+    CIPHERD_MAX_JSON_BODY_BYTES (anything else).
 
     An HTTPException, so that FastAPI lets it through when it reads a body parameter (it turns
     any other exception raised there into a 400 "error parsing the body").
     """
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(413, f"the request body is over this service's limit of {limit} bytes")
+    def __init__(self, limit: int, raw: bool) -> None:
+        hint = "" if raw else f"; send large payloads as {OCTET_STREAM}"
+        super().__init__(
+            413, f"the request body is over this service's limit of {limit} bytes{hint}"
+        )
         self.limit = limit
 
 
@@ -48,9 +53,10 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
 
 
 class ObserveMiddleware:
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int, max_json_body_bytes: int) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.max_json_body_bytes = max_json_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -66,11 +72,16 @@ class ObserveMiddleware:
         context_token = request_id_var.set(request_id)
         started = time.perf_counter()
         status = 500
-        limit = self.max_body_bytes
+        # Raw bytes go straight to the crypto; any other body is parsed first, and parsing a
+        # large JSON body of many small values costs seconds and gigabytes, before any token
+        # check where FastAPI reads the body itself.
+        media_type = (_header(scope, b"content-type") or b"").split(b";")[0].strip().lower()
+        raw = media_type == OCTET_STREAM.encode()
+        limit = self.max_body_bytes if raw else self.max_json_body_bytes
 
         declared = _header(scope, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            receive = _refuse(limit)
+            receive = _refuse(limit, raw)
 
         received = 0
 
@@ -80,7 +91,7 @@ class ObserveMiddleware:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
-                    raise BodyTooLarge(limit)
+                    raise BodyTooLarge(limit, raw)
             return message
 
         answered = False
@@ -137,8 +148,8 @@ def _route_label(scope: Scope) -> str:
     return "unmatched"
 
 
-def _refuse(limit: int) -> Receive:
+def _refuse(limit: int, raw: bool) -> Receive:
     async def receive() -> Message:
-        raise BodyTooLarge(limit)
+        raise BodyTooLarge(limit, raw)
 
     return receive

@@ -24,7 +24,12 @@ class Settings(BaseSettings):
     root_key_file: Path | None = Field(None, description="file holding the base64 root key")
     admin_token: str | None = Field(None, description="the admin bearer token")
 
-    max_body_bytes: int = Field(256 * 1024 * 1024, ge=1024, description="request body limit")
+    max_body_bytes: int = Field(
+        256 * 1024 * 1024, ge=1024, description="request body limit, raw bytes"
+    )
+    max_json_body_bytes: int = Field(
+        32 * 1024 * 1024, ge=1024, description="request body limit, JSON and anything not raw"
+    )
     max_batch_items: int = Field(1000, ge=1, le=MAX_ITEMS, description="items in one batch request")
     key_cache_seconds: float = Field(
         2.0, ge=0, description="how long a process reuses an unwrapped key (rotation lag bound)"

@@ -206,7 +206,8 @@ def test_unsupported_media_type(client: TestClient) -> None:
 def test_body_over_the_limit_is_refused_and_nothing_changes(
     settings: Settings, client: TestClient
 ) -> None:
-    small = create_app(settings.model_copy(update={"max_body_bytes": 4096}))
+    limits = {"max_body_bytes": 4096, "max_json_body_bytes": 4096}
+    small = create_app(settings.model_copy(update=limits))
     with TestClient(small, headers=dict(client.headers)) as limited:
         make_key(limited, "k")
         declared = limited.post("/v1/ecies/k/encrypt", content=b"x" * 5000, headers=OCTET)

@@ -33,7 +33,7 @@ def auth(settings: Settings) -> dict[str, str]:
 
 @pytest.fixture
 def limited(settings: Settings, auth: dict[str, str]) -> Iterator[TestClient]:
-    app = create_app(settings.model_copy(update={"max_body_bytes": LIMIT}))
+    app = create_app(settings.model_copy(update={"max_json_body_bytes": LIMIT}))
     with TestClient(app, headers=auth) as client:
         yield client
 
@@ -65,6 +65,23 @@ def test_every_body_over_the_limit_is_a_413(limited: TestClient) -> None:
             response = limited.request(method, path, content=content, headers=headers)
             assert response.status_code == 413, (path, response.text)
             assert response.json()["type"] == "urn:cipherd:problem:body-too-large"
+
+
+def test_raw_bodies_have_their_own_larger_limit(settings: Settings, auth: dict[str, str]) -> None:
+    """A JSON body costs far more to parse than raw bytes cost to encrypt: it gets a smaller
+    limit, and its 413 says how to send a large payload."""
+    limits = {"max_json_body_bytes": LIMIT, "max_body_bytes": 4 * LIMIT}
+    with TestClient(create_app(settings.model_copy(update=limits)), headers=auth) as client:
+        client.post("/v1/keys", json={"name": "k", "type": "aez"})
+        raw = {"content-type": "application/octet-stream"}
+        assert client.post("/v1/aez/k/encrypt", content=b"r" * 2 * LIMIT, headers=raw).is_success
+        over = client.post("/v1/aez/k/encrypt", content=b"r" * 5 * LIMIT, headers=raw)
+        assert over.status_code == 413
+        as_json = client.post("/v1/aez/k/encrypt", json={"plaintext": b64(b"j" * LIMIT)})
+        assert as_json.status_code == 413
+        assert as_json.json()["detail"].endswith("send large payloads as application/octet-stream")
+        untyped = client.post("/v1/aez/k/encrypt", content=b"u" * 2 * LIMIT)
+        assert untyped.status_code == 413
 
 
 def _log_lines(text: str) -> list[dict[str, Any]]:

@@ -42,6 +42,8 @@ log = logging.getLogger("cipherd.workers")
 _spawn = multiprocessing.get_context("spawn")
 # A worker that keeps dying this soon after it started is not restarted in a tight loop.
 _RESTART_PAUSE_SECONDS = 1.0
+# After SIGTERM and uvicorn's grace period, how long a worker gets to exit before SIGKILL.
+_EXIT_SECONDS = 2.0
 # A gap this long between two passes of the watch loop (normally 0.5 s, 1.5 s with a restart)
 # means the supervisor itself was not running.
 _PAUSED_SECONDS = 2.0
@@ -183,7 +185,10 @@ class Supervisor:
         for process in self.processes:
             if process.is_alive():
                 process.terminate()
-        deadline = time.monotonic() + self.options.get("timeout_graceful_shutdown", 3) + 5
+        # uvicorn's grace, and 2 s for the process to exit: 5 s in all, well inside the 10 s a
+        # container runtime waits after SIGTERM before it kills everything.
+        grace = self.options.get("timeout_graceful_shutdown", 3) + _EXIT_SECONDS
+        deadline = time.monotonic() + grace
         for process in self.processes:
             process.join(max(0.0, deadline - time.monotonic()))
             if process.is_alive():

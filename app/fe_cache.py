@@ -1,7 +1,8 @@
 """Process-memory caches that make repeated FE decryptions cheap.
 
-* Discrete-log tables, per (base, range), bounded in bytes (each curve's gT is a base of its
-  own): a table over [0, 10^4] takes ~0.1 s to build and then answers in microseconds.
+* Discrete-log tables, per (base, table size), bounded in bytes (each curve's gT is a base of
+  its own): a table over [0, 10^4] takes ~0.1 s to build and then answers in microseconds. The
+  size follows the width of the range, not where it lies, so moving a range reuses its table.
 * Functional keys, per digest of their bytes, bounded in entries: decoding checks every point's
   subgroup (~70 µs per G2 point), so a key seen before skips that; a key seen twice is prepared
   (its pairing lines precomputed), which takes about a third off each later decryption.
@@ -20,21 +21,30 @@ from typing import Any
 from app.fe_schemes import FeScheme
 from app.metrics import CACHE_BUILD_SECONDS, CACHE_BYTES, CACHE_ENTRIES, CACHE_EVENTS
 from core.fe import group
+from core.fe.dlog import baby_steps_for
 
 
 class Cold(Exception):
-    """What a request needs is not cached yet, and building it is no work for the event loop."""
+    """What a request needs is not cached yet, and building it is no work for the event loop;
+    or a search with it could take too long for the event loop."""
+
+
+# The longest search run on the event loop: a full sweep of this many giant steps (~0.1 ms).
+# A table of the widest ranges (2^32 values over 2^20 baby steps) may need 2048 (~15 ms).
+INLINE_GIANT_STEPS = 16
 
 
 class LruCache:
     """A least-recently-used map bounded by a total weight, built on demand.
 
     Concurrent requests for the same missing key build it once: the others wait for the first.
+    The weight is bytes (`in_bytes`, reported as cipherd_cache_bytes) or one per entry.
     """
 
-    def __init__(self, name: str, budget: int) -> None:
+    def __init__(self, name: str, budget: int, in_bytes: bool) -> None:
         self.name = name
         self.budget = budget
+        self.in_bytes = in_bytes
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._weight = 0
         self._lock = threading.Lock()
@@ -46,17 +56,19 @@ class LruCache:
             return value
         with self._lock:
             build_lock = self._building.setdefault(key, threading.Lock())
-        with build_lock:
-            value = self._lookup(key, count=False)
-            if value is not None:
-                return value
-            CACHE_EVENTS.labels(self.name, "miss").inc()
-            started = time.perf_counter()
-            value = build()
-            CACHE_BUILD_SECONDS.labels(self.name).observe(time.perf_counter() - started)
-            self.put(key, value, weigh(value))
-        with self._lock:
-            self._building.pop(key, None)
+        try:
+            with build_lock:
+                value = self._lookup(key, count=False)
+                if value is not None:
+                    return value
+                CACHE_EVENTS.labels(self.name, "miss").inc()
+                started = time.perf_counter()
+                value = build()
+                CACHE_BUILD_SECONDS.labels(self.name).observe(time.perf_counter() - started)
+                self.put(key, value, weigh(value))
+        finally:  # also when the build fails (a malformed key): else one lock per bad request
+            with self._lock:
+                self._building.pop(key, None)
         return value
 
     def cached(self, key: Hashable) -> Any:
@@ -86,28 +98,36 @@ class LruCache:
                 _, (_, dropped) = self._entries.popitem(last=False)
                 self._weight -= dropped
             CACHE_ENTRIES.labels(self.name).set(len(self._entries))
-            CACHE_BYTES.labels(self.name).set(self._weight)
+            if self.in_bytes:
+                CACHE_BYTES.labels(self.name).set(self._weight)
 
 
 class FeCaches:
     def __init__(self, table_bytes: int, prepared_entries: int) -> None:
-        self.tables = LruCache("dlog_tables", table_bytes)
-        self.keys = LruCache("functional_keys", prepared_entries)
-        self.decoded_keys = LruCache("decoded_master_keys", 32)
+        self.tables = LruCache("dlog_tables", table_bytes, in_bytes=True)
+        self.keys = LruCache("functional_keys", prepared_entries, in_bytes=False)
+        self.decoded_keys = LruCache("decoded_master_keys", 32, in_bytes=False)
         self._uses: dict[bytes, int] = {}
 
     def table(
         self, base_id: bytes, base: Callable[[], Any], lo: int, hi: int, warm_only: bool = False
     ) -> Any:
-        """The table over [lo, hi]; with `warm_only`, `Cold` unless it is built already."""
+        """A table over [lo, hi]; with `warm_only`, `Cold` unless it is built already and a
+        full sweep of [lo, hi] is short.
+
+        Keyed by the table size, not by lo and hi: else every shifted range builds a new table.
+        """
+        baby_steps = baby_steps_for(hi - lo, balanced=False)
+        key = (base_id, baby_steps)
         if warm_only:
-            table = self.tables.cached((base_id, lo, hi))
-            if table is None:
+            table = self.tables.cached(key)
+            if table is None or hi - lo > 2 * baby_steps * INLINE_GIANT_STEPS:
                 raise Cold
-            return table
-        return self.tables.get(
-            (base_id, lo, hi), lambda: group.DlogTable(base(), lo, hi), lambda t: t.nbytes
-        )
+        else:
+            table = self.tables.get(
+                key, lambda: group.DlogTable(base(), lo, hi), lambda t: t.nbytes
+            )
+        return table.over(lo, hi)
 
     def functional_key(self, scheme: FeScheme, data: bytes, warm_only: bool = False) -> Any:
         """The decoded key; prepared once it has been used before.

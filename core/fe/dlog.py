@@ -8,7 +8,9 @@ its inverse (its conjugate) share that limb, so one table answers both base^j an
 giant step covers a window of 2m − 1 values around its centre. Unrelated elements may collide
 too, so every hit is confirmed exactly (one small exponentiation) before it is returned. Keys
 and exponents live in sorted numpy arrays (12 bytes per baby step), searched with
-`searchsorted`; memory is bounded whatever the range.
+`searchsorted`; memory is bounded whatever the range. The baby steps depend on the base and m
+only, so `DlogTable.over` searches another range with the same arrays; reused tables have a
+power-of-two m, so a base needs at most a couple of dozen of them, wherever its ranges lie.
 
 Windows are visited outward from the point of [lo, hi] nearest to zero, so small results (the
 common case for inner products) come back after a few steps even in a huge range. A value
@@ -19,6 +21,7 @@ match; the one nearest that starting point is returned.
 
 from __future__ import annotations
 
+import copy
 from math import isqrt
 
 import numpy as np
@@ -30,8 +33,8 @@ from core.fe._relic import LOCK, ORDER, lib
 
 # A reused table trades memory for lookups: ranges up to FULL_TABLE values are covered by a
 # single window; larger ones aim at GIANT_STEPS_TARGET giant steps for a full sweep, with at
-# most MAX_BABY_STEPS entries (12 MiB). One-off tables (per-pair bases) balance build and
-# search, with at most MAX_ONE_OFF_BABY_STEPS entries.
+# most MAX_BABY_STEPS entries (12 MiB); m is rounded up to a power of two. One-off tables
+# (per-pair bases) balance build and search, with at most MAX_ONE_OFF_BABY_STEPS entries.
 FULL_TABLE = 1 << 14
 GIANT_STEPS_TARGET = 16
 MAX_BABY_STEPS = 1 << 20
@@ -69,15 +72,18 @@ def _baby_keys(base: GTElement | _mcl.Bn254GT, m: int) -> np.ndarray:
 
 
 def baby_steps_for(span: int, balanced: bool) -> int:
-    """Table size m for a range of span + 1 values (each window covers 2m − 1 of them)."""
+    """Table size m for a range of span + 1 values (each window covers 2m − 1 of them).
+
+    Reusable sizes are powers of two, so that ranges of similar width share one table.
+    """
     if balanced:
         return min(isqrt(span // 2) + 1, MAX_ONE_OFF_BABY_STEPS)
-    wanted = max(FULL_TABLE, -(-span // (2 * GIANT_STEPS_TARGET)))
-    return min(span + 1, wanted, MAX_BABY_STEPS)
+    wanted = min(span + 1, max(FULL_TABLE, -(-span // (2 * GIANT_STEPS_TARGET))))
+    return min(1 << (wanted - 1).bit_length(), MAX_BABY_STEPS)
 
 
 class DlogTable:
-    """Baby steps of `base` for searches in [lo, hi], built once and reused by `find`.
+    """Baby steps of `base` for searches in [lo, hi], built once and reused by `find` and `over`.
 
     `balanced=True` picks about √(span/2) baby steps: the cheapest build plus one search, for
     one-off use. The default spends more on the table so that each `find` needs few giant steps.
@@ -92,25 +98,43 @@ class DlogTable:
             raise ValueError("lo <= hi")
         self._type = type(base)
         self.curve = "bn254" if self._type is _mcl.Bn254GT else "bls12-381"
-        r = _mcl.ORDER if self._type is _mcl.Bn254GT else ORDER
-        self.lo = lo
-        self.hi = hi
-        self.span = hi - lo
-        self.baby_steps = m = baby_steps_for(self.span, balanced)
-        self._start = min(max(0, lo), hi)
+        self._order = _mcl.ORDER if self._type is _mcl.Bn254GT else ORDER
+        self.baby_steps = m = baby_steps_for(hi - lo, balanced)
         with LOCK:
             self._base = base.__copy__()
             keys = _baby_keys(self._base, m)
             order = np.argsort(keys, kind="stable")
             self._keys = keys[order]
             self._exponents = order.astype(np.uint32)
-            self._shift = base ** (-self._start % r)
-            self._step_up = base ** (-(2 * m - 1) % r)
+            self._step_up = base ** (-(2 * m - 1) % self._order)
             self._step_down = self._step_up.inverse()
+        self._bind(lo, hi)
+
+    def over(self, lo: int, hi: int) -> DlogTable:
+        """This table's baby steps (shared, not copied) searched over [lo, hi] instead.
+
+        Any range is answered exactly; a full sweep costs about (hi − lo) / (2m) giant steps.
+        """
+        if (lo, hi) == (self.lo, self.hi):
+            return self
+        if lo > hi:
+            raise ValueError("lo <= hi")
+        table = copy.copy(self)
+        table._bind(lo, hi)
+        return table
+
+    def _bind(self, lo: int, hi: int) -> None:
+        """Search [lo, hi], from its point nearest zero (the only range-dependent state)."""
+        self.lo = lo
+        self.hi = hi
+        self.span = hi - lo
+        self._start = min(max(0, lo), hi)
+        with LOCK:
+            self._shift = self._base ** (-self._start % self._order)
 
     @property
     def nbytes(self) -> int:
-        """Memory held by the table's arrays."""
+        """Memory held by the table's arrays (shared with the tables `over` returns)."""
         return self._keys.nbytes + self._exponents.nbytes
 
     def _match(self, gamma: GTElement, centre: int) -> int | None:

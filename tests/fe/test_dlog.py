@@ -88,7 +88,7 @@ def test_table_sizes() -> None:
     assert small.baby_steps == 16
     assert small.nbytes == 16 * 12
     wide = DlogTable(group.gt_generator(), 0, 10**6)
-    assert wide.baby_steps == -(-(10**6) // (2 * dlog.GIANT_STEPS_TARGET))
+    assert wide.baby_steps == 2**15  # ⌈10^6 / (2 · GIANT_STEPS_TARGET)⌉, rounded up to 2^k
     assert wide.nbytes == wide.baby_steps * 12
     for x in (0, 1, 123_456, 999_999, 10**6):
         assert wide.find(_gt(x)) == x
@@ -116,6 +116,53 @@ def test_python_baby_steps_match_compiled(monkeypatch: pytest.MonkeyPatch) -> No
     assert np.array_equal(compiled, plain)
     table = DlogTable(base, -20, 20)
     assert [table.find(_gt(x, base)) for x in (-20, 0, 20, 21)] == [-20, 0, 20, None]
+
+
+def test_reusable_sizes_are_powers_of_two() -> None:
+    """Bounds [k, k + w] have one table size whatever k, and a base has few sizes at all."""
+    sizes = {dlog.baby_steps_for(span, balanced=False) for span in range(0, 2**21, 997)}
+    sizes |= {dlog.baby_steps_for(2**e + d, balanced=False) for e in range(64) for d in (-1, 0, 1)}
+    assert all(m & (m - 1) == 0 for m in sizes)
+    assert len(sizes) <= 21
+    for span in (0, 1, 15, 16, 17, 10**4, 2**32):
+        m = dlog.baby_steps_for(span, balanced=False)
+        assert min(span + 1, dlog.MAX_BABY_STEPS) <= 2 * m - 1  # one window or a few steps
+        assert m <= max(2 * (span + 1), dlog.FULL_TABLE) or m == dlog.MAX_BABY_STEPS
+
+
+def test_over_shares_the_baby_steps() -> None:
+    table = DlogTable(group.gt_generator(), -5, 10)
+    moved = table.over(1000, 1015)
+    assert (moved.lo, moved.hi, moved.span) == (1000, 1015, 15)
+    assert (table.lo, table.hi) == (-5, 10)
+    assert moved._keys is table._keys and moved.nbytes == table.nbytes
+    assert table.over(-5, 10) is table
+    assert moved.find(_gt(1007)) == 1007 and table.find(_gt(1007)) is None
+    with pytest.raises(ValueError, match="lo <= hi"):
+        table.over(1, 0)
+
+
+@pytest.mark.parametrize("kind", ["bls12-381", "bn254", "4-bit fingerprint", "identity"])
+def test_over_matches_brute_force(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One small table (m = 8) moved over many windows, narrower and far wider than its own
+    2m − 1, on both sides of zero: every value in or near each window, against brute force."""
+    curve = group.curve(group.BN254 if kind == "bn254" else group.BLS12_381)
+    base = curve.gt_identity() if kind == "identity" else curve.gt_generator()
+    if kind == "4-bit fingerprint":
+        monkeypatch.setattr(_relic, "pairing_ext", None)
+        monkeypatch.setattr(dlog, "_fingerprint", lambda e: e.pt[0][0][0][0] & 0xF)
+    table = DlogTable(base, 0, 7)
+    assert table.baby_steps == 8
+    with group.LOCK:
+        powers = {x: base ** (x % table._order) for x in range(-80, 81)}
+    # every lo, and spans that put an end of the range on the edge of a window (8, 23, 38)
+    windows = [(lo, lo + span) for lo in range(-60, 41) for span in (0, 1, 7, 8, 15, 23, 38)]
+    for lo, hi in windows:
+        moved = table.over(lo, hi)
+        nearest_zero = min(max(0, lo), hi)  # what the identity base answers: all x match
+        for x in range(max(lo - 3, -80), min(hi + 3, 80) + 1):
+            expected = nearest_zero if kind == "identity" else x if lo <= x <= hi else None
+            assert moved.find(powers[x]) == expected, (lo, hi, x)
 
 
 @pytest.mark.slow

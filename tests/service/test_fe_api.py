@@ -7,6 +7,7 @@ import threading
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from prometheus_client import REGISTRY
 
 from app.fe_schemes import FE_SCHEMES
 from core.fe import group
@@ -257,6 +258,28 @@ def test_cache_figures_in_metrics(client: TestClient) -> None:
         'cipherd_crypto_operation_duration_seconds_count{family="fe",operation="opt.decrypt"}',
     ):
         assert line in metrics, line
+    # Counted in entries, not bytes: no byte figure that is really a count.
+    assert 'cipherd_cache_bytes{cache="functional_keys"}' not in metrics
+
+
+@pytest.mark.parametrize("key_type", ["ipfe-lin", "ipfe-tao"])
+def test_moved_bounds_reuse_one_table(client: TestClient, key_type: str) -> None:
+    """Bounds of one width anywhere share a table: moving them must not make the service build
+    a new one (holding the RELIC lock) on every request."""
+    make_key(client, key_type)
+    key = client.post("/v1/fe/fe/keygen", json={"y": [1, 2, 3]}).json()["functional_key"]
+    ct = client.post("/v1/fe/fe/encrypt", json={"x": [4, 5, 6]}).json()["ciphertext"]
+
+    def events(event: str) -> float:
+        labels = {"cache": "dlog_tables", "event": event}
+        return REGISTRY.get_sample_value("cipherd_cache_events_total", labels) or 0.0
+
+    misses, hits = events("miss"), events("hit")
+    for lo in (-2000, -1968, 0, 32, 33, 5000, -4001):
+        want = 32 if lo <= 32 <= lo + 2000 else None
+        assert decrypt(client, key, ct, [lo, lo + 2000]).json() == {"result": want}, lo
+    assert events("miss") - misses == 1
+    assert events("hit") - hits == 6
 
 
 @pytest.mark.parametrize("key_type", ["ipfe-lin", "ipfe-tao", "ipfe-bjk", "qfe-sgp"])

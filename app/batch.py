@@ -31,14 +31,18 @@ BatchT = TypeVar("BatchT", bound=Batch)
 
 
 async def serve_batch(
-    request: Request, model: type[BatchT], run: Callable[[BatchT], BaseModel]
+    request: Request,
+    model: type[BatchT],
+    run: Callable[[BatchT], BaseModel],
+    exclude_none: bool = True,
 ) -> Response:
     """A batch route's work: the body read once the route has checked the token
-    (`app.routing`), held to CIPHERD_MAX_BATCH_ITEMS, run off the event loop, and answered
-    without empty fields (a result has `error` or the outcome, never both)."""
+    (`app.routing`), held to CIPHERD_MAX_BATCH_ITEMS, and run off the event loop. The answer
+    leaves out empty fields (a result has `error` or the outcome, not both) unless null means
+    something (`exclude_none=False`: an FE result outside the bounds is null)."""
     body = await read_json(request, model)  # type: ignore[type-var]
     check_batch_size(len(body.items), request.app.state.settings.max_batch_items)
-    return json_response(await run_in_threadpool(run, body), exclude_none=True)
+    return json_response(await run_in_threadpool(run, body), exclude_none=exclude_none)
 
 
 def check_batch_size(count: int, limit: int) -> None:

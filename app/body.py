@@ -104,8 +104,9 @@ async def read_json(
     """The body parsed as `model`; otherwise the 422 FastAPI gives for a body parameter.
 
     `raw_query` is, on a route that also takes raw bodies (`dual_body`), the query parameters
-    of that form: with a JSON body they are refused rather than ignored, since the JSON carries
-    its own (a `key_version` in the query would otherwise be silently dropped).
+    of that form. The JSON carries its own, so with a JSON body a value other than the default
+    is refused rather than ignored (a `key_version` in the query would otherwise be silently
+    dropped); defaults pass, since generated clients send every parameter.
     """
     media_type = _media_type(request)
     if media_type not in ("application/json", ""):
@@ -116,8 +117,12 @@ async def read_json(
             "Unsupported media type",
             f"send {accepted}, not {media_type}",
         )
-    if raw_query is not None:
-        misplaced = sorted(set(request.query_params) & set(raw_query.model_fields))
+    if raw_query is not None and request.query_params:
+        query = read_query(request, raw_query)
+        fields = raw_query.model_fields
+        misplaced = sorted(
+            name for name in query.model_fields_set if getattr(query, name) != fields[name].default
+        )
         if misplaced:
             raise invalid_input(
                 f"query parameters {', '.join(misplaced)} go with an {OCTET_STREAM} body; "
@@ -163,7 +168,7 @@ def query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
 
     parameters = probe.openapi()["paths"]["/"]["get"]["parameters"]
     for parameter in parameters:
-        raw_only = f"with an {OCTET_STREAM} body only (refused with JSON)"
+        raw_only = f"for an {OCTET_STREAM} body; with JSON only the default is accepted"
         described = parameter.get("description")
         parameter["description"] = f"{described}; {raw_only}" if described else raw_only
     return parameters

@@ -8,6 +8,7 @@ prepared keys. Limits on dimension and range are checked before any work.
 """
 
 from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import Request, Response
@@ -15,9 +16,9 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field, StrictInt, model_validator
 
 from app.auth import Operation
-from app.batch import check_batch_size, run_each
+from app.batch import Items, run_each, serve_batch
 from app.body import json_body, json_response, read_json
-from app.deps import KeyName, KeyringDep, SettingsDep, key_access
+from app.deps import KeyName, KeyringDep, key_access
 from app.errors import ProblemDetail, invalid_input, wrong_key_type
 from app.fe_cache import Cold, FeCaches
 from app.fe_schemes import FE_SCHEMES, FeScheme
@@ -72,9 +73,14 @@ class FeDecryptRequest(BaseModel):
 
 class FeDecryptManyRequest(BaseModel):
     functional_key: Base64Bytes
-    ciphertexts: list[Base64Bytes] = Field(min_length=1)
+    ciphertexts: Items[Base64Bytes]
     bounds: Annotated[list[I64], Field(min_length=2, max_length=2)]
     key_version: KeyVersion = None
+
+    @property
+    def items(self) -> list[bytes]:
+        """The ciphertexts: what the batch limit counts (`app.batch.serve_batch`)."""
+        return self.ciphertexts
 
 
 class FeFunctionalKey(BaseModel):
@@ -92,15 +98,15 @@ class FeResult(BaseModel):
 
 
 class FeKeygenBatch(BaseModel):
-    items: list[FeKeygenRequest] = Field(min_length=1)
+    items: Items[FeKeygenRequest]
 
 
 class FeEncryptBatch(BaseModel):
-    items: list[FeEncryptRequest] = Field(min_length=1)
+    items: Items[FeEncryptRequest]
 
 
 class FeDecryptBatch(BaseModel):
-    items: list[FeDecryptRequest] = Field(min_length=1)
+    items: Items[FeDecryptRequest]
 
 
 class FeKeygenResult(BaseModel):
@@ -319,28 +325,24 @@ async def decrypt(request: Request, name: KeyName) -> Response:
     "/{name}/decrypt/many",
     response_model=FeDecryptBatchResponse,
     summary="One functional key against many ciphertexts",
+    openapi_extra=json_body(FeDecryptManyRequest),
     dependencies=[key_access(Operation.DECRYPT)],
 )
-def decrypt_many(
-    body: FeDecryptManyRequest,
-    name: KeyName,
-    request: Request,
-    keyring: KeyringDep,
-    settings: SettingsDep,
+async def decrypt_many(request: Request, name: KeyName) -> Response:
+    state = request.app.state
+    run = partial(_decrypt_many, state.keyring, state.fe_caches, state.settings, name)
+    return await serve_batch(request, FeDecryptManyRequest, run, exclude_none=False)
+
+
+def _decrypt_many(
+    keyring: Keyring, caches: FeCaches, settings: Settings, name: str, body: FeDecryptManyRequest
 ) -> FeDecryptBatchResponse:
-    check_batch_size(len(body.ciphertexts), settings.max_batch_items)
     decryptor = _decryptor(
-        keyring,
-        _caches(request),
-        settings,
-        name,
-        body.functional_key,
-        body.bounds,
-        body.key_version,
+        keyring, caches, settings, name, body.functional_key, body.bounds, body.key_version
     )
     return FeDecryptBatchResponse(
         results=run_each(
-            body.ciphertexts, lambda ct: FeDecryptResult(result=decryptor(ct)), FeDecryptResult
+            body.items, lambda ct: FeDecryptResult(result=decryptor(ct)), FeDecryptResult
         )
     )
 
@@ -348,19 +350,23 @@ def decrypt_many(
 @router.post(
     "/{name}/keygen/batch",
     response_model=FeKeygenBatchResponse,
-    response_model_exclude_none=True,
     summary="Many functional keys",
+    openapi_extra=json_body(FeKeygenBatch),
     dependencies=[key_access(Operation.KEYGEN)],
 )
-def keygen_batch(
-    body: FeKeygenBatch, name: KeyName, request: Request, keyring: KeyringDep, settings: SettingsDep
+async def keygen_batch(request: Request, name: KeyName) -> Response:
+    state = request.app.state
+    run = partial(_keygen_batch, state.keyring, state.fe_caches, name)
+    return await serve_batch(request, FeKeygenBatch, run)
+
+
+def _keygen_batch(
+    keyring: Keyring, caches: FeCaches, name: str, batch: FeKeygenBatch
 ) -> FeKeygenBatchResponse:
-    check_batch_size(len(body.items), settings.max_batch_items)
     _fe_material(keyring, name, None)
-    caches = _caches(request)
     return FeKeygenBatchResponse(
         results=run_each(
-            body.items, lambda item: _keygen(keyring, caches, name, item), FeKeygenResult
+            batch.items, lambda item: _keygen(keyring, caches, name, item), FeKeygenResult
         )
     )
 
@@ -368,23 +374,23 @@ def keygen_batch(
 @router.post(
     "/{name}/encrypt/batch",
     response_model=FeEncryptBatchResponse,
-    response_model_exclude_none=True,
     summary="Many ciphertexts",
+    openapi_extra=json_body(FeEncryptBatch),
     dependencies=[key_access(Operation.ENCRYPT)],
 )
-def encrypt_batch(
-    body: FeEncryptBatch,
-    name: KeyName,
-    request: Request,
-    keyring: KeyringDep,
-    settings: SettingsDep,
+async def encrypt_batch(request: Request, name: KeyName) -> Response:
+    state = request.app.state
+    run = partial(_encrypt_batch, state.keyring, state.fe_caches, name)
+    return await serve_batch(request, FeEncryptBatch, run)
+
+
+def _encrypt_batch(
+    keyring: Keyring, caches: FeCaches, name: str, batch: FeEncryptBatch
 ) -> FeEncryptBatchResponse:
-    check_batch_size(len(body.items), settings.max_batch_items)
     _fe_material(keyring, name, None)
-    caches = _caches(request)
     return FeEncryptBatchResponse(
         results=run_each(
-            body.items, lambda item: _encrypt(keyring, caches, name, item), FeEncryptResult
+            batch.items, lambda item: _encrypt(keyring, caches, name, item), FeEncryptResult
         )
     )
 
@@ -393,22 +399,24 @@ def encrypt_batch(
     "/{name}/decrypt/batch",
     response_model=FeDecryptBatchResponse,
     summary="Many (functional key, ciphertext, bounds) decryptions",
+    openapi_extra=json_body(FeDecryptBatch),
     dependencies=[key_access(Operation.DECRYPT)],
 )
-def decrypt_batch(
-    body: FeDecryptBatch,
-    name: KeyName,
-    request: Request,
-    keyring: KeyringDep,
-    settings: SettingsDep,
+async def decrypt_batch(request: Request, name: KeyName) -> Response:
+    state = request.app.state
+    run = partial(_decrypt_batch, state.keyring, state.fe_caches, state.settings, name)
+    return await serve_batch(request, FeDecryptBatch, run, exclude_none=False)
+
+
+def _decrypt_batch(
+    keyring: Keyring, caches: FeCaches, settings: Settings, name: str, batch: FeDecryptBatch
 ) -> FeDecryptBatchResponse:
-    check_batch_size(len(body.items), settings.max_batch_items)
     _fe_material(keyring, name, None)
 
     def one(item: FeDecryptRequest) -> FeDecryptResult:
         decryptor = _decryptor(
             keyring,
-            _caches(request),
+            caches,
             settings,
             name,
             item.functional_key,
@@ -417,4 +425,4 @@ def decrypt_batch(
         )
         return FeDecryptResult(result=decryptor(item.ciphertext))
 
-    return FeDecryptBatchResponse(results=run_each(body.items, one, FeDecryptResult))
+    return FeDecryptBatchResponse(results=run_each(batch.items, one, FeDecryptResult))

@@ -196,7 +196,14 @@ def test_a_declared_length_is_not_allocated_before_the_bytes_arrive(
 
 
 @pytest.mark.parametrize(
-    "path", ["/v1/ecies/k/encrypt/batch", "/v1/aez/k/decrypt/batch", "/v1/ecies/k/encrypt"]
+    "path",
+    [
+        "/v1/ecies/k/encrypt/batch",
+        "/v1/aez/k/decrypt/batch",
+        "/v1/fe/k/decrypt/many",
+        "/v1/fe/k/keygen/batch",
+        "/v1/ecies/k/encrypt",
+    ],
 )
 def test_without_a_token_no_body_is_read(app: FastAPI, path: str) -> None:
     headers = {"content-type": "application/json", "content-length": "30000000"}
@@ -235,6 +242,14 @@ def test_raw_body_parameters_in_the_query_of_a_json_request_are_refused(
     response = client.post(f"{path}?{query}", json=body)
     assert response.status_code == 422, response.text
     assert "application/octet-stream" in response.json()["detail"]
+
+
+def test_raw_body_parameters_at_their_defaults_pass_with_json(client: TestClient) -> None:
+    """Generated clients send every declared parameter, defaults included."""
+    client.post("/v1/keys", json={"name": "k", "type": "ecies-secp256k1"})
+    defaults = "is_ephemeral_key_compressed=false&symmetric_nonce_length=16"
+    response = client.post(f"/v1/ecies/k/encrypt?{defaults}", json={"plaintext": b64(b"hi")})
+    assert response.status_code == 200, response.text
 
 
 def test_a_wrong_method_is_a_405_with_allow(client: TestClient) -> None:

@@ -12,13 +12,15 @@ Parameters, as in the reference code and the npm package ``aez``:
   stay in a small wiped-on-eviction LRU table inside the kernel (``_aez.clear_key_cache()``
   empties it), because BLAKE2b would otherwise dominate the cost of small messages.
 * ``nonce``: any length; ``None`` is the same as ``b""``.
-* ``ad``: a sequence of byte strings, or ``None`` for none. ``[]`` and ``[b""]`` differ, and so
-  do ``[a, b]`` and ``[a + b]``. A single ``bytes`` object is refused (it is a sequence of ints).
+* ``ad``: a list or tuple of byte strings, or ``None`` for none. ``[]`` and ``[b""]`` differ,
+  and so do ``[a, b]`` and ``[a + b]``. A single ``bytes`` object is refused (it is a sequence
+  of ints), and so are sets and other iterables, whose order need not be the same next time.
 * ``tau``: the expansion in **bytes**, ``0 <= tau <= MAX_TAU``. With ``tau = 0`` nothing is
   authenticated and every ciphertext decrypts.
 
-All byte inputs may be any object with the buffer protocol (``bytes``, ``bytearray``,
-``memoryview``). Bad arguments raise ``TypeError`` or ``ValueError`` before any work.
+All byte inputs may be any C-contiguous object with the buffer protocol (``bytes``,
+``bytearray``, ``memoryview``). Bad arguments raise ``TypeError`` or ``ValueError`` before any
+work.
 
 Difference from the npm package ``aez`` 1.0.1: its ``decrypt`` accepts a ciphertext shorter
 than ``tau`` (with ``tau = 16`` the empty ciphertext "decrypts" to an empty message under any
@@ -30,11 +32,10 @@ gives the same bytes but is not hardened against cache-timing attacks. ``_aez.se
 forces one; ``is_hardware_accelerated()`` says which kind runs.
 """
 
-from collections.abc import Sequence
-
 from core.aez import _aez
 
 Bytes = bytes | bytearray | memoryview
+AssociatedData = list[Bytes] | tuple[Bytes, ...]
 
 MAX_TAU: int = _aez.MAX_TAU
 """Largest accepted expansion, in bytes."""
@@ -43,14 +44,14 @@ __all__ = ["MAX_TAU", "decrypt", "encrypt", "is_hardware_accelerated"]
 
 
 def encrypt(
-    key: Bytes, nonce: Bytes | None, ad: Sequence[Bytes] | None, tau: int, plaintext: Bytes
+    key: Bytes, nonce: Bytes | None, ad: AssociatedData | None, tau: int, plaintext: Bytes
 ) -> bytes:
     """Encrypt ``plaintext``; the result is ``len(plaintext) + tau`` bytes long."""
     return _aez.encrypt(key, nonce, ad, tau, plaintext)
 
 
 def decrypt(
-    key: Bytes, nonce: Bytes | None, ad: Sequence[Bytes] | None, tau: int, ciphertext: Bytes
+    key: Bytes, nonce: Bytes | None, ad: AssociatedData | None, tau: int, ciphertext: Bytes
 ) -> bytes | None:
     """Decrypt ``ciphertext``, or return ``None`` when it is not authentic (or shorter than tau).
 

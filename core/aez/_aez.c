@@ -960,7 +960,7 @@ static void key_cache_put(const uint8_t *raw, size_t len, uint64_t tag,
 static int extract_key(PyObject *obj, uint8_t ek[EXTRACTED_KEY_BYTES]) {
     Py_buffer kb;
     if (PyObject_GetBuffer(obj, &kb, PyBUF_SIMPLE) < 0) {
-        PyErr_Format(PyExc_TypeError, "key must be a bytes-like object, not %.100s",
+        PyErr_Format(PyExc_TypeError, "key must be a C-contiguous bytes-like object, not %.100s",
                      Py_TYPE(obj)->tp_name);
         return -1;
     }
@@ -1026,8 +1026,8 @@ static int load_key(PyObject *obj, aez_key *k) {
 
 static int get_buffer(PyObject *obj, Py_buffer *view, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
-        PyErr_Format(PyExc_TypeError, "%s must be a bytes-like object, not %.100s", what,
-                     Py_TYPE(obj)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s must be a C-contiguous bytes-like object, not %.100s",
+                     what, Py_TYPE(obj)->tp_name);
         return -1;
     }
     return 0;
@@ -1052,7 +1052,10 @@ static int parse_tau(PyObject *obj, size_t *tau) {
 }
 
 /* The AD vector: None (no strings) or a list or tuple of bytes-like strings. Returns a new
- * reference to a list/tuple (or Py_None), with every element checked. */
+ * reference to a tuple copy (or Py_None), with every element checked. Only lists and tuples:
+ * a set or a dict would give an order that changes from one process to the next. The copy
+ * cannot change while it is hashed, even if an element's __buffer__ (Python 3.12+) alters the
+ * caller's list. */
 static PyObject *parse_ad(PyObject *obj) {
     if (obj == Py_None) {
         return Py_NewRef(Py_None);
@@ -1060,11 +1063,17 @@ static PyObject *parse_ad(PyObject *obj) {
     if (PyBytes_Check(obj) || PyByteArray_Check(obj) || PyMemoryView_Check(obj) ||
         PyUnicode_Check(obj)) {
         PyErr_SetString(PyExc_TypeError,
-                        "ad must be a sequence of bytes-like strings (or None), not a single "
-                        "string; wrap it in a list");
+                        "ad must be a list or tuple of bytes-like strings (or None), not a "
+                        "single string; wrap it in a list");
         return NULL;
     }
-    PyObject *seq = PySequence_Fast(obj, "ad must be a sequence of bytes-like strings or None");
+    if (!PyList_Check(obj) && !PyTuple_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "ad must be a list or tuple of bytes-like strings (or None), not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    PyObject *seq = PySequence_Tuple(obj);
     if (seq == NULL) {
         return NULL;
     }
@@ -1072,7 +1081,8 @@ static PyObject *parse_ad(PyObject *obj) {
     PyObject **items = PySequence_Fast_ITEMS(seq);
     for (Py_ssize_t a = 0; a < m; a++) {
         if (!PyObject_CheckBuffer(items[a])) {
-            PyErr_Format(PyExc_TypeError, "ad[%zd] must be a bytes-like object, not %.100s", a,
+            PyErr_Format(PyExc_TypeError,
+                         "ad[%zd] must be a C-contiguous bytes-like object, not %.100s", a,
                          Py_TYPE(items[a])->tp_name);
             Py_DECREF(seq);
             return NULL;
@@ -1112,12 +1122,13 @@ static int request_open(request *rq, PyObject *const *args, Py_ssize_t nargs, co
     }
     rq->be = active;
     if (!PyObject_CheckBuffer(args[0])) {
-        PyErr_Format(PyExc_TypeError, "key must be a bytes-like object, not %.100s",
+        PyErr_Format(PyExc_TypeError, "key must be a C-contiguous bytes-like object, not %.100s",
                      Py_TYPE(args[0])->tp_name);
         return -1;
     }
     if (args[1] != Py_None && !PyObject_CheckBuffer(args[1])) {
-        PyErr_Format(PyExc_TypeError, "nonce must be a bytes-like object or None, not %.100s",
+        PyErr_Format(PyExc_TypeError,
+                     "nonce must be a C-contiguous bytes-like object or None, not %.100s",
                      Py_TYPE(args[1])->tp_name);
         return -1;
     }
@@ -1270,9 +1281,12 @@ static PyObject *py_extract(PyObject *self, PyObject *key) {
 
 static PyObject *py_hash(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *key, *strings;
-    unsigned long long tau_bits;
-    if (!PyArg_ParseTuple(args, "OKO:hash", &key, &tau_bits, &strings)) {
+    PyObject *key, *tau_obj, *strings;
+    if (!PyArg_ParseTuple(args, "OOO:hash", &key, &tau_obj, &strings)) {
+        return NULL;
+    }
+    unsigned long long tau_bits = PyLong_AsUnsignedLongLong(tau_obj); /* refuses negatives */
+    if (tau_bits == (unsigned long long)-1 && PyErr_Occurred()) {
         return NULL;
     }
     PyObject *seq = parse_ad(strings);

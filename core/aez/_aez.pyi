@@ -1,21 +1,20 @@
 """Types of the compiled AEZ v5 kernel (see core/aez/_aez.c)."""
 
-from collections.abc import Sequence
-
 _Bytes = bytes | bytearray | memoryview
+_AssociatedData = list[_Bytes] | tuple[_Bytes, ...]
 
 MAX_TAU: int
 
 def encrypt(
-    key: _Bytes, nonce: _Bytes | None, ad: Sequence[_Bytes] | None, tau: int, plaintext: _Bytes, /
+    key: _Bytes, nonce: _Bytes | None, ad: _AssociatedData | None, tau: int, plaintext: _Bytes, /
 ) -> bytes: ...
 def decrypt(
-    key: _Bytes, nonce: _Bytes | None, ad: Sequence[_Bytes] | None, tau: int, ciphertext: _Bytes, /
+    key: _Bytes, nonce: _Bytes | None, ad: _AssociatedData | None, tau: int, ciphertext: _Bytes, /
 ) -> bytes | None: ...
 
 # Single stages, for known-answer tests.
 def extract(key: _Bytes, /) -> bytes: ...
-def hash(key: _Bytes, tau_bits: int, strings: Sequence[_Bytes], /) -> bytes: ...
+def hash(key: _Bytes, tau_bits: int, strings: _AssociatedData, /) -> bytes: ...
 def prf(key: _Bytes, delta: _Bytes, n: int, /) -> bytes: ...
 def e(key: _Bytes, j: int, i: int, block: _Bytes, /) -> bytes: ...
 

@@ -80,6 +80,11 @@ def _media_type(request: Request) -> str:
     return request.headers.get("content-type", "").split(";")[0].strip().lower()
 
 
+def _is_json_suffix(media_type: str) -> bool:
+    """`application/vnd.example+json` and the like (RFC 6839), which FastAPI reads as JSON."""
+    return media_type.startswith("application/") and media_type.endswith("+json")
+
+
 def is_raw(request: Request) -> bool:
     return _media_type(request) == OCTET_STREAM
 
@@ -90,8 +95,9 @@ async def read_raw(request: Request) -> bytearray:
     Never sized from Content-Length up front: that is the client's claim, and would let a
     request of a few headers hold the whole body limit in memory. Growing costs no copies here
     (a large bytearray is reallocated in place), and needs no join of chunks at the end. The
-    body limit is the middleware's.
+    body limit is the middleware's, lifted here to the raw one.
     """
+    request.state.body_limit.allow_raw()
     buffer = bytearray()
     async for chunk in request.stream():
         buffer += chunk
@@ -109,7 +115,7 @@ async def read_json(
     dropped); defaults pass, since generated clients send every parameter.
     """
     media_type = _media_type(request)
-    if media_type not in ("application/json", ""):
+    if media_type not in ("application/json", "") and not _is_json_suffix(media_type):
         accepted = f"application/json or {OCTET_STREAM}" if raw_query else "application/json"
         raise Problem(
             415,

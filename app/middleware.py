@@ -30,19 +30,38 @@ _CLIENT_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")
 
 
 class BodyTooLarge(HTTPException):
-    """The request body is over CIPHERD_MAX_BODY_BYTES (raw bytes) or
-    CIPHERD_MAX_JSON_BODY_BYTES (anything else).
+    """The request body is over CIPHERD_MAX_JSON_BODY_BYTES, or, for a route that reads raw
+    bytes (`BodyLimit.allow_raw`), over CIPHERD_MAX_BODY_BYTES.
 
     An HTTPException, so that FastAPI lets it through when it reads a body parameter (it turns
     any other exception raised there into a 400 "error parsing the body").
     """
 
     def __init__(self, limit: int, raw: bool) -> None:
-        hint = "" if raw else f"; send large payloads as {OCTET_STREAM}"
+        hint = "" if raw else f" (routes that take {OCTET_STREAM} take larger raw bodies)"
         super().__init__(
             413, f"the request body is over this service's limit of {limit} bytes{hint}"
         )
         self.limit = limit
+
+
+class BodyLimit:
+    """The body limit of one request, in `scope["state"]["body_limit"]`.
+
+    The JSON limit, unless the route says it reads raw bytes before it reads any: a client's
+    Content-Type alone must not lift it, or a route that parses its body (before any token
+    check, where FastAPI reads it) could be made to take the raw limit.
+    """
+
+    __slots__ = ("_raw_limit", "limit", "raw")
+
+    def __init__(self, json_limit: int, raw_limit: int) -> None:
+        self.limit = json_limit
+        self._raw_limit = raw_limit
+        self.raw = False
+
+    def allow_raw(self) -> None:
+        self.limit, self.raw = self._raw_limit, True
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
@@ -73,25 +92,23 @@ class ObserveMiddleware:
         started = time.perf_counter()
         status = 500
         # Raw bytes go straight to the crypto; any other body is parsed first, and parsing a
-        # large JSON body of many small values costs seconds and gigabytes, before any token
-        # check where FastAPI reads the body itself.
-        media_type = (_header(scope, b"content-type") or b"").split(b";")[0].strip().lower()
-        raw = media_type == OCTET_STREAM.encode()
-        limit = self.max_body_bytes if raw else self.max_json_body_bytes
-
-        declared = _header(scope, b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            receive = _refuse(limit, raw)
-
+        # large JSON body of many small values costs seconds and gigabytes.
+        body_limit = BodyLimit(self.max_json_body_bytes, self.max_body_bytes)
+        scope["state"]["body_limit"] = body_limit
+        header = _header(scope, b"content-length")
+        declared = int(header) if header is not None and header.isdigit() else 0
         received = 0
 
         async def counting_receive() -> Message:
             nonlocal received
+            limit = body_limit.limit  # read now: the route may have allowed raw bytes
+            if declared > limit:
+                raise BodyTooLarge(limit, body_limit.raw)
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
-                    raise BodyTooLarge(limit, raw)
+                    raise BodyTooLarge(limit, body_limit.raw)
             return message
 
         answered = False
@@ -146,10 +163,3 @@ def _route_label(scope: Scope) -> str:
     if "endpoint" in scope and not scope.get("path_params"):
         return scope["path"]
     return "unmatched"
-
-
-def _refuse(limit: int, raw: bool) -> Receive:
-    async def receive() -> Message:
-        raise BodyTooLarge(limit, raw)
-
-    return receive

@@ -6,8 +6,8 @@ transactions start with BEGIN IMMEDIATE, which takes the database's write lock, 
 rotations queue on it instead of failing half-way; a write that waits LOCK_WAIT_SECONDS (another
 process frozen while holding the lock) fails with StoreUnavailableError. `synchronous=FULL`
 makes a write that has returned survive a crash. `secure_delete` zeroes what a deletion frees,
-and a deletion is checkpointed at once, so a deleted key's wrapped secret does not stay behind
-in the database or its write-ahead log.
+and a deletion is checkpointed at once (unless another connection still reads an older snapshot),
+so a deleted key's wrapped secret does not stay behind in the database or its write-ahead log.
 """
 
 import sqlite3
@@ -82,9 +82,15 @@ class SqliteKeyStore(SqlKeyStore):
     def delete(self, name: str) -> None:
         super().delete(name)
         # Move the zeroed pages into the database and empty the log, which still holds the
-        # pages as they were. Best effort: a reader in another process can hold it back, and
-        # the next automatic checkpoint then does it.
-        self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        # pages as they were. Without waiting: a reader holding an old snapshot (a backup, a
+        # frozen worker) makes it give up at once rather than hold the delete for the busy
+        # timeout; a later checkpoint then completes it.
+        connection = self._connection()
+        connection.execute("PRAGMA busy_timeout = 0")
+        try:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            connection.execute(f"PRAGMA busy_timeout = {round(LOCK_WAIT_SECONDS * 1000)}")
 
     def close(self) -> None:
         with self._connections_lock:

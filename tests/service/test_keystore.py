@@ -3,6 +3,7 @@
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from app.keystore import (
     open_store,
     sqlite,
 )
+from app.keystore.base import LOCK_WAIT_SECONDS
 from app.keystore.postgres import PostgresKeyStore
 from app.settings import Settings
 from tests.conftest import POSTGRES_URL
@@ -292,6 +294,28 @@ def test_a_deleted_secret_leaves_no_trace_in_the_sqlite_files(tmp_path: Path) ->
                 assert bytes(wrapped) not in file.read_bytes(), file
         assert store.material("kept").secret == b"k" * 48
     finally:
+        store.close()
+
+
+def test_a_delete_does_not_wait_for_a_reader_of_an_older_snapshot(tmp_path: Path) -> None:
+    """A backup or a frozen worker in the middle of a read: the delete still returns at once
+    (its checkpoint gives up), and the key is gone."""
+    import sqlite3
+
+    path = tmp_path / "store.sqlite3"
+    store = open_store(f"sqlite:///{path}", KeyWrapper(ROOT_KEY))
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        store.create("k", "aez", {}, False, b"a" * 48, None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM keys").fetchone()
+        started = time.monotonic()
+        store.delete("k")
+        assert time.monotonic() - started < LOCK_WAIT_SECONDS
+        with pytest.raises(KeyNotFoundError):
+            store.get("k")
+    finally:
+        reader.close()
         store.close()
 
 

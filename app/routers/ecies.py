@@ -280,8 +280,10 @@ def _encrypt_to(body: EciesPublicEncryptRequest) -> bytes:
     "/encrypt",
     response_model=EciesPublicCiphertext,
     summary="Encrypt to a public key given in the request (no stored key)",
+    openapi_extra=json_body(EciesPublicEncryptRequest),
     dependencies=[service_access(Operation.ENCRYPT)],
 )
-async def encrypt_to_public_key(body: EciesPublicEncryptRequest) -> Response:
+async def encrypt_to_public_key(request: Request) -> Response:
+    body = await read_json(request, EciesPublicEncryptRequest)  # after the token check
     ciphertext = await compute(len(body.plaintext), _encrypt_to, body)
     return json_response(EciesPublicCiphertext(ciphertext=ciphertext))

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, StrictInt, model_validator
 from app.auth import Operation
 from app.batch import Items, run_each, serve_batch
 from app.body import json_body, json_response, read_json
-from app.deps import KeyName, KeyringDep, key_access
+from app.deps import KeyName, key_access
 from app.errors import ProblemDetail, invalid_input, wrong_key_type
 from app.fe_cache import Cold, FeCaches
 from app.fe_schemes import FE_SCHEMES, FeScheme
@@ -265,24 +265,28 @@ def _decryptor(
     "/{name}/keygen",
     response_model=FeFunctionalKey,
     summary="A functional key for y (inner product) or F (quadratic)",
+    openapi_extra=json_body(FeKeygenRequest),
     dependencies=[key_access(Operation.KEYGEN)],
 )
-def keygen(
-    body: FeKeygenRequest, name: KeyName, request: Request, keyring: KeyringDep
-) -> FeKeygenResult:
-    return _keygen(keyring, _caches(request), name, body)
+async def keygen(request: Request, name: KeyName) -> Response:
+    body = await read_json(request, FeKeygenRequest)
+    state = request.app.state
+    result = await run_in_threadpool(_keygen, state.keyring, state.fe_caches, name, body)
+    return json_response(result, exclude_none=True)
 
 
 @router.post(
     "/{name}/encrypt",
     response_model=FeCiphertext,
     summary="A ciphertext of x (inner product) or of x and y (quadratic)",
+    openapi_extra=json_body(FeEncryptRequest),
     dependencies=[key_access(Operation.ENCRYPT)],
 )
-def encrypt(
-    body: FeEncryptRequest, name: KeyName, request: Request, keyring: KeyringDep
-) -> FeEncryptResult:
-    return _encrypt(keyring, _caches(request), name, body)
+async def encrypt(request: Request, name: KeyName) -> Response:
+    body = await read_json(request, FeEncryptRequest)
+    state = request.app.state
+    result = await run_in_threadpool(_encrypt, state.keyring, state.fe_caches, name, body)
+    return json_response(result, exclude_none=True)
 
 
 @router.post(

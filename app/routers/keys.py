@@ -3,10 +3,12 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Request, status
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 from app.auth import Operation, Principal
+from app.body import json_body, read_json
 from app.deps import (
     KEY_NAME_PATTERN,
     Admin,
@@ -138,9 +140,14 @@ def creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
     response_model=KeyOut,
     summary="Create a named key (admin)",
     responses={409: {"description": "a key of that name exists already"}},
+    openapi_extra=json_body(KeyCreate),
 )
-def create_key(body: KeyCreate, keyring: KeyringDep, settings: SettingsDep, _: Admin) -> KeyOut:
-    return key_out(create_stored_key(keyring.store, body, settings), with_versions=True)
+async def create_key(
+    request: Request, keyring: KeyringDep, settings: SettingsDep, _: Admin
+) -> KeyOut:
+    body = await read_json(request, KeyCreate)  # after the token check
+    info = await run_in_threadpool(create_stored_key, keyring.store, body, settings)
+    return key_out(info, with_versions=True)
 
 
 def create_stored_key(store: KeyStore, body: KeyCreate, settings: Settings) -> KeyInfo:

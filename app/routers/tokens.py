@@ -5,9 +5,11 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, status
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
 from app.auth import Operation, hash_token, new_scoped_token
+from app.body import json_body, read_json
 from app.deps import Admin, KeyringDep
 from app.errors import Problem
 from app.keystore import KeyStore, TokenRecord
@@ -59,9 +61,11 @@ def token_out(record: TokenRecord) -> TokenOut:
     status_code=status.HTTP_201_CREATED,
     response_model=TokenCreated,
     summary="Issue a scoped token (admin)",
+    openapi_extra=json_body(TokenCreate),
 )
-def create_token(body: TokenCreate, keyring: KeyringDep, _: Admin) -> TokenCreated:
-    return issue_token(keyring.store, body)
+async def create_token(request: Request, keyring: KeyringDep, _: Admin) -> TokenCreated:
+    body = await read_json(request, TokenCreate)  # after the token check
+    return await run_in_threadpool(issue_token, keyring.store, body)
 
 
 def issue_token(store: KeyStore, body: TokenCreate) -> TokenCreated:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 from starlette.types import Message
 
@@ -82,10 +82,30 @@ def test_raw_bodies_have_their_own_larger_limit(settings: Settings, auth: dict[s
         assert "take larger raw bodies" in as_json.json()["detail"]
         untyped = client.post("/v1/aez/k/encrypt", content=b"u" * 2 * LIMIT)
         assert untyped.status_code == 413
-        # A raw Content-Type on a route that parses its body does not lift the JSON limit.
-        for path in ("/v1/keys", "/v1/tokens", "/v1/fe/k/encrypt"):
+        # A raw Content-Type on a JSON-only route: refused before any byte is read.
+        for path in ("/v1/keys", "/v1/tokens", "/v1/fe/k/encrypt", "/v1/aez/k/encrypt/batch"):
             posed = client.post(path, content=b"{" * 2 * LIMIT, headers=raw)
-            assert posed.status_code == 413, path
+            assert posed.status_code == 415, path
+
+
+def test_only_a_route_that_reads_raw_bytes_lifts_the_json_limit(
+    settings: Settings, auth: dict[str, str]
+) -> None:
+    """A client's Content-Type alone does not lift it, whoever reads the body."""
+    limits = {"max_json_body_bytes": LIMIT, "max_body_bytes": 4 * LIMIT}
+    app = create_app(settings.model_copy(update=limits))
+
+    @app.post("/v1/echo-length")
+    async def echo_length(request: Request) -> dict[str, int]:
+        return {"length": len(await request.body())}
+
+    app.router.routes.insert(0, app.router.routes.pop())
+    with TestClient(app, headers=auth) as client:
+        raw = {"content-type": "application/octet-stream"}
+        small = client.post("/v1/echo-length", content=b"x" * LIMIT, headers=raw)
+        assert small.json() == {"length": LIMIT}
+        large = client.post("/v1/echo-length", content=b"x" * 2 * LIMIT, headers=raw)
+        assert large.status_code == 413
 
 
 def test_json_media_types_with_a_suffix_are_json(client: TestClient) -> None:
@@ -215,6 +235,11 @@ def test_a_declared_length_is_not_allocated_before_the_bytes_arrive(
         "/v1/fe/k/decrypt/many",
         "/v1/fe/k/keygen/batch",
         "/v1/ecies/k/encrypt",
+        "/v1/fe/k/keygen",
+        "/v1/fe/k/encrypt",
+        "/v1/ecies/encrypt",
+        "/v1/keys",
+        "/v1/tokens",
     ],
 )
 def test_without_a_token_no_body_is_read(app: FastAPI, path: str) -> None:

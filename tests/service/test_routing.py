@@ -22,6 +22,8 @@ DIRECT = {
     ("POST", "/v1/ecies/{name}/decrypt/batch"): Operation.DECRYPT,
     ("POST", "/v1/aez/{name}/encrypt/batch"): Operation.ENCRYPT,
     ("POST", "/v1/aez/{name}/decrypt/batch"): Operation.DECRYPT,
+    ("POST", "/v1/fe/{name}/keygen"): Operation.KEYGEN,
+    ("POST", "/v1/fe/{name}/encrypt"): Operation.ENCRYPT,
     ("POST", "/v1/fe/{name}/keygen/batch"): Operation.KEYGEN,
     ("POST", "/v1/fe/{name}/encrypt/batch"): Operation.ENCRYPT,
     ("POST", "/v1/fe/{name}/decrypt/batch"): Operation.DECRYPT,

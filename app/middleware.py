@@ -5,6 +5,7 @@ Written against raw ASGI rather than BaseHTTPMiddleware, which would cost a task
 request on the hot path.
 """
 
+import asyncio
 import logging
 import os
 import re
@@ -128,6 +129,21 @@ class ObserveMiddleware:
         except ClientDisconnect:
             # The client went away mid-body: nothing to answer, and no error of ours.
             status = CLIENT_CLOSED
+        except asyncio.CancelledError:
+            # uvicorn cancels what still runs when its shutdown grace ends. A 503 the client can
+            # retry elsewhere, with the request id, rather than uvicorn's plain 500; the task
+            # then ends as the shutdown wants, so the cancellation goes no further.
+            if answered:
+                raise
+            problem = Problem(
+                503,
+                "shutting-down",
+                "Shutting down",
+                "the service stopped before this request finished; a write may or may not "
+                "have been applied",
+            )
+            response = problem_response(problem, headers={"Connection": "close"})
+            await response(scope, receive, tagging_send)
         except Exception as exc:
             # Answered here rather than by Starlette's outermost handler, so that the 500 carries
             # the request id like any other answer and the error is logged once, with it.

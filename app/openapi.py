@@ -107,7 +107,8 @@ PROBLEM_DESCRIPTIONS = {
     "404": "no such key, version or token",
     "413": "the body is over the size limit",
     "422": "the request is invalid",
-    "503": "the key store is not answering; retry after Retry-After seconds",
+    "503": "the key store is not answering, or the service stopped first; retry after "
+    "Retry-After seconds",
 }
 
 

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
-from starlette.types import Message
+from starlette.types import Message, Receive, Scope, Send
 
 from app.batch import MAX_ITEMS
 from app.main import create_app
+from app.middleware import ObserveMiddleware
 from app.settings import Settings
 
 LIMIT = 4096
@@ -337,3 +338,38 @@ def test_raw_associated_data_is_bounded_like_json(client: TestClient) -> None:
         headers={"content-type": "application/octet-stream"},
     )
     assert response.status_code == 422, response.text
+
+
+def test_a_request_cancelled_at_shutdown_is_a_503_with_its_id() -> None:
+    """uvicorn cancels requests still running when its shutdown grace ends."""
+    started = asyncio.Event()
+
+    async def slow(scope: Scope, receive: Receive, send: Send) -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    middleware = ObserveMiddleware(slow, max_body_bytes=LIMIT, max_json_body_bytes=LIMIT)
+
+    async def main() -> list[Message]:
+        sent: list[Message] = []
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        async def receive() -> Message:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        scope = {"type": "http", "method": "GET", "path": "/v1/slow", "headers": []}
+        task = asyncio.ensure_future(middleware(scope, receive, send))
+        await started.wait()
+        task.cancel()
+        await task  # ends: the cancellation was answered
+        return sent
+
+    sent = asyncio.run(main())
+    start = sent[0]
+    assert start["status"] == 503
+    headers = dict(start["headers"])
+    assert headers[b"retry-after"] == b"1" and headers[b"connection"] == b"close"
+    assert b"x-request-id" in headers
+    assert json.loads(sent[1]["body"])["type"] == "urn:cipherd:problem:shutting-down"

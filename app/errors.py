@@ -13,7 +13,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
 
 from app.keystore import (
     KeyChangedError,
@@ -167,9 +166,6 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        if isinstance(exc.__cause__, ClientDisconnect):
-            # FastAPI's 400 for a body it could not read: no answer can reach the client.
-            raise exc.__cause__
         titles = {404: "Not found", 405: "Method not allowed", 413: "Body too large"}
         problem = Problem(
             exc.status_code,

@@ -50,8 +50,8 @@ class BodyLimit:
     """The body limit of one request, in `scope["state"]["body_limit"]`.
 
     The JSON limit, unless the route says it reads raw bytes before it reads any: a client's
-    Content-Type alone must not lift it, or a route that parses its body (before any token
-    check, where FastAPI reads it) could be made to take the raw limit.
+    Content-Type alone must not lift it, or a route that parses its body could be made to
+    parse up to the raw limit.
     """
 
     __slots__ = ("_raw_limit", "limit", "raw")

@@ -138,10 +138,6 @@ class FeDecryptBatchResponse(BaseModel):
     results: list[FeDecryptResult]
 
 
-def _caches(request: Request) -> FeCaches:
-    return request.app.state.fe_caches
-
-
 def _fe_scheme(name: str, material: KeyMaterial) -> FeScheme:
     scheme = FE_SCHEMES.get(material.type)
     if scheme is None:
@@ -300,7 +296,7 @@ async def decrypt(request: Request, name: KeyName) -> Response:
     body = await read_json(request, FeDecryptRequest)
     keyring: Keyring = request.app.state.keyring
     settings: Settings = request.app.state.settings
-    caches = _caches(request)
+    caches: FeCaches = request.app.state.fe_caches
 
     def run(warm_only: bool) -> Response:
         decryptor = _decryptor(

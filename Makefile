@@ -1,8 +1,8 @@
 # The two commands of the README, and the checks CI runs.
 VENV ?= .venv
-SOURCES := pyproject.toml setup.py scripts/install.sh $(wildcard core/*/*.c core/*/*/*.c tests/interop/package-lock.json)
+SOURCES := pyproject.toml constraints.txt setup.py scripts/install.sh $(wildcard core/*/*.c core/*/*/*.c tests/interop/package-lock.json)
 
-.PHONY: serve test lint openapi
+.PHONY: serve test lint openapi lock
 
 $(VENV)/.installed: $(SOURCES)
 	scripts/install.sh --dev
@@ -23,3 +23,13 @@ lint: $(VENV)/.installed
 
 openapi: $(VENV)/.installed
 	$(VENV)/bin/cipherd openapi > openapi.yaml
+
+# Renews constraints.txt: the newest releases pyproject.toml allows (tests and benchmarks
+# included), installed into a scratch environment. Run the tests before committing the result.
+lock:
+	rm -rf build/lock-venv
+	CIPHERD_VENV=build/lock-venv CIPHERD_CONSTRAINTS= scripts/install.sh --dev
+	build/lock-venv/bin/python -m pip install -q -e '.[bench]'
+	( echo "# Written by \`make lock\`: the versions scripts/install.sh installs."; \
+	  build/lock-venv/bin/python -m pip freeze --exclude-editable | grep -v '^petrelic' ) > constraints.txt
+	rm -rf build/lock-venv

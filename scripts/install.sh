@@ -5,16 +5,21 @@
 #   scripts/install.sh --dev      editable install with the test dependencies and the npm peers
 #
 # CIPHERD_VENV chooses the environment (default: .venv in the repository), PYTHON the interpreter.
+# Versions come from constraints.txt, the set the tests last passed with (`make lock` renews it);
+# CIPHERD_CONSTRAINTS= (empty) installs the newest releases pyproject.toml allows instead.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${CIPHERD_VENV:-$root/.venv}
 python=${PYTHON:-python3}
 mode=${1:-}
+constraints=${CIPHERD_CONSTRAINTS-$root/constraints.txt}
 
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 "${pip[@]}" install --upgrade pip setuptools wheel
+locked=()
+[ -z "$constraints" ] || locked=(-c "$constraints")
 
 # petrelic publishes only a cp310 wheel, but its extension is built for the stable ABI
 # (_petrelic.abi3.so) and runs on 3.10+. Retag the wheel as cp310-abi3 so pip accepts it.
@@ -30,10 +35,10 @@ if ! "$venv/bin/python" -c 'import petrelic' 2>/dev/null; then
 fi
 
 if [ "$mode" = "--dev" ]; then
-    "${pip[@]}" install -e "$root[test]"
+    "${pip[@]}" install "${locked[@]}" -e "$root[test]"
     if [ -f "$root/tests/interop/package.json" ]; then
         (cd "$root/tests/interop" && npm ci --silent --no-audit --no-fund)
     fi
 else
-    "${pip[@]}" install "$root"
+    "${pip[@]}" install "${locked[@]}" "$root"
 fi

@@ -1,5 +1,6 @@
 """Key lifecycle: create, list, read, rotate, delete, public part, export."""
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -28,6 +29,8 @@ from core.fe.group import DEFAULT_CURVE
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"], generate_unique_id_function=operation_id)
 MAX_PAGE = 1000
+# Keys read from the store at a time while a page of readable ones is gathered.
+_SCAN_CHUNK = 256
 
 KeyTypeName = Annotated[
     str, Field(json_schema_extra={"enum": sorted(KEY_TYPES)}, description="the key's type")
@@ -72,8 +75,8 @@ class KeyList(BaseModel):
     keys: list[KeyOut]
     next: str | None = Field(
         None,
-        description="with `limit`: pass as `after` for the next page; null on the last page. A "
-        "page holds at most `limit` keys, fewer when the token may not read some of them",
+        description="with `limit`: pass as `after` for the next page; null on the last page. "
+        "Pages hold only keys the token may read: `limit` of them, fewer on the last page",
     )
 
 
@@ -166,18 +169,45 @@ def list_keys(
         int | None, Query(ge=1, le=MAX_PAGE, description="keys per page; default: all")
     ] = None,
     after: Annotated[
-        str | None, Query(max_length=128, description="start after this name (a page's `next`)")
+        str | None,
+        Query(
+            pattern=r"^[A-Za-z0-9._-]{1,128}$",
+            description="start after this name (a page's `next`)",
+        ),
     ] = None,
 ) -> KeyList:
-    page = keyring.store.list(after, limit)
-    return KeyList(
-        keys=[
-            key_out(info, with_versions=False)
-            for info in page
-            if principal.allows(Operation.READ, info.name)
-        ],
-        next=page[-1].name if limit is not None and len(page) == limit else None,
-    )
+    page, next_after = readable_page(keyring.store, principal, after, limit)
+    return KeyList(keys=[key_out(info, with_versions=False) for info in page], next=next_after)
+
+
+def readable_page(
+    store: KeyStore, principal: Principal, after: str | None, limit: int | None
+) -> tuple[list[KeyInfo], str | None]:
+    """Up to `limit` keys after `after` that the token may read, and the `after` of the next
+    page (None on the last).
+
+    The scope filters before the page is cut, and `next` is always a key of the page: cutting
+    first would hand a narrow token the names of keys it may not read, as the `next` of a
+    page whose last stored key is outside its scope. The store is read in chunks until one
+    readable key beyond the page shows that a next page exists.
+    """
+
+    def readable(chunk: Sequence[KeyInfo]) -> list[KeyInfo]:
+        return [info for info in chunk if principal.allows(Operation.READ, info.name)]
+
+    if limit is None:
+        return readable(store.list(after)), None
+    chunk_size = max(limit + 1, _SCAN_CHUNK)
+    page: list[KeyInfo] = []
+    while len(page) <= limit:
+        chunk = store.list(after, chunk_size)
+        page += readable(chunk)
+        if len(chunk) < chunk_size:
+            break
+        after = chunk[-1].name
+    if len(page) > limit:
+        return page[:limit], page[limit - 1].name
+    return page, None
 
 
 @router.get(

@@ -52,11 +52,35 @@ def test_list_pages_with_next(client: TestClient, app: FastAPI) -> None:
             pages += 1
             if (after := page["next"]) is None:
                 break
-    # Pages are cut before the scope filters them: "other" costs its page a place.
+    # The scope filters before the page is cut: full pages, and no last page left empty.
     assert seen == [name for name in everything if name.startswith("orders-")]
-    assert pages == 3
+    assert pages == 2
     for bad in ({"limit": 0}, {"limit": 1001}, {"after": "x" * 129}):
         assert client.get("/v1/keys", params=bad).status_code == 422
+
+
+def test_pages_never_name_a_key_outside_the_scope(client: TestClient, app: FastAPI) -> None:
+    # More unreadable keys than the store is read at a time, between and after readable ones.
+    hidden = [f"hidden-{i:03}" for i in range(300)]
+    for name in ("a-1", *hidden, "z-1", "z-2"):
+        create(client, name, "aez")
+    reader = client.post("/v1/tokens", json={"keys": ["a-*", "z-*"], "operations": ["read"]})
+    headers = {"Authorization": f"Bearer {reader.json()['token']}"}
+    with TestClient(app, headers=headers) as scoped:
+        for start in (None, "a-1", "hidden-000", "hidden-150", "z-2", "zz"):
+            names, after = [], start
+            while True:
+                params = {"limit": 1, **({"after": after} if after is not None else {})}
+                page = scoped.get("/v1/keys", params=params).json()
+                names += [k["name"] for k in page["keys"]]
+                if (after := page["next"]) is None:
+                    break
+                assert after == names[-1]  # a key of the page, never one beyond the scope
+            readable = ["a-1", "z-1", "z-2"]
+            assert names == [n for n in readable if start is None or n > start]
+    admin_pages = client.get("/v1/keys", params={"limit": 302}).json()
+    assert len(admin_pages["keys"]) == 302 and admin_pages["next"] == "z-1"
+    assert client.get("/v1/keys", params={"limit": 303}).json()["next"] is None
 
 
 def test_every_non_fe_type_can_be_created(client: TestClient) -> None:

@@ -19,9 +19,16 @@ from app.schemas import timestamp
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"], generate_unique_id_function=operation_id)
 
 
+# A glob over key names: their characters and fnmatch's `*`, `?`, `[seq]` and `[!seq]`. Anything
+# else could never match a name, and a NUL is not even storable in PostgreSQL text.
+KEY_PATTERN = r"^[A-Za-z0-9._*?\[\]!-]{1,128}$"
+
+
 class TokenCreate(BaseModel):
-    description: str = Field("", max_length=200)
-    keys: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+    description: str = Field(
+        "", max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$", description="no control characters"
+    )
+    keys: list[Annotated[str, Field(pattern=KEY_PATTERN)]] = Field(
         min_length=1, max_length=100, description="glob patterns of key names, e.g. 'orders-*'"
     )
     operations: list[Operation] = Field(min_length=1)

@@ -10,6 +10,8 @@ from fastapi.testclient import TestClient
 
 from app.auth import hash_token
 from app.keystore import TokenRecord
+from app.main import create_app
+from app.settings import Settings
 
 OPEN_PATHS = {
     "/healthz",
@@ -125,3 +127,29 @@ def test_tokens_are_listed_without_the_secret(client: TestClient) -> None:
 )
 def test_bad_token_requests(client: TestClient, body: dict) -> None:
     assert client.post("/v1/tokens", json=body).status_code == 422
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_text_no_store_can_hold_is_refused(
+    backend: str, settings: Settings, request: pytest.FixtureRequest
+) -> None:
+    """A NUL in stored or queried text is a 422 on either store; on PostgreSQL it was a 500."""
+    if backend == "postgresql":
+        settings = settings.model_copy(
+            update={"database_url": request.getfixturevalue("postgres_url")}
+        )
+    admin = {"Authorization": f"Bearer {settings.admin_token}"}
+    with TestClient(create_app(settings), headers=admin) as client:
+        refused = [
+            {"keys": ["a\x00"], "operations": ["read"]},
+            {"keys": ["orders *"], "operations": ["read"]},  # a space never matches a name
+            {"keys": ["a*"], "operations": ["read"], "description": "x\x00y"},
+            {"keys": ["a*"], "operations": ["read"], "description": "two\nlines"},
+        ]
+        for body in refused:
+            assert client.post("/v1/tokens", json=body).status_code == 422, body
+        for after in ("\x00", "a\x00b", "a b"):
+            assert client.get("/v1/keys", params={"limit": 2, "after": after}).status_code == 422
+        globs = {"keys": ["orders-[!x]?*", "a.b_c"], "operations": ["read"], "description": "ok"}
+        assert client.post("/v1/tokens", json=globs).status_code == 201
+        assert client.get("/v1/tokens").json()["tokens"][0]["keys"] == globs["keys"]

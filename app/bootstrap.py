@@ -8,6 +8,7 @@ agree on one value.
 import base64
 import binascii
 import os
+import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 from app.settings import Settings
 
 ROOT_KEY_BYTES = 32
+_BEARER_TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
 
 
 class BootstrapError(RuntimeError):
@@ -82,5 +84,12 @@ def load_admin_token(settings: Settings) -> str:
     if settings.admin_token:
         if len(settings.admin_token) < 16:
             raise BootstrapError("CIPHERD_ADMIN_TOKEN must have at least 16 characters")
+        if not _BEARER_TOKEN.fullmatch(settings.admin_token):
+            # Any other character (a trailing newline or space from a secret file, say) makes
+            # a token no client can present: every admin call would be refused.
+            raise BootstrapError(
+                "CIPHERD_ADMIN_TOKEN may hold only A-Z a-z 0-9 - . _ ~ + / and trailing = "
+                "(a bearer token, RFC 6750): check for a trailing newline or space"
+            )
         return settings.admin_token
     return _read_or_create(settings.admin_token_file, lambda: "cda_" + secrets.token_urlsafe(32))

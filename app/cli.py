@@ -219,5 +219,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(argv)
     try:
         args.run(args, _settings())
+        sys.stdout.flush()
     except (BootstrapError, KeyStoreError, Problem) as exc:
         raise SystemExit(str(exc)) from None
+    except BrokenPipeError:
+        # The reader left (`cipherd tokens list | head`): nothing is wrong, and nothing more can
+        # be written; stdout goes to /dev/null so that the exit's own flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None

@@ -18,7 +18,9 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(Path("var"), description="embedded store, root key and admin token")
     database_url: str | None = Field(
-        None, description="sqlite:///path or postgresql://...; default: SQLite in data_dir"
+        None,
+        description="sqlite:///relative or sqlite:////absolute path, or postgresql://...; default: "
+        "SQLite in data_dir",
     )
     root_key: str | None = Field(None, description="base64 of the 32-byte root key")
     root_key_file: Path | None = Field(None, description="file holding the base64 root key")
@@ -31,14 +33,24 @@ class Settings(BaseSettings):
         32 * 1024 * 1024, ge=1024, description="request body limit, JSON and anything not raw"
     )
     max_batch_items: int = Field(1000, ge=1, le=MAX_ITEMS, description="items in one batch request")
+    # Finite and at most an hour: each bounds how long another replica's change goes unseen.
     key_cache_seconds: float = Field(
-        2.0, ge=0, description="how long a process reuses an unwrapped key (rotation lag bound)"
+        2.0,
+        ge=0,
+        le=3600,
+        description="how long a process reuses an unwrapped key (rotation lag bound)",
     )
     token_cache_seconds: float = Field(
-        2.0, ge=0, description="how long a process reuses a token lookup (revocation lag bound)"
+        2.0,
+        ge=0,
+        le=3600,
+        description="how long a process reuses a token lookup (revocation lag bound)",
     )
     worker_unresponsive_seconds: float = Field(
-        30.0, gt=0, description="a worker whose event loop stalls this long is killed and replaced"
+        30.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="a worker whose event loop stalls this long is killed and replaced",
     )
     log_format: str = Field("json", description="json or text")
     log_level: str = Field("INFO")

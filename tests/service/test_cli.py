@@ -4,6 +4,8 @@ import base64
 import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,6 +137,18 @@ def test_openapi_dump(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> Non
         ({"CIPHERD_DATABASE_URL": "mysql://db"}, "CIPHERD_DATABASE_URL must start with"),
         ({"CIPHERD_ROOT_KEY": "secret-but-not-base64!"}, "root key from CIPHERD_ROOT_KEY is not"),
         ({"CIPHERD_ADMIN_TOKEN": "secret-short"}, "CIPHERD_ADMIN_TOKEN must have at least 16"),
+        ({"CIPHERD_ADMIN_TOKEN": "secret-long-enough\n"}, "check for a trailing newline"),
+        ({"CIPHERD_ADMIN_TOKEN": "secret long enough"}, "CIPHERD_ADMIN_TOKEN may hold only"),
+        ({"CIPHERD_ADMIN_TOKEN": "sécret-long-enough"}, "CIPHERD_ADMIN_TOKEN may hold only"),
+        (
+            {"CIPHERD_KEY_CACHE_SECONDS": "inf", "CIPHERD_TOKEN_CACHE_SECONDS": "86400"},
+            "CIPHERD_KEY_CACHE_SECONDS: Input should be less than or equal to 3600; "
+            "CIPHERD_TOKEN_CACHE_SECONDS: Input should be less than or equal to 3600",
+        ),
+        (
+            {"CIPHERD_WORKER_UNRESPONSIVE_SECONDS": "inf"},
+            "CIPHERD_WORKER_UNRESPONSIVE_SECONDS: Input should be a finite number",
+        ),
     ],
 )
 def test_a_wrong_setting_stops_serve_in_one_line(
@@ -179,3 +193,15 @@ def _refused_serve(data_dir: Path, environment: dict[str, str]) -> str:
     assert served.returncode == 1
     assert len(output.strip().splitlines()) == 1, output
     return output
+
+
+def test_a_reader_that_leaves_early_is_no_error(data_dir: Path) -> None:
+    """`cipherd keys list | head -0`: the pipe closes before the output is written."""
+    main(["keys", "create", "orders", "aez"])
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    command = [sys.executable, "-m", "app", "keys", "list"]
+    finished = subprocess.run(command, stdout=write_end, stderr=subprocess.PIPE, timeout=60)
+    os.close(write_end)
+    assert finished.returncode == 1
+    assert finished.stderr == b""

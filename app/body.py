@@ -192,13 +192,11 @@ def _list_fields(model: type[BaseModel]) -> dict[str, bool]:
 def read_query(request: Request, model: type[ModelT]) -> ModelT:
     """The query string parsed as `model`, as FastAPI parses a `Annotated[model, Query()]`
     argument: a list field takes every value of its name, any other field the last one, and
-    an invalid value is a 422 naming `query.<field>`."""
+    an invalid value is a 422 naming `query.<field>`, as is a name the model does not take
+    (a `RequestBody` refuses it)."""
     params = request.query_params
-    values = {
-        name: params.getlist(name) if is_list else params[name]
-        for name, is_list in _list_fields(model).items()
-        if name in params
-    }
+    lists = _list_fields(model)
+    values = {name: params.getlist(name) if lists.get(name) else params[name] for name in params}
     try:
         return model.model_validate(values)
     except ValidationError as exc:

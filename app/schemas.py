@@ -5,7 +5,7 @@ import binascii
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, WithJsonSchema
 
 
 def _decode_base64(value: Any) -> bytes:
@@ -25,6 +25,14 @@ Base64Bytes = Annotated[
     PlainSerializer(lambda raw: base64.b64encode(raw).decode("ascii"), return_type=str),
     WithJsonSchema({"type": "string", "format": "byte", "description": "base64 (RFC 4648)"}),
 ]
+
+
+class RequestBody(BaseModel):
+    """A JSON request body or a set of query parameters. A field it does not name is refused
+    (422) rather than dropped: a misspelt option (`exportible`) or one the operation does not
+    take (`key_version` on an encryption) would otherwise pass unnoticed, with its default."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 def timestamp(seconds: float) -> datetime:

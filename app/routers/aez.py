@@ -32,7 +32,7 @@ from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
 from app.routing import family_router
-from app.schemas import Base64Bytes
+from app.schemas import Base64Bytes, RequestBody
 from core import aez
 
 router = family_router("aez")
@@ -44,7 +44,7 @@ StrictTau = Annotated[
 ]
 
 
-class AezParams(BaseModel):
+class AezParams(RequestBody):
     nonce: Base64Bytes = Field(b"", description="any length; omitted: empty")
     ad: list[Base64Bytes] | None = Field(
         None, description="associated data strings; [] and [''] differ", max_length=1024
@@ -52,15 +52,20 @@ class AezParams(BaseModel):
     tau: StrictTau = 16
 
 
-class AezQuery(BaseModel):
-    """The parameters of a raw (application/octet-stream) request."""
+class AezQuery(RequestBody):
+    """The parameters of a raw (application/octet-stream) encryption."""
 
     nonce: Base64Bytes = Field(b"", description="base64 (percent-encode it in the URL)")
     ad: list[Base64Bytes] | None = Field(
         None, description="repeat for each string, in order", max_length=1024
     )
     tau: Tau = 16
-    key_version: int | None = Field(None, ge=1, description="decrypt only; default: latest")
+
+
+class AezDecryptQuery(AezQuery):
+    """The parameters of a raw decryption."""
+
+    key_version: int | None = Field(None, ge=1, description="default: the latest version")
 
 
 class AezEncryptRequest(AezParams):
@@ -82,11 +87,11 @@ class AezPlaintext(BaseModel):
     key_version: int
 
 
-class AezEncryptBatch(BaseModel):
+class AezEncryptBatch(RequestBody):
     items: Items[AezEncryptRequest]
 
 
-class AezDecryptBatch(BaseModel):
+class AezDecryptBatch(RequestBody):
     items: Items[AezDecryptRequest]
 
 
@@ -159,19 +164,21 @@ async def encrypt(request: Request, name: KeyName) -> Response:
     "/{name}/decrypt",
     response_model=AezPlaintext,
     summary="Decrypt with a server-held AEZ key",
-    openapi_extra=dual_body(AezDecryptRequest, "the ciphertext; parameters in the query", AezQuery),
+    openapi_extra=dual_body(
+        AezDecryptRequest, "the ciphertext; parameters in the query", AezDecryptQuery
+    ),
     responses=binary_response("the plaintext, for a raw request"),
     dependencies=[key_access(Operation.DECRYPT)],
 )
 async def decrypt(request: Request, name: KeyName) -> Response:
     keyring: Keyring = request.app.state.keyring
     if is_raw(request):
-        query = read_query(request, AezQuery)
+        query = read_query(request, AezDecryptQuery)
         data = await read_raw(request)
         material = _aez(await keyring.fetch(name, query.key_version))
         plaintext = await compute(len(data), _decrypt, material, query, data)
         return raw_response(plaintext, material.version)
-    body = await read_json(request, AezDecryptRequest, AezQuery)
+    body = await read_json(request, AezDecryptRequest, AezDecryptQuery)
     material = _aez(await keyring.fetch(name, body.key_version))
     plaintext = await compute(len(body.ciphertext), _decrypt, material, body, body.ciphertext)
     return json_response(AezPlaintext(plaintext=plaintext, key_version=material.version))

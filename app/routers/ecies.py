@@ -31,13 +31,13 @@ from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
 from app.routing import family_router
-from app.schemas import Base64Bytes
+from app.schemas import Base64Bytes, RequestBody
 from core import ecies
 
 router = family_router("ecies")
 
 
-class EciesOptions(BaseModel):
+class EciesOptions(RequestBody):
     """eciespy's Config without the curve, which the key's type fixes."""
 
     # Frozen, hence hashable: pydantic then uses the default `config` as it is rather than
@@ -64,27 +64,31 @@ def _query_number(value: object) -> object:
 
 
 class EciesQuery(EciesOptions):
-    """The parameters of a raw (application/octet-stream) request."""
+    """The parameters of a raw (application/octet-stream) encryption."""
 
     symmetric_nonce_length: Annotated[Literal[12, 16, 24], BeforeValidator(_query_number)] = Field(
         16, description="12 or 16 for AES-256-GCM; XChaCha20-Poly1305 always uses 24"
     )
 
-    key_version: int | None = Field(None, ge=1, description="decrypt only; default: latest")
+
+class EciesDecryptQuery(EciesQuery):
+    """The parameters of a raw decryption."""
+
+    key_version: int | None = Field(None, ge=1, description="default: the latest version")
 
 
-class EciesEncryptRequest(BaseModel):
+class EciesEncryptRequest(RequestBody):
     plaintext: Base64Bytes
     config: EciesOptions = EciesOptions()
 
 
-class EciesDecryptRequest(BaseModel):
+class EciesDecryptRequest(RequestBody):
     ciphertext: Base64Bytes
     key_version: int | None = Field(None, ge=1, description="default: the latest version")
     config: EciesOptions = EciesOptions()
 
 
-class EciesPublicEncryptRequest(BaseModel):
+class EciesPublicEncryptRequest(RequestBody):
     public_key: Base64Bytes = Field(
         description="secp256k1: 33, 64 or 65 bytes; x25519 and ed25519: 32 bytes"
     )
@@ -106,11 +110,11 @@ class EciesPublicCiphertext(BaseModel):
     ciphertext: Base64Bytes
 
 
-class EciesEncryptBatch(BaseModel):
+class EciesEncryptBatch(RequestBody):
     items: Items[EciesEncryptRequest]
 
 
-class EciesDecryptBatch(BaseModel):
+class EciesDecryptBatch(RequestBody):
     items: Items[EciesDecryptRequest]
 
 
@@ -200,7 +204,7 @@ async def encrypt(request: Request, name: KeyName) -> Response:
     response_model=EciesPlaintext,
     summary="Decrypt with a server-held ECIES key",
     openapi_extra=dual_body(
-        EciesDecryptRequest, "the payload; parameters in the query", EciesQuery
+        EciesDecryptRequest, "the payload; parameters in the query", EciesDecryptQuery
     ),
     responses=binary_response("the plaintext, for a raw request"),
     dependencies=[key_access(Operation.DECRYPT)],
@@ -208,12 +212,12 @@ async def encrypt(request: Request, name: KeyName) -> Response:
 async def decrypt(request: Request, name: KeyName) -> Response:
     keyring: Keyring = request.app.state.keyring
     if is_raw(request):
-        query = read_query(request, EciesQuery)
+        query = read_query(request, EciesDecryptQuery)
         data = await read_raw(request)
         material = _ecies(await keyring.fetch(name, query.key_version))
         plaintext = await compute(len(data), _decrypt, material, data, query)
         return raw_response(plaintext, material.version)
-    body = await read_json(request, EciesDecryptRequest, EciesQuery)
+    body = await read_json(request, EciesDecryptRequest, EciesDecryptQuery)
     material = _ecies(await keyring.fetch(name, body.key_version))
     plaintext = await compute(
         len(body.ciphertext), _decrypt, material, body.ciphertext, body.config

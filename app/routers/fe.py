@@ -26,7 +26,7 @@ from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
 from app.routing import family_router
-from app.schemas import Base64Bytes
+from app.schemas import Base64Bytes, RequestBody
 from app.settings import Settings
 from core.fe import group
 
@@ -42,7 +42,7 @@ Vector = Annotated[list[I64], Field(min_length=1, max_length=4096)]
 KeyVersion = Annotated[int | None, Field(ge=1, description="master key version; default latest")]
 
 
-class FeKeygenRequest(BaseModel):
+class FeKeygenRequest(RequestBody):
     y: Vector | None = Field(None, description="inner-product schemes: the function vector")
     f: Annotated[list[Vector], Field(min_length=1, max_length=4096)] | None = Field(
         None, description="quadratic schemes: the n×n function matrix, row by row"
@@ -56,13 +56,13 @@ class FeKeygenRequest(BaseModel):
         return self
 
 
-class FeEncryptRequest(BaseModel):
+class FeEncryptRequest(RequestBody):
     x: Vector
     y: Vector | None = Field(None, description="quadratic schemes only: the second vector")
     key_version: KeyVersion = None
 
 
-class FeDecryptRequest(BaseModel):
+class FeDecryptRequest(RequestBody):
     functional_key: Base64Bytes
     ciphertext: Base64Bytes
     bounds: Annotated[list[I64], Field(min_length=2, max_length=2)] = Field(
@@ -71,7 +71,7 @@ class FeDecryptRequest(BaseModel):
     key_version: KeyVersion = Field(None, description="tao only: whose decryption base to use")
 
 
-class FeDecryptManyRequest(BaseModel):
+class FeDecryptManyRequest(RequestBody):
     functional_key: Base64Bytes
     ciphertexts: Items[Base64Bytes]
     bounds: Annotated[list[I64], Field(min_length=2, max_length=2)]
@@ -97,15 +97,15 @@ class FeResult(BaseModel):
     result: int | None = Field(description="the value, or null when it is outside the bounds")
 
 
-class FeKeygenBatch(BaseModel):
+class FeKeygenBatch(RequestBody):
     items: Items[FeKeygenRequest]
 
 
-class FeEncryptBatch(BaseModel):
+class FeEncryptBatch(RequestBody):
     items: Items[FeEncryptRequest]
 
 
-class FeDecryptBatch(BaseModel):
+class FeDecryptBatch(RequestBody):
     items: Items[FeDecryptRequest]
 
 

@@ -23,7 +23,7 @@ from app.errors import Problem, invalid_input
 from app.keystore import KeyInfo, KeyStore
 from app.keytypes import KEY_TYPES
 from app.routing import operation_id
-from app.schemas import Base64Bytes, timestamp
+from app.schemas import Base64Bytes, RequestBody, timestamp
 from app.settings import Settings
 from core.fe.group import DEFAULT_CURVE
 
@@ -37,7 +37,7 @@ KeyTypeName = Annotated[
 ]
 
 
-class KeyCreate(BaseModel):
+class KeyCreate(RequestBody):
     name: str = Field(pattern=KEY_NAME_PATTERN, examples=["orders"])
     type: KeyTypeName
     # Strict: JSON true is not the dimension 1, nor "yes" a yes.

@@ -14,7 +14,7 @@ from app.deps import Admin, KeyringDep
 from app.errors import Problem
 from app.keystore import KeyStore, TokenRecord
 from app.routing import operation_id
-from app.schemas import timestamp
+from app.schemas import RequestBody, timestamp
 
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"], generate_unique_id_function=operation_id)
 
@@ -24,7 +24,7 @@ router = APIRouter(prefix="/v1/tokens", tags=["tokens"], generate_unique_id_func
 KEY_PATTERN = r"^[A-Za-z0-9._*?\[\]!-]{1,128}$"
 
 
-class TokenCreate(BaseModel):
+class TokenCreate(RequestBody):
     description: str = Field(
         "", max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$", description="no control characters"
     )

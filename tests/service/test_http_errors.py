@@ -329,6 +329,60 @@ def test_key_options_are_not_coerced(client: TestClient, body: dict[str, Any]) -
     assert client.get(f"/v1/keys/{body['name']}").status_code == 404
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/keys", {"name": "e", "type": "ecies-secp256k1", "exportible": True}, "exportible"),
+        ("/v1/ecies/k/encrypt", {"plaintext": b64(b"hi"), "key_version": 1}, "key_version"),
+        (
+            "/v1/ecies/k/encrypt",
+            {"plaintext": b64(b"hi"), "config": {"elliptic_curve": "x25519"}},
+            "elliptic_curve",
+        ),
+        ("/v1/aez/a/encrypt/batch", {"items": [{"plaintext": "", "nonse": ""}]}, "nonse"),
+        ("/v1/tokens", {"keys": ["*"], "operations": ["read"], "ttl": 60}, "ttl"),
+    ],
+)
+def test_a_field_the_operation_does_not_take_is_refused(
+    client: TestClient, path: str, body: dict[str, Any], field: str
+) -> None:
+    """Dropped, each would have taken its default unnoticed: a non-exportable key, the latest
+    version, the key's own curve, an empty nonce, a token that never expires."""
+    client.post("/v1/keys", json={"name": "k", "type": "ecies-secp256k1"})
+    client.post("/v1/keys", json={"name": "a", "type": "aez"})
+    response = client.post(path, json=body)
+    assert response.status_code == 422, response.text
+    assert field in response.json()["detail"]
+    assert client.get("/v1/keys/e").status_code == 404
+    assert client.get("/v1/tokens").json()["tokens"] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "field"),
+    [
+        ("/v1/ecies/k/encrypt", "key_version=1", "key_version"),
+        ("/v1/aez/a/encrypt", "key_version=1", "key_version"),
+        ("/v1/aez/a/encrypt", "tau=16&ttl=3", "ttl"),
+    ],
+)
+def test_a_query_parameter_the_raw_operation_does_not_take_is_refused(
+    client: TestClient, path: str, query: str, field: str
+) -> None:
+    client.post("/v1/keys", json={"name": "k", "type": "ecies-secp256k1"})
+    client.post("/v1/keys", json={"name": "a", "type": "aez"})
+    raw = {"content-type": "application/octet-stream"}
+    response = client.post(f"{path}?{query}", content=b"hi", headers=raw)
+    assert response.status_code == 422, response.text
+    assert f"query.{field}" in response.json()["detail"]
+    encrypted = client.post(path, content=b"hi", headers=raw)
+    assert encrypted.status_code == 200
+    decrypt = path.replace("encrypt", "decrypt")
+    assert (
+        client.post(f"{decrypt}?key_version=1", content=encrypted.content, headers=raw).content
+        == b"hi"
+    )
+
+
 def test_raw_associated_data_is_bounded_like_json(client: TestClient) -> None:
     client.post("/v1/keys", json={"name": "a", "type": "aez"})
     query = "&".join(["ad=AA%3D%3D"] * 1025)

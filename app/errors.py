@@ -153,6 +153,20 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method some route takes at this path. Starlette's 405 names only the first route
+    that matched the path (`PUT /v1/keys` got `Allow: POST`, though GET lists the keys); HEAD
+    goes wherever GET does (`app.middleware`)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        regex, route_methods = getattr(route, "path_regex", None), getattr(route, "methods", None)
+        if regex is not None and route_methods and regex.match(request.scope["path"]):
+            methods |= route_methods
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
+
+
 def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -173,7 +187,10 @@ def install_handlers(app: FastAPI) -> None:
             titles.get(exc.status_code, "HTTP error"),
             str(exc.detail),
         )
-        return problem_response(problem, headers=exc.headers)  # e.g. a 405's Allow
+        headers = exc.headers
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+        return problem_response(problem, headers=headers)
 
     async def _known(request: Request, exc: Exception) -> JSONResponse:
         problem = problem_for(exc)

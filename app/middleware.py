@@ -113,6 +113,9 @@ class ObserveMiddleware:
             return message
 
         answered = False
+        # HEAD is GET without the body (RFC 9110, 9.3.2): routed as GET, answered without it.
+        head = scope["method"] == "HEAD"
+        routed = {**scope, "method": "GET"} if head else scope
 
         async def tagging_send(message: Message) -> None:
             nonlocal status, answered
@@ -122,10 +125,12 @@ class ObserveMiddleware:
                     *message.get("headers", []),
                     (b"x-request-id", request_id.encode()),
                 ]
+            elif head:
+                message = {**message, "body": b""}
             await send(message)
 
         try:
-            await self.app(scope, counting_receive, tagging_send)
+            await self.app(routed, counting_receive, tagging_send)
         except ClientDisconnect:
             # The client went away mid-body: nothing to answer, and no error of ours.
             status = CLIENT_CLOSED
@@ -143,7 +148,7 @@ class ObserveMiddleware:
                 "have been applied",
             )
             response = problem_response(problem, headers={"Connection": "close"})
-            await response(scope, receive, tagging_send)
+            await response(routed, receive, tagging_send)
         except Exception as exc:
             # Answered here rather than by Starlette's outermost handler, so that the 500 carries
             # the request id like any other answer and the error is logged once, with it.
@@ -151,10 +156,10 @@ class ObserveMiddleware:
             if answered:  # all that is left is to drop the connection
                 raise
             problem = Problem(500, "internal", "Internal error", f"request {request_id} failed")
-            await problem_response(problem)(scope, receive, tagging_send)
+            await problem_response(problem)(routed, receive, tagging_send)
         finally:
             elapsed = time.perf_counter() - started
-            path = _route_label(scope)
+            path = _route_label(routed)
             method = scope["method"]
             label = method if method in _METHODS else "other"
             requests, seconds = request_metrics(path, label, status)

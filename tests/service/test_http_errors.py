@@ -290,10 +290,33 @@ def test_raw_body_parameters_at_their_defaults_pass_with_json(client: TestClient
     assert response.status_code == 200, response.text
 
 
-def test_a_wrong_method_is_a_405_with_allow(client: TestClient) -> None:
-    response = client.get("/v1/ecies/k/encrypt")
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("GET", "/v1/ecies/k/encrypt", "POST"),
+        ("HEAD", "/v1/ecies/k/encrypt", "POST"),
+        ("PUT", "/v1/keys", "GET, HEAD, POST"),  # two routes share the path
+        ("PUT", "/v1/keys/k", "DELETE, GET, HEAD"),
+        ("PATCH", "/v1/tokens", "GET, HEAD, POST"),
+    ],
+)
+def test_a_wrong_method_is_a_405_with_allow(
+    client: TestClient, method: str, path: str, allow: str
+) -> None:
+    response = client.request(method, path)
     assert response.status_code == 405
-    assert response.headers["allow"] == "POST"
+    assert response.headers["allow"] == allow
+
+
+def test_head_is_get_without_the_body(client: TestClient) -> None:
+    client.post("/v1/keys", json={"name": "k", "type": "aez"})
+    for path in ("/healthz", "/readyz", "/metrics", "/v1/keys", "/v1/keys/k"):
+        got, head = client.get(path), client.head(path)
+        assert (head.status_code, head.content) == (200, b""), path
+        assert head.headers["content-type"] == got.headers["content-type"]
+        assert "x-request-id" in head.headers
+    metrics = client.get("/metrics").text
+    assert 'method="HEAD",route="/v1/keys/{name}",status="200"' in metrics
 
 
 def test_json_only_routes_name_json_alone_in_their_415(client: TestClient) -> None:

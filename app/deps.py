@@ -57,7 +57,7 @@ class KeyAccess:
     ) -> Principal:
         principal = await _principal(request, credentials)
         if not principal.allows(self.operation, name):
-            raise forbidden(f"the token may not {self.operation.value} with key {name!r}")
+            raise forbidden(f"the token's scope has no {self.operation.value!r} for key {name!r}")
         return principal
 
 
@@ -65,7 +65,7 @@ def _service_access(operation: Operation) -> Callable[..., Principal]:
     async def dependency(request: Request, credentials: Credentials) -> Principal:
         principal = await _principal(request, credentials)
         if not principal.allows(operation, None):
-            raise forbidden(f"the token may not {operation.value}")
+            raise forbidden(f"the token's scope has no {operation.value!r}")
         return principal
 
     return dependency

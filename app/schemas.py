@@ -5,7 +5,15 @@ import binascii
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    StrictInt,
+    WithJsonSchema,
+)
 
 
 def _decode_base64(value: Any) -> bytes:
@@ -33,6 +41,12 @@ class RequestBody(BaseModel):
     take (`key_version` on an encryption) would otherwise pass unnoticed, with its default."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+# A key version in JSON: a number, not `true` (which pydantic would take as 1) nor "2".
+KeyVersion = Annotated[
+    StrictInt | None, Field(ge=1, description="the key version; default: the latest")
+]
 
 
 def timestamp(seconds: float) -> datetime:

@@ -32,7 +32,7 @@ from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
 from app.routing import family_router
-from app.schemas import Base64Bytes, RequestBody
+from app.schemas import Base64Bytes, KeyVersion, RequestBody
 from core import aez
 
 router = family_router("aez")
@@ -74,7 +74,7 @@ class AezEncryptRequest(AezParams):
 
 class AezDecryptRequest(AezParams):
     ciphertext: Base64Bytes
-    key_version: int | None = Field(None, ge=1, description="default: the latest version")
+    key_version: KeyVersion = None
 
 
 class AezCiphertext(BaseModel):

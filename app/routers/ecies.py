@@ -31,7 +31,7 @@ from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
 from app.routing import family_router
-from app.schemas import Base64Bytes, RequestBody
+from app.schemas import Base64Bytes, KeyVersion, RequestBody
 from core import ecies
 
 router = family_router("ecies")
@@ -84,7 +84,7 @@ class EciesEncryptRequest(RequestBody):
 
 class EciesDecryptRequest(RequestBody):
     ciphertext: Base64Bytes
-    key_version: int | None = Field(None, ge=1, description="default: the latest version")
+    key_version: KeyVersion = None
     config: EciesOptions = EciesOptions()
 
 

@@ -26,7 +26,7 @@ from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
 from app.routing import family_router
-from app.schemas import Base64Bytes, RequestBody
+from app.schemas import Base64Bytes, KeyVersion, RequestBody
 from app.settings import Settings
 from core.fe import group
 
@@ -39,7 +39,6 @@ router = family_router("fe")
 
 I64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
 Vector = Annotated[list[I64], Field(min_length=1, max_length=4096)]
-KeyVersion = Annotated[int | None, Field(ge=1, description="master key version; default latest")]
 
 
 class FeKeygenRequest(RequestBody):

@@ -406,6 +406,26 @@ def test_a_query_parameter_the_raw_operation_does_not_take_is_refused(
     )
 
 
+@pytest.mark.parametrize("version", [True, "1", 1.0])
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/ecies/k/decrypt", {"ciphertext": b64(b"x" * 100)}),
+        ("/v1/aez/a/decrypt", {"ciphertext": b64(b"x" * 100)}),
+        ("/v1/fe/f/encrypt", {"x": [1, 2]}),
+    ],
+)
+def test_a_key_version_is_not_coerced(
+    client: TestClient, path: str, body: dict[str, Any], version: object
+) -> None:
+    client.post("/v1/keys", json={"name": "k", "type": "ecies-secp256k1"})
+    client.post("/v1/keys", json={"name": "a", "type": "aez"})
+    client.post("/v1/keys", json={"name": "f", "type": "ipfe-opt", "dimension": 2})
+    response = client.post(path, json={**body, "key_version": version})
+    assert response.status_code == 422, response.text
+    assert "key_version" in response.json()["detail"]
+
+
 def test_raw_associated_data_is_bounded_like_json(client: TestClient) -> None:
     client.post("/v1/keys", json={"name": "a", "type": "aez"})
     query = "&".join(["ad=AA%3D%3D"] * 1025)

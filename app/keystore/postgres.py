@@ -10,6 +10,8 @@ StoreUnavailableError (503 to the client), and work again once it is back.
 """
 
 import logging
+import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,6 +33,13 @@ STORE_WAIT_SECONDS = 5.0
 # mid-rotation) before it ends it and frees its locks. Without it (and LOCK_WAIT_SECONDS) one
 # frozen replica would stall every other replica's writes to that key indefinitely.
 IDLE_IN_TRANSACTION_SECONDS = 30.0
+
+# libpq's words for refusals that stay refusals, however long a start waits.
+_FINAL_REFUSAL = re.compile(
+    r"does not exist|authentication failed|no password supplied|invalid \S+ value"
+    r"|invalid connection option|invalid URI|missing \"=\""
+)
+_RETRY_SECONDS = 0.5
 
 log = logging.getLogger("cipherd.keystore")
 
@@ -64,6 +73,7 @@ class PostgresKeyStore(SqlKeyStore):
         connect_seconds: float = CONNECT_SECONDS,
     ) -> None:
         super().__init__(wrapper)
+        _first_connection(url, connect_seconds)
         self._pool = ConnectionPool(
             url,
             min_size=1,
@@ -73,13 +83,6 @@ class PostgresKeyStore(SqlKeyStore):
             configure=_configure,
             timeout=STORE_WAIT_SECONDS,
         )
-        try:
-            self._pool.wait(timeout=connect_seconds)
-        except PoolTimeout:
-            self._pool.close()
-            raise KeyStoreError(
-                f"no connection to PostgreSQL within {connect_seconds:g} s: {_refusal(url)}"
-            ) from None
         self._create_schema()
 
     def _lock_schema(self, cursor: Cursor) -> None:
@@ -110,13 +113,24 @@ def _configure(connection: psycopg.Connection) -> None:
     connection.commit()
 
 
-def _refusal(url: str) -> str:
-    """Why PostgreSQL refuses a connection."""
-    try:
-        psycopg.connect(url, connect_timeout=5).close()
-    except psycopg.Error as exc:
-        return _one_line(exc)
-    return "it accepts connections now"
+def _first_connection(url: str, seconds: float) -> None:
+    """Wait up to `seconds` for PostgreSQL to accept a connection, before the pool opens (each
+    of whose failed attempts would log a warning). A refusal that waiting cannot change (an
+    unknown database or role, a wrong password, a malformed URL) ends the wait at once."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            psycopg.connect(url, connect_timeout=5).close()
+            return
+        except psycopg.Error as exc:
+            reason = _one_line(exc)
+            if _FINAL_REFUSAL.search(reason):
+                raise KeyStoreError(f"PostgreSQL refuses the connection: {reason}") from None
+            if time.monotonic() >= deadline:
+                raise KeyStoreError(
+                    f"no connection to PostgreSQL within {seconds:g} s: {reason}"
+                ) from None
+        time.sleep(_RETRY_SECONDS)
 
 
 def _one_line(exc: Exception) -> str:

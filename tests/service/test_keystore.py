@@ -1,5 +1,6 @@
 """The key-store suite, run on SQLite and on a real PostgreSQL."""
 
+import logging
 import os
 import stat
 import threading
@@ -267,14 +268,33 @@ def test_an_unknown_database_url_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_a_database_that_refuses_is_one_error_without_the_password() -> None:
+@pytest.mark.parametrize(
+    ("where", "reason"),
+    [
+        ("/cipherd_no_such_database", 'database "cipherd_no_such_database" does not exist'),
+        ("/postgres?sslmode=sometimes", 'invalid sslmode value: "sometimes"'),
+    ],
+)
+def test_a_database_that_refuses_for_good_is_one_error_at_once(
+    where: str, reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Waiting would not change these: the start fails at once (else after the 30 s given),
+    with one message, no warning per attempt, and never the password."""
     password = "pw-" + os.urandom(8).hex()
-    url = f"{POSTGRES_URL.rsplit('/', 1)[0]}/cipherd_no_such_database?password={password}"
-    with pytest.raises(KeyStoreError, match='database "cipherd_no_such_database" does not exist'):
-        PostgresKeyStore(url, KeyWrapper(ROOT_KEY), connect_seconds=0.5)
+    url = f"{POSTGRES_URL.rsplit('/', 1)[0]}{where}"
+    url += ("&" if "?" in url else "?") + f"password={password}"
     with pytest.raises(KeyStoreError) as refused:
-        PostgresKeyStore(url, KeyWrapper(ROOT_KEY), connect_seconds=0.5)
+        PostgresKeyStore(url, KeyWrapper(ROOT_KEY), connect_seconds=30)
+    assert str(refused.value).startswith("PostgreSQL refuses the connection: ")
+    assert reason in str(refused.value)
     assert password not in str(refused.value)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_database_not_answering_yet_is_waited_for() -> None:
+    url = "postgresql://postgres@127.0.0.1:1/postgres"  # nothing listens there
+    with pytest.raises(KeyStoreError, match=r"no connection to PostgreSQL within 1 s: .*refused"):
+        PostgresKeyStore(url, KeyWrapper(ROOT_KEY), connect_seconds=1)
 
 
 def test_a_deleted_secret_leaves_no_trace_in_the_sqlite_files(tmp_path: Path) -> None:

@@ -21,7 +21,13 @@ from app.keystore import (
     StoreUnavailableError,
     VersionNotFoundError,
 )
-from core.errors import DecryptionError, EncodingError, InvalidKeyError, ShapeError
+from core.errors import (
+    DecryptionError,
+    EncodingError,
+    InvalidKeyError,
+    KeyMismatchError,
+    ShapeError,
+)
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -101,6 +107,8 @@ def problem_for(exc: Exception) -> Problem | None:
             return Problem(400, "decryption-failed", "Decryption failed", "decryption failed")
         case ShapeError():
             return Problem(422, "shape-mismatch", "Wrong shape", str(exc))
+        case KeyMismatchError():
+            return Problem(422, "key-mismatch", "Key mismatch", str(exc))
         case InvalidKeyError() | EncodingError():
             return invalid_input(str(exc))
         case KeyNotFoundError() | VersionNotFoundError():
@@ -118,6 +126,7 @@ KNOWN_ERRORS: tuple[type[Exception], ...] = (
     Problem,
     DecryptionError,
     ShapeError,
+    KeyMismatchError,
     InvalidKeyError,
     EncodingError,
     KeyNotFoundError,

@@ -32,3 +32,8 @@ class ShapeError(CipherdError, ValueError):
         self.expected = expected
         self.actual = actual
         super().__init__(f"input has {actual} entries where {expected} are needed")
+
+
+class KeyMismatchError(CipherdError, ValueError):
+    """A functional key and a ciphertext come from different master keys (or versions of one):
+    decrypting them would give no meaningful value."""

@@ -28,7 +28,8 @@ from app.metrics import timed
 from app.routing import family_router
 from app.schemas import Base64Bytes, KeyVersion, RequestBody
 from app.settings import Settings
-from core.fe import group
+from core.errors import KeyMismatchError
+from core.fe import encoding, group
 
 # A small decryption (a ciphertext of about 20 points at most: a few ms) whose key version,
 # table and prepared key are all cached runs on the event loop: handing it to a worker thread
@@ -229,6 +230,14 @@ def _decryptor(
     if key.curve != curve.name:
         raise invalid_input(
             f"functional_key: made on {key.curve}, but key {name!r} is {curve.name}"
+        )
+    if scheme.base == "master" and not encoding.same_id(
+        key.master_id, encoding.read_master_id(material.secret)
+    ):
+        # Its base is the version's: with another version's, the search would find nothing.
+        raise KeyMismatchError(
+            f"functional_key: made under another version of key {name!r} than "
+            f"{material.version}; pass its key_version"
         )
     if scheme.base == "per-pair":
 

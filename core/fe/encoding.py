@@ -1,26 +1,36 @@
 """Versioned byte encodings of FE master keys, public keys, functional keys and ciphertexts.
 
-Every object starts with the same 11-byte header: magic ``CFE``, format version (2), scheme id,
-object kind, curve id (1 BLS12-381, 2 BN254) and the dimension n (4 bytes, big-endian). The
-fields follow in declaration order, each element in its curve's fixed size from
-`core.fe.group` (scalars, G1, G2, GT) or as a signed 64-bit big-endian integer (function
-entries of QFE keys). The header's n and curve fix every length, so the total is checked before
-anything is parsed; points are validated (curve and subgroup) by group. Version 1 encodings
-(a 10-byte header without the curve byte, BLS12-381 only) are still read.
+Every object starts with the same 19-byte header: magic ``CFE``, format version (3), scheme id,
+object kind, curve id (1 BLS12-381, 2 BN254), the dimension n (4 bytes, big-endian) and the
+8-byte id of the master key the object comes from (`master_id`). The fields follow in
+declaration order, each element in its curve's fixed size from `core.fe.group` (scalars, G1,
+G2, GT) or as a signed 64-bit big-endian integer (function entries of QFE keys). The header's n
+and curve fix every length, so the total is checked before anything is parsed; points are
+validated (curve and subgroup) by group.
+
+The master id lets decryption refuse a functional key and a ciphertext of different master
+keys (a rotated key's old and new versions, say), which would otherwise "decrypt" to no value
+in any range, indistinguishable from a value outside the range searched. Version 2 encodings
+(an 11-byte header without the id) and version 1 (10 bytes, no curve byte, BLS12-381 only) are
+still read; their objects have an unknown id (`UNKNOWN_MASTER`), which matches any.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
-from core.errors import EncodingError
+from core.errors import EncodingError, KeyMismatchError
 from core.fe import group
 
 MAGIC = b"CFE"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+MASTER_ID_BYTES = 8
+UNKNOWN_MASTER = bytes(MASTER_ID_BYTES)
 SCHEME_IDS = {"bjk": 1, "tao": 2, "kim": 3, "lin": 4, "kks": 5, "opt": 6, "bcfg": 7, "sgp": 8}
 CURVE_IDS = {group.BLS12_381: 1, group.BN254: 2}
 
@@ -29,7 +39,8 @@ PUBLIC_KEY = 2
 KEY = 3
 CIPHERTEXT = 4
 
-_HEADER = struct.Struct(">3sBBBBI")
+_HEADER = struct.Struct(f">3sBBBBI{MASTER_ID_BYTES}s")
+_HEADER_V2 = struct.Struct(">3sBBBBI")
 _HEADER_V1 = struct.Struct(">3sBBBI")
 HEADER_BYTES = _HEADER.size
 
@@ -138,18 +149,20 @@ class Encoded:
 
     Subclasses are dataclasses whose first field is `n`, with one `LAYOUT` entry
     (codec, shape) per further field; every object also names its curve (keyword `curve`,
-    BLS12-381 by default). Equality and hashing go through the encoding, so that comparing
-    objects never touches native group code outside the group layer's lock.
+    BLS12-381 by default) and the master key it comes from (keyword `master_id`). Equality and
+    hashing go through the encoding, so that comparing objects never touches native group code
+    outside the group layer's lock.
     """
 
     curve: str = field(default=group.DEFAULT_CURVE, kw_only=True)
+    master_id: bytes = field(default=UNKNOWN_MASTER, kw_only=True)
 
     SCHEME: ClassVar[str]
     KIND: ClassVar[int]
     LAYOUT: ClassVar[tuple[tuple[_Codec, Shape], ...]]
 
     def _data_fields(self) -> list[str]:
-        return [f.name for f in fields(self) if f.name not in ("n", "curve")]
+        return [f.name for f in fields(self) if f.name not in ("n", "curve", "master_id")]
 
     def to_bytes(self) -> bytes:
         """The versioned encoding: header, then every field in declaration order."""
@@ -157,7 +170,13 @@ class Encoded:
         c = group.curve(self.curve)
         out = [
             _HEADER.pack(
-                MAGIC, FORMAT_VERSION, SCHEME_IDS[self.SCHEME], self.KIND, CURVE_IDS[c.name], n
+                MAGIC,
+                FORMAT_VERSION,
+                SCHEME_IDS[self.SCHEME],
+                self.KIND,
+                CURVE_IDS[c.name],
+                n,
+                self.master_id,
             )
         ]
         for name, (codec, shape) in zip(self._data_fields(), self.LAYOUT, strict=True):
@@ -173,17 +192,19 @@ class Encoded:
             raise EncodingError("truncated header")
         if data[:3] != MAGIC:
             raise EncodingError("not a cipherd FE encoding")
-        if data[3] == 1:
-            header = _HEADER_V1
+        master_id = UNKNOWN_MASTER
+        header = {1: _HEADER_V1, 2: _HEADER_V2, FORMAT_VERSION: _HEADER}.get(data[3])
+        if header is None:
+            raise EncodingError(f"unsupported format version {data[3]}")
+        if len(data) < header.size:
+            raise EncodingError("truncated header")
+        if header is _HEADER_V1:
             _, _, scheme, kind, n = header.unpack_from(data)
             curve_id = CURVE_IDS[group.BLS12_381]
-        elif data[3] == FORMAT_VERSION and len(data) >= _HEADER.size:
-            header = _HEADER
+        elif header is _HEADER_V2:
             _, _, scheme, kind, curve_id, n = header.unpack_from(data)
-        elif data[3] == FORMAT_VERSION:
-            raise EncodingError("truncated header")
         else:
-            raise EncodingError(f"unsupported format version {data[3]}")
+            _, _, scheme, kind, curve_id, n, master_id = header.unpack_from(data)
         if scheme != SCHEME_IDS[cls.SCHEME]:
             raise EncodingError(f"encoding is not for scheme {cls.SCHEME}")
         if kind != cls.KIND:
@@ -207,7 +228,7 @@ class Encoded:
             count = _count(s)
             values.append(_nest(codec.read(c, data, count, offset), s))
             offset += count * size
-        return cls(*values, curve=c.name)
+        return cls(*values, curve=c.name, master_id=master_id)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -219,3 +240,36 @@ class Encoded:
 
     def __repr__(self) -> str:
         return f"{self.SCHEME}.{type(self).__name__}(n={self.n}, curve={self.curve})"  # type: ignore[attr-defined]
+
+
+MasterT = TypeVar("MasterT", bound=Encoded)
+
+
+def identified(msk: MasterT) -> MasterT:
+    """A new master key with its id: the first bytes of the SHA-256 of its encoding, so that one
+    key always has one id (the same seed gives the same key and id) and two keys two ids."""
+    digest = hashlib.sha256(msk.to_bytes()).digest()
+    return dataclasses.replace(msk, master_id=digest[:MASTER_ID_BYTES])
+
+
+def same_id(a: bytes, b: bytes) -> bool:
+    """Whether two master ids may name the same master key: equal, or one unknown."""
+    return a == b or UNKNOWN_MASTER in (a, b)
+
+
+def read_master_id(data: bytes) -> bytes:
+    """The master id in an encoding's header, without decoding the rest (unknown for formats
+    1 and 2); the header is not otherwise checked."""
+    if len(data) >= _HEADER.size and data[:3] == MAGIC and data[3] == FORMAT_VERSION:
+        return bytes(data[_HEADER_V2.size : _HEADER.size])
+    return UNKNOWN_MASTER
+
+
+def same_master(key: Any, ciphertext: Any) -> None:
+    """Refuse a functional key and a ciphertext of different master keys (`KeyMismatchError`);
+    an unknown id (a version 1 or 2 encoding) matches any."""
+    if not same_id(key.master_id, ciphertext.master_id):
+        raise KeyMismatchError(
+            "the functional key and the ciphertext come from different master keys "
+            "(or different versions of one)"
+        )

@@ -18,5 +18,9 @@ class PreparedKeyBase:
     def curve(self) -> str:
         return self.key.curve
 
+    @property
+    def master_id(self) -> bytes:
+        return self.key.master_id
+
     def to_bytes(self) -> bytes:
         return self.key.to_bytes()

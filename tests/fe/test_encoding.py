@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from core.errors import EncodingError
+from core.errors import EncodingError, KeyMismatchError
 from core.fe import encoding, group
 from core.fe.ipfe import lin, tao
 
@@ -81,6 +81,7 @@ def test_header_layout(any_scheme: Any, rng: random.Random) -> None:
         assert data[5] == type(obj).KIND
         assert data[6] == encoding.CURVE_IDS[any_scheme.curve]
         assert int.from_bytes(data[7:11], "big") == obj.n
+        assert data[11:HEADER] == obj.master_id
 
 
 def test_every_truncation_rejected(any_scheme: Any, rng: random.Random) -> None:
@@ -101,7 +102,7 @@ def test_wrong_header_fields_rejected(any_scheme: Any, rng: random.Random) -> No
         cls = type(obj)
         for pos, value, message in [
             (0, ord("X"), "not a cipherd"),
-            (3, 3, "version"),
+            (3, 4, "unsupported format version 4"),
             (4, 0, "not for scheme"),
             (5, 9, "is not a"),
             (6, 7, "unknown curve"),
@@ -177,16 +178,64 @@ def test_unreduced_scalars_rejected(any_scheme: Any, rng: random.Random) -> None
 
 
 def test_version_1_encodings_read_as_bls12_381(rng: random.Random) -> None:
-    """The 10-byte header of format 1 (no curve byte) still decodes, as BLS12-381."""
+    """The 10-byte header of format 1 (no curve byte, no master id) still decodes, as
+    BLS12-381 with an unknown master."""
     msk = lin.setup(2, rng)
     ct = lin.encrypt(msk, [3, 4], rng)
     data = ct.to_bytes()
-    old = data[:3] + b"\x01" + data[4:6] + data[7:]
+    old = data[:3] + b"\x01" + data[4:6] + data[7:11] + data[HEADER:]
     again = lin.Ciphertext.from_bytes(old)
-    assert again == ct
+    assert again.to_bytes()[HEADER:] == data[HEADER:]
     assert again.curve == group.BLS12_381
+    assert again.master_id == encoding.UNKNOWN_MASTER
     with pytest.raises(EncodingError, match="truncated header"):
         lin.Ciphertext.from_bytes(data[:10])
+    with pytest.raises(EncodingError, match="truncated header"):
+        lin.Ciphertext.from_bytes(old[:9])
+
+
+def test_version_2_encodings_read_with_an_unknown_master(
+    any_scheme: Any, rng: random.Random
+) -> None:
+    """The 11-byte header of format 2 (no master id) still decodes; such a key or ciphertext
+    decrypts beside any other, as before ids existed."""
+    objs = _all_objects(any_scheme, rng)
+    old = {}
+    for name, obj in objs.items():
+        data = obj.to_bytes()
+        v2 = data[:3] + b"\x02" + data[4:11] + data[HEADER:]
+        old[name] = type(obj).from_bytes(v2)
+        assert old[name].master_id == encoding.UNKNOWN_MASTER
+        assert old[name].to_bytes()[HEADER:] == data[HEADER:]
+        assert old[name].curve == obj.curve
+        with pytest.raises(EncodingError, match="truncated header"):
+            type(obj).from_bytes(v2[:10])
+    if "pk" in objs:
+        decrypt, expected = any_scheme.decryptor(-100, 100), 35
+    else:
+        decrypt, expected = any_scheme.decryptor(objs["msk"], -100, 100), 46
+    assert decrypt(old["sk"], objs["ct"]) == expected
+    assert decrypt(objs["sk"], old["ct"]) == expected
+
+
+def test_objects_name_the_master_key_they_come_from(any_scheme: Any) -> None:
+    """One id for a master key and all that is made from it, the same for the same seed, and
+    another for another key; a key and a ciphertext of different masters are refused."""
+    first = _all_objects(any_scheme, random.Random(7))
+    again = _all_objects(any_scheme, random.Random(7))
+    other = _all_objects(any_scheme, random.Random(8))
+    ids = {obj.master_id for obj in first.values()}
+    assert len(ids) == 1 and encoding.UNKNOWN_MASTER not in ids
+    assert {obj.master_id for obj in again.values()} == ids
+    assert other["msk"].master_id not in ids
+    if "pk" in first:
+        decrypt = any_scheme.decryptor(-100, 100)
+    else:
+        decrypt = any_scheme.decryptor(first["msk"], -100, 100)
+    for sk, ct in ((first["sk"], other["ct"]), (other["sk"], first["ct"])):
+        for key in (sk, any_scheme.prepare(sk)):
+            with pytest.raises(KeyMismatchError, match="different master keys"):
+                decrypt(key, ct)
 
 
 def test_curve_byte_decides_the_element_sizes(rng: random.Random) -> None:
@@ -199,3 +248,14 @@ def test_curve_byte_decides_the_element_sizes(rng: random.Random) -> None:
     with pytest.raises(EncodingError, match="bytes where"):
         lin.Ciphertext.from_bytes(relabelled)
     assert lin.Ciphertext.from_bytes(bn).curve == group.BN254
+
+
+def test_the_master_id_is_read_from_the_header_alone(rng: random.Random) -> None:
+    msk = tao.setup(2, rng)
+    data = msk.to_bytes()
+    assert encoding.read_master_id(data) == msk.master_id != encoding.UNKNOWN_MASTER
+    v2 = data[:3] + b"\x02" + data[4:11] + data[HEADER:]
+    for other in (v2, data[: HEADER - 1], b"XYZ" + data[3:], b""):
+        assert encoding.read_master_id(other) == encoding.UNKNOWN_MASTER
+    assert encoding.same_id(msk.master_id, encoding.UNKNOWN_MASTER)
+    assert not encoding.same_id(msk.master_id, tao.setup(2, rng).master_id)

@@ -114,21 +114,45 @@ def test_batches_and_one_key_many_ciphertexts(client: TestClient, key_type: str)
     ]
 
 
-@pytest.mark.parametrize("key_type", ["ipfe-tao", "ipfe-opt", "qfe-sgp"])
-def test_old_versions_serve_their_keys_and_ciphertexts(client: TestClient, key_type: str) -> None:
+@pytest.mark.parametrize("key_type", ["ipfe-tao", "ipfe-opt", "ipfe-kim", "qfe-sgp"])
+def test_each_version_serves_its_own_keys_and_ciphertexts(
+    client: TestClient, key_type: str
+) -> None:
+    """Old versions keep working after a rotation; a key and a ciphertext of different versions,
+    which would decrypt to no value (`null`, read as "outside the bounds"), are refused."""
     rng = random.Random(2)
     make_key(client, key_type)
     fbody, function = function_body(key_type, rng)
     mbody, message = message_body(key_type, rng)
+    value = expected(function, message)
     key1 = client.post("/v1/fe/fe/keygen", json=fbody).json()["functional_key"]
     ct1 = client.post("/v1/fe/fe/encrypt", json=mbody).json()["ciphertext"]
     assert client.post("/v1/keys/fe/rotate").json()["latest_version"] == 2
     again = client.post("/v1/fe/fe/keygen", json={**fbody, "key_version": 1}).json()
     assert again["key_version"] == 1
     result = decrypt(client, key1, ct1, [-1000, 1000], key_version=1)
-    assert result.json() == {"result": expected(function, message)}
+    assert result.json() == {"result": value}
     key2 = client.post("/v1/fe/fe/keygen", json=fbody).json()
     assert key2["key_version"] == 2
+    ct2 = client.post("/v1/fe/fe/encrypt", json=mbody).json()["ciphertext"]
+    mismatched = decrypt(client, key2["functional_key"], ct1, [-1000, 1000])
+    assert mismatched.status_code == 422, mismatched.text
+    assert mismatched.json()["type"] == "urn:cipherd:problem:key-mismatch"
+    many = client.post(
+        "/v1/fe/fe/decrypt/many",
+        json={
+            "functional_key": key1,
+            "bounds": [-1000, 1000],
+            "ciphertexts": [ct1, ct2],
+            "key_version": 1,
+        },
+    ).json()["results"]
+    assert many[0]["result"] == value
+    assert many[1]["error"]["type"] == "urn:cipherd:problem:key-mismatch"
+    if key_type == "ipfe-tao":  # decrypted with the base of the version named, the latest here
+        stale = decrypt(client, key1, ct1, [-1000, 1000])
+        assert stale.json()["type"] == "urn:cipherd:problem:key-mismatch"
+        assert "pass its key_version" in stale.json()["detail"]
 
 
 @pytest.mark.parametrize("key_type", QFE)

@@ -113,7 +113,9 @@ def setup(
     with LOCK:
         b, b_inv, _ = grp.zr.random_invertible(_size(n), rng)
         d, d_inv, _ = grp.zr.random_invertible(2, rng)
-        return MasterKey(n, b, linalg.transpose(b_inv), d, linalg.transpose(d_inv), curve=grp.name)
+        return encoding.identified(
+            MasterKey(n, b, linalg.transpose(b_inv), d, linalg.transpose(d_inv), curve=grp.name)
+        )
 
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
@@ -124,7 +126,9 @@ def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -
         beta, beta_t = grp.zr.random_scalar(rng), grp.zr.random_scalar(rng)
         k = _combine(msk.packed_b, msk.b, ys, (beta, 2 * msk.n + 1), (beta_t, 2 * msk.n + 3))
         points = grp.g2_gen_mul(grp.zr.vec_mat([beta, beta_t], msk.d) + k)
-        return Key(msk.n, tuple(points[:2]), tuple(points[2:]), curve=grp.name)
+        return Key(
+            msk.n, tuple(points[:2]), tuple(points[2:]), curve=grp.name, master_id=msk.master_id
+        )
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
@@ -137,7 +141,9 @@ def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) 
             msk.packed_b_star, msk.b_star, xs, (alpha, 2 * msk.n), (alpha_t, 2 * msk.n + 2)
         )
         points = grp.g1_gen_mul(grp.zr.vec_mat([alpha, alpha_t], msk.d_star) + c)
-        return Ciphertext(msk.n, tuple(points[:2]), tuple(points[2:]), curve=grp.name)
+        return Ciphertext(
+            msk.n, tuple(points[:2]), tuple(points[2:]), curve=grp.name, master_id=msk.master_id
+        )
 
 
 def _combine(
@@ -172,6 +178,7 @@ def decrypt(sk: Key | PreparedKey, ct: Ciphertext, lo: int, hi: int) -> int | No
         raise ValueError("lo <= hi")
     grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
+    encoding.same_master(sk, ct)
     with LOCK:
         base = grp.pair(ct.c0, sk.k0)
         return group.dlog(base, grp.pair(ct.c, sk.k), lo, hi)

@@ -102,8 +102,8 @@ def setup(
     grp = group.curve(curve)
     with LOCK:
         b, b_inv, det = grp.zr.random_invertible(n, rng)
-        return MasterKey(
-            n, det, b, grp.zr.scale_matrix(linalg.transpose(b_inv), det), curve=grp.name
+        return encoding.identified(
+            MasterKey(n, det, b, grp.zr.scale_matrix(linalg.transpose(b_inv), det), curve=grp.name)
         )
 
 
@@ -116,7 +116,7 @@ def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -
         points = grp.g2_gen_mul(
             [alpha * msk.det % grp.order, *grp.zr.scale(msk.packed_b.vec_mul(ys), alpha)]
         )
-        return Key(msk.n, points[0], tuple(points[1:]), curve=grp.name)
+        return Key(msk.n, points[0], tuple(points[1:]), curve=grp.name, master_id=msk.master_id)
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
@@ -126,7 +126,9 @@ def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) 
     with LOCK:
         beta = grp.zr.random_scalar(rng)
         points = grp.g1_gen_mul([beta, *grp.zr.scale(msk.packed_b_star.vec_mul(xs), beta)])
-        return Ciphertext(msk.n, points[0], tuple(points[1:]), curve=grp.name)
+        return Ciphertext(
+            msk.n, points[0], tuple(points[1:]), curve=grp.name, master_id=msk.master_id
+        )
 
 
 def prepare(sk: Key) -> PreparedKey:
@@ -144,6 +146,7 @@ def decrypt(sk: Key | PreparedKey, ct: Ciphertext, lo: int, hi: int) -> int | No
         raise ValueError("lo <= hi")
     grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
+    encoding.same_master(sk, ct)
     with LOCK:
         k0 = sk.k0 if isinstance(sk, PreparedKey) else [sk.k0]
         base = grp.pair([ct.c0], k0)

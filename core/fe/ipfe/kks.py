@@ -115,7 +115,9 @@ def setup(
         h_hat = grp.zr.add(a, grp.zr.scale(b, eta))
         h_bar = grp.zr.add(u, grp.zr.scale(v, eta_bar))
         vectors = (s, t, u, v, h, h_hat, h_bar)
-        return MasterKey(n, eta, eta_bar, *(tuple(w) for w in vectors), curve=grp.name)
+        return encoding.identified(
+            MasterKey(n, eta, eta_bar, *(tuple(w) for w in vectors), curve=grp.name)
+        )
 
 
 def _ct_half(
@@ -140,7 +142,7 @@ def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -
     with LOCK:
         w = [-grp.zr.dot(msk.s, ys) % grp.order, -grp.zr.dot(msk.t, ys) % grp.order, *ys]
         k = _key_half(msk, w, rng) + _key_half(msk, [0] * (msk.n + 2), rng)
-        return Key(msk.n, tuple(grp.g2_gen_mul(k)), curve=grp.name)
+        return Key(msk.n, tuple(grp.g2_gen_mul(k)), curve=grp.name, master_id=msk.master_id)
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
@@ -149,7 +151,7 @@ def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) 
     xs = linalg.inputs(x, msk.n)
     with LOCK:
         c = _ct_half(msk, msk.h, xs, rng) + _ct_half(msk, msk.h_hat, xs, rng)
-        return Ciphertext(msk.n, tuple(grp.g1_gen_mul(c)), curve=grp.name)
+        return Ciphertext(msk.n, tuple(grp.g1_gen_mul(c)), curve=grp.name, master_id=msk.master_id)
 
 
 def prepare(sk: Key) -> PreparedKey:
@@ -165,5 +167,6 @@ def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> in
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
     grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
+    encoding.same_master(sk, ct)
     with LOCK:
         return table.find(grp.pair(ct.c, sk.k))

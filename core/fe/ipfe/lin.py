@@ -91,7 +91,7 @@ def setup(
     with LOCK:
         s = grp.zr.random_vector(2 * n, rng)
         t = grp.zr.random_vector(2 * n + 1, rng)
-        return MasterKey(n, tuple(s), tuple(t), curve=grp.name)
+        return encoding.identified(MasterKey(n, tuple(s), tuple(t), curve=grp.name))
 
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
@@ -103,7 +103,7 @@ def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -
         u = [grp.zr.dot(y_hat, msk.s), *y_hat]
         rho = grp.zr.random_scalar(rng)
         k = [-rho % grp.order, *grp.zr.add(grp.zr.scale(msk.t, rho), u)]
-        return Key(msk.n, tuple(grp.g2_gen_mul(k)), curve=grp.name)
+        return Key(msk.n, tuple(grp.g2_gen_mul(k)), curve=grp.name, master_id=msk.master_id)
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
@@ -114,7 +114,12 @@ def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) 
         x_hat = xs + [0] * msk.n
         rho = grp.zr.random_scalar(rng)
         v = [-rho % grp.order, *grp.zr.add(grp.zr.scale(msk.s, rho), x_hat)]
-        return Ciphertext(msk.n, tuple(grp.g1_gen_mul([grp.zr.dot(msk.t, v), *v])), curve=grp.name)
+        return Ciphertext(
+            msk.n,
+            tuple(grp.g1_gen_mul([grp.zr.dot(msk.t, v), *v])),
+            curve=grp.name,
+            master_id=msk.master_id,
+        )
 
 
 def prepare(sk: Key) -> PreparedKey:
@@ -130,5 +135,6 @@ def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> in
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
     grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
+    encoding.same_master(sk, ct)
     with LOCK:
         return table.find(grp.pair(ct.c, sk.k))

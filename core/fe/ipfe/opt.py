@@ -99,7 +99,7 @@ def setup(
     with LOCK:
         a = (tuple(grp.zr.random_vector(n, rng)), tuple(grp.zr.random_vector(n, rng)))
         b, b_inv, _ = grp.zr.random_invertible(4, rng)
-        return MasterKey(n, a, b, linalg.transpose(b_inv), curve=grp.name)
+        return encoding.identified(MasterKey(n, a, b, linalg.transpose(b_inv), curve=grp.name))
 
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
@@ -111,7 +111,9 @@ def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -
         y_masked = grp.zr.add(grp.zr.vec_mat(sigma, msk.a), ys)
         kr = grp.zr.mat_vec(msk.b, sigma + grp.zr.mat_vec(msk.a, y_masked))
         points = grp.g2_gen_mul(kr + y_masked)
-        return Key(msk.n, tuple(points[:4]), tuple(points[4:]), curve=grp.name)
+        return Key(
+            msk.n, tuple(points[:4]), tuple(points[4:]), curve=grp.name, master_id=msk.master_id
+        )
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
@@ -123,7 +125,9 @@ def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) 
         x_masked = grp.zr.add(grp.zr.vec_mat(sigma, msk.a), xs)
         cr = grp.zr.mat_vec(msk.b_star, grp.zr.mat_vec(msk.a, xs) + sigma)
         points = grp.g1_gen_mul(cr + x_masked)
-        return Ciphertext(msk.n, tuple(points[:4]), tuple(points[4:]), curve=grp.name)
+        return Ciphertext(
+            msk.n, tuple(points[:4]), tuple(points[4:]), curve=grp.name, master_id=msk.master_id
+        )
 
 
 def prepare(sk: Key) -> PreparedKey:
@@ -139,6 +143,7 @@ def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> in
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
     grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
+    encoding.same_master(sk, ct)
     with LOCK:
         g2s = sk.lines if isinstance(sk, PreparedKey) else sk.k + sk.kr
         return table.find(grp.pair(ct.c + tuple(grp.g1_neg(ct.cr)), g2s))

@@ -101,7 +101,9 @@ def setup(
         rho = grp.zr.random_scalar(rng)
         b, b_inv, _ = grp.zr.random_invertible(_size(n), rng)
         b_star = grp.zr.scale_matrix(linalg.transpose(b_inv), rho)
-        return MasterKey(n, b, b_star, grp.gt_generator() ** rho, curve=grp.name)
+        return encoding.identified(
+            MasterKey(n, b, b_star, grp.gt_generator() ** rho, curve=grp.name)
+        )
 
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:
@@ -111,7 +113,12 @@ def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -
     with LOCK:
         sigma1, sigma2 = grp.zr.random_scalar(rng), grp.zr.random_scalar(rng)
         k = [*ys, *([0] * (msk.n + 2)), sigma1, sigma2, 0]
-        return Key(msk.n, tuple(grp.g2_gen_mul(msk.packed_b.vec_mul(k))), curve=grp.name)
+        return Key(
+            msk.n,
+            tuple(grp.g2_gen_mul(msk.packed_b.vec_mul(k))),
+            curve=grp.name,
+            master_id=msk.master_id,
+        )
 
 
 def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) -> Ciphertext:
@@ -122,7 +129,10 @@ def encrypt(msk: MasterKey, x: Sequence[int], rng: random.Random | None = None) 
         tau1, tau2 = grp.zr.random_scalar(rng), grp.zr.random_scalar(rng)
         c = [*xs, *([0] * msk.n), tau1, tau2, 0, 0, 0]
         return Ciphertext(
-            msk.n, tuple(grp.g1_gen_mul(msk.packed_b_star.vec_mul(c))), curve=grp.name
+            msk.n,
+            tuple(grp.g1_gen_mul(msk.packed_b_star.vec_mul(c))),
+            curve=grp.name,
+            master_id=msk.master_id,
         )
 
 
@@ -139,5 +149,6 @@ def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> in
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
     grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
+    encoding.same_master(sk, ct)
     with LOCK:
         return table.find(grp.pair(ct.c, sk.k))

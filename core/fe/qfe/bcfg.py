@@ -132,8 +132,10 @@ def setup(
         w = grp.zr.random_scalar(rng)
         a, b = grp.zr.random_vector(n, rng), grp.zr.random_vector(n, rng)
         g2s = grp.g2_gen_mul([*b, w])
-        pk = PublicKey(n, tuple(grp.g1_gen_mul(a)), tuple(g2s[:n]), g2s[n], curve=grp.name)
-        return pk, MasterKey(n, w, tuple(a), tuple(b), curve=grp.name)
+        msk = encoding.identified(MasterKey(n, w, tuple(a), tuple(b), curve=grp.name))
+        g1s = tuple(grp.g1_gen_mul(a))
+        pk = PublicKey(n, g1s, tuple(g2s[:n]), g2s[n], curve=grp.name, master_id=msk.master_id)
+        return pk, msk
 
 
 def keygen(msk: MasterKey, f: Sequence[Sequence[int]], rng: random.Random | None = None) -> Key:
@@ -145,9 +147,9 @@ def keygen(msk: MasterKey, f: Sequence[Sequence[int]], rng: random.Random | None
         fb = grp.zr.mat_vec(fm, msk.b)
         s1 = (grp.zr.dot(msk.a, fb) + gamma * msk.w) % grp.order
         g1s = grp.g1_gen_mul([s1, gamma, *grp.zr.vec_mat(msk.a, fm)])
-        return Key(
-            msk.n, fm, g1s[0], g1s[1], tuple(g1s[2:]), tuple(grp.g2_gen_mul(fb)), curve=grp.name
-        )
+        g2s = tuple(grp.g2_gen_mul(fb))
+        parts = (fm, g1s[0], g1s[1], tuple(g1s[2:]), g2s)
+        return Key(msk.n, *parts, curve=grp.name, master_id=msk.master_id)
 
 
 def encrypt(
@@ -170,7 +172,8 @@ def encrypt(
         d = tuple(m[0] * p for m, p in zip(b_masks, g2_plain[:n], strict=True))
         d_hat = tuple(m[1] * p for m, p in zip(b_masks, g2_plain[n : 2 * n], strict=True))
         e_hat = grp.g2_mul(pk.w, [blind])[0]
-        return Ciphertext(n, c, c_hat, d, d_hat, g2_plain[2 * n], e_hat, curve=grp.name)
+        parts = (c, c_hat, d, d_hat, g2_plain[2 * n], e_hat)
+        return Ciphertext(n, *parts, curve=grp.name, master_id=pk.master_id)
 
 
 def prepare(sk: Key) -> PreparedKey:
@@ -186,6 +189,7 @@ def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> in
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
     grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
+    encoding.same_master(sk, ct)
     key = sk.key if isinstance(sk, PreparedKey) else sk
     with LOCK:
         g1s = [*_bilinear.columns(grp, ct.c, key.f), *grp.g1_neg([*key.af, key.s1]), key.s2]

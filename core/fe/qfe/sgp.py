@@ -122,8 +122,9 @@ def setup(
     grp = group.curve(curve)
     with LOCK:
         s, t = grp.zr.random_vector(n, rng), grp.zr.random_vector(n, rng)
-        pk = PublicKey(n, tuple(grp.g1_gen_mul(s)), tuple(grp.g2_gen_mul(t)), curve=grp.name)
-        return pk, MasterKey(n, tuple(s), tuple(t), curve=grp.name)
+        msk = encoding.identified(MasterKey(n, tuple(s), tuple(t), curve=grp.name))
+        images = (tuple(grp.g1_gen_mul(s)), tuple(grp.g2_gen_mul(t)))
+        return PublicKey(n, *images, curve=grp.name, master_id=msk.master_id), msk
 
 
 def keygen(msk: MasterKey, f: Sequence[Sequence[int]]) -> Key:
@@ -132,7 +133,8 @@ def keygen(msk: MasterKey, f: Sequence[Sequence[int]]) -> Key:
     fm, ft = linalg.function_products(f, msk.n, msk.t)
     with LOCK:
         value = grp.zr.dot(msk.s, ft)
-        return Key(msk.n, fm, grp.g2_gen_mul([value])[0], curve=grp.name)
+        point = grp.g2_gen_mul([value])[0]
+        return Key(msk.n, fm, point, curve=grp.name, master_id=msk.master_id)
 
 
 def encrypt(
@@ -158,7 +160,7 @@ def encrypt(
         plain2 = grp.g2_gen_mul([w[0][0] * v for v in ys] + [w[1][0] * v for v in ys])
         b0 = tuple(m[0] * p for m, p in zip(masks2, plain2[:n], strict=True))
         b1 = tuple(m[1] * p for m, p in zip(masks2, plain2[n:], strict=True))
-        return Ciphertext(n, plain[0], a0, a1, b0, b1, curve=grp.name)
+        return Ciphertext(n, plain[0], a0, a1, b0, b1, curve=grp.name, master_id=pk.master_id)
 
 
 def prepare(sk: Key) -> PreparedKey:
@@ -174,6 +176,7 @@ def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> in
         raise TypeError(f"{NAME}.decrypt takes a {NAME} key and a {NAME} ciphertext")
     grp = group.same_curve(sk, ct)
     linalg.same_dimension(sk.n, ct.n)
+    encoding.same_master(sk, ct)
     key = sk.key if isinstance(sk, PreparedKey) else sk
     with LOCK:
         g1s = _bilinear.columns(grp, ct.a0, key.f) + _bilinear.columns(grp, ct.a1, key.f)

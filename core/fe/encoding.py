@@ -246,9 +246,10 @@ MasterT = TypeVar("MasterT", bound=Encoded)
 
 
 def identified(msk: MasterT) -> MasterT:
-    """A new master key with its id: the first bytes of the SHA-256 of its encoding, so that one
-    key always has one id (the same seed gives the same key and id) and two keys two ids."""
-    digest = hashlib.sha256(msk.to_bytes()).digest()
+    """A new master key with its id: the first bytes of a SHA-256 of its encoding (under a label
+    of its own, so the digest serves no other purpose), so that one key always has one id (the
+    same seed gives the same key and id) and two keys two ids."""
+    digest = hashlib.sha256(b"cipherd FE master id\x00" + msk.to_bytes()).digest()
     return dataclasses.replace(msk, master_id=digest[:MASTER_ID_BYTES])
 
 

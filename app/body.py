@@ -36,7 +36,7 @@ def json_body(model: type[BaseModel]) -> dict[str, Any]:
     schema = {"$ref": f"#/components/schemas/{model.__name__}"}
     return {
         "requestBody": {"required": True, "content": {"application/json": {"schema": schema}}},
-        "responses": {"415": {"description": "the body is not application/json"}},
+        "responses": {"415": {"description": "the body is not application/json, or is compressed"}},
     }
 
 
@@ -47,7 +47,9 @@ def dual_body(model: type[BaseModel], binary: str, query: type[BaseModel]) -> di
     declared["requestBody"]["content"][OCTET_STREAM] = {
         "schema": {"type": "string", "format": "binary", "description": binary}
     }
-    declared["responses"]["415"]["description"] = f"the body is neither JSON nor {OCTET_STREAM}"
+    declared["responses"]["415"]["description"] = (
+        f"the body is neither JSON nor {OCTET_STREAM}, or is compressed"
+    )
     return {"parameters": query_parameters(query), **declared}
 
 
@@ -85,6 +87,19 @@ def _is_json_suffix(media_type: str) -> bool:
     return media_type.startswith("application/") and media_type.endswith("+json")
 
 
+def _check_identity_encoding(request: Request) -> None:
+    """Refuse a compressed body (415, RFC 9110 8.4.1): read as sent, its compressed bytes would
+    be what gets encrypted, or fail to parse."""
+    coding = request.headers.get("content-encoding", "identity").strip().lower()
+    if coding not in ("identity", ""):
+        raise Problem(
+            415,
+            "unsupported-media-type",
+            "Unsupported media type",
+            f"Content-Encoding {coding} is not supported: send the body uncompressed",
+        )
+
+
 def is_raw(request: Request) -> bool:
     return _media_type(request) == OCTET_STREAM
 
@@ -97,6 +112,7 @@ async def read_raw(request: Request) -> bytearray:
     (a large bytearray is reallocated in place), and needs no join of chunks at the end. The
     body limit is the middleware's, lifted here to the raw one.
     """
+    _check_identity_encoding(request)
     request.state.body_limit.allow_raw()
     buffer = bytearray()
     async for chunk in request.stream():
@@ -134,6 +150,7 @@ async def read_json(
                 f"query parameters {', '.join(misplaced)} go with an {OCTET_STREAM} body; "
                 "a JSON body carries its parameters in the JSON"
             )
+    _check_identity_encoding(request)
     body = await request.body()
     try:
         return model.model_validate_json(body)

@@ -4,6 +4,7 @@ a token. Metrics and logs must stay truthful and bounded through all of it."""
 
 import asyncio
 import base64
+import gzip
 import json
 import re
 import tracemalloc
@@ -424,6 +425,18 @@ def test_a_key_version_is_not_coerced(
     response = client.post(path, json={**body, "key_version": version})
     assert response.status_code == 422, response.text
     assert "key_version" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("content_type", ["application/octet-stream", "application/json"])
+def test_a_compressed_body_is_refused_not_encrypted(client: TestClient, content_type: str) -> None:
+    client.post("/v1/keys", json={"name": "a", "type": "aez"})
+    body = gzip.compress(b'{"plaintext": ""}')
+    headers = {"content-type": content_type, "content-encoding": "gzip"}
+    response = client.post("/v1/aez/a/encrypt", content=body, headers=headers)
+    assert response.status_code == 415, response.text
+    assert "Content-Encoding gzip" in response.json()["detail"]
+    identity = {"content-type": content_type, "content-encoding": "identity"}
+    assert client.post("/v1/aez/a/encrypt", content=b"{}", headers=identity).status_code != 415
 
 
 def test_raw_associated_data_is_bounded_like_json(client: TestClient) -> None:

@@ -17,12 +17,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.keystore import (
     KeyChangedError,
     KeyExistsError,
+    KeyMaterial,
     KeyNotFoundError,
     StoreUnavailableError,
     VersionNotFoundError,
 )
 from core.errors import (
-    DecryptionError,
     EncodingError,
     InvalidKeyError,
     KeyMismatchError,
@@ -98,13 +98,23 @@ def wrong_key_type(name: str, key_type: str, wanted: str) -> Problem:
     )
 
 
+def failed_with(material: KeyMaterial, slug: str, title: str) -> Problem:
+    """A 400 for a payload that does not open under the version used, naming that version:
+    payloads do not record theirs, so one made before a rotation needs its key_version."""
+    hint = (
+        "; a payload made under an earlier version needs that key_version"
+        if material.version > 1
+        else ""
+    )
+    detail = f"{title.lower()} with version {material.version} of key {material.name!r}{hint}"
+    return Problem(400, slug, title, detail)
+
+
 def problem_for(exc: Exception) -> Problem | None:
     """The problem a known library or store error stands for, or None for a bug."""
     match exc:
         case Problem():
             return exc
-        case DecryptionError():
-            return Problem(400, "decryption-failed", "Decryption failed", "decryption failed")
         case ShapeError():
             return Problem(422, "shape-mismatch", "Wrong shape", str(exc))
         case KeyMismatchError():
@@ -124,7 +134,6 @@ def problem_for(exc: Exception) -> Problem | None:
 
 KNOWN_ERRORS: tuple[type[Exception], ...] = (
     Problem,
-    DecryptionError,
     ShapeError,
     KeyMismatchError,
     InvalidKeyError,

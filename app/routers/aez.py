@@ -27,7 +27,7 @@ from app.body import (
     read_raw,
 )
 from app.deps import KeyName, key_access
-from app.errors import Problem, ProblemDetail, wrong_key_type
+from app.errors import ProblemDetail, failed_with, wrong_key_type
 from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
@@ -115,10 +115,6 @@ class AezDecryptBatchResponse(BaseModel):
     results: list[AezDecryptResult]
 
 
-def authentication_failed() -> Problem:
-    return Problem(400, "authentication-failed", "Authentication failed", "authentication failed")
-
-
 def _aez(material: KeyMaterial) -> KeyMaterial:
     if material.type != "aez":
         raise wrong_key_type(material.name, material.type, "AEZ")
@@ -134,7 +130,7 @@ def _decrypt(material: KeyMaterial, params: AezParams | AezQuery, ciphertext: by
     with timed("aez", "decrypt"):
         plaintext = aez.decrypt(material.secret, params.nonce, params.ad, params.tau, ciphertext)
     if plaintext is None:
-        raise authentication_failed()
+        raise failed_with(material, "authentication-failed", "Authentication failed")
     return plaintext
 
 

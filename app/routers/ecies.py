@@ -26,13 +26,14 @@ from app.body import (
     read_raw,
 )
 from app.deps import KeyName, key_access, service_access
-from app.errors import ProblemDetail, invalid_input, wrong_key_type
+from app.errors import ProblemDetail, failed_with, invalid_input, wrong_key_type
 from app.keyring import Keyring
 from app.keystore import KeyMaterial
 from app.metrics import timed
 from app.routing import family_router
 from app.schemas import Base64Bytes, KeyVersion, RequestBody
 from core import ecies
+from core.errors import DecryptionError
 
 router = family_router("ecies")
 
@@ -172,7 +173,10 @@ def _encrypt(material: KeyMaterial, plaintext: bytes, options: EciesOptions) -> 
 def _decrypt(material: KeyMaterial, ciphertext: bytes, options: EciesOptions) -> bytes:
     config = _config(_curve(material), options)
     with timed("ecies", "decrypt"):
-        return ecies.decrypt(material.secret, ciphertext, config)
+        try:
+            return ecies.decrypt(material.secret, ciphertext, config)
+        except DecryptionError:
+            raise failed_with(material, "decryption-failed", "Decryption failed") from None
 
 
 @router.post(

@@ -59,7 +59,7 @@ def test_tampering_and_wrong_parameters_fail_authentication(client: TestClient, 
             "type": "urn:cipherd:problem:authentication-failed",
             "title": "Authentication failed",
             "status": 400,
-            "detail": "authentication failed",
+            "detail": "authentication failed with version 1 of key 'k'",
         }
 
 
@@ -88,6 +88,9 @@ def test_rotation_keeps_old_ciphertexts(client: TestClient, key: bytes) -> None:
         "/v1/aez/k/decrypt", json={"ciphertext": old["ciphertext"], "key_version": 1}
     ).json()
     assert base64.b64decode(opened["plaintext"]) == b"v1"
+    latest = client.post("/v1/aez/k/decrypt", json={"ciphertext": old["ciphertext"]})
+    assert latest.status_code == 400
+    assert "with version 2 of key 'k'; a payload made under an earlier" in latest.json()["detail"]
 
 
 def test_batches(client: TestClient, key: bytes) -> None:

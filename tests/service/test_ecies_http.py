@@ -79,6 +79,10 @@ def test_old_versions_decrypt_after_rotation(client: TestClient) -> None:
     wrong = client.post("/v1/ecies/k/decrypt", json={"ciphertext": old["ciphertext"]})
     assert wrong.status_code == 400
     assert wrong.json()["type"] == "urn:cipherd:problem:decryption-failed"
+    assert wrong.json()["detail"] == (
+        "decryption failed with version 2 of key 'k'; "
+        "a payload made under an earlier version needs that key_version"
+    )
 
 
 def test_eciespy_encrypts_to_the_public_part_and_the_service_decrypts(client: TestClient) -> None:

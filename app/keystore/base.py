@@ -139,8 +139,14 @@ class KeyStore(ABC):
         """Metadata of a key with its versions; `KeyNotFoundError` if absent."""
 
     @abstractmethod
-    def list(self, after: str | None = None, limit: int | None = None) -> Sequence[KeyInfo]:
-        """Metadata of the keys named after `after` (all when None), in name order, at most
+    def list(
+        self,
+        after: str | None = None,
+        limit: int | None = None,
+        patterns: Sequence[str] | None = None,
+    ) -> Sequence[KeyInfo]:
+        """Metadata of the keys named after `after` (all when None) that match one of the glob
+        `patterns` (any key when None; see `app.keystore.patterns`), in name order, at most
         `limit` of them (all when None); without the version list."""
 
     @abstractmethod

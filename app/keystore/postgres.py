@@ -12,7 +12,7 @@ StoreUnavailableError (503 to the client), and work again once it is back.
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,6 +21,7 @@ from psycopg.errors import IdleInTransactionSessionTimeout
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from app.keystore.base import LOCK_WAIT_SECONDS, KeyStoreError, StoreUnavailableError
+from app.keystore.patterns import postgres_regex
 from app.keystore.sql import Cursor, SqlKeyStore
 from app.keystore.wrapping import KeyWrapper
 
@@ -84,6 +85,9 @@ class PostgresKeyStore(SqlKeyStore):
             timeout=STORE_WAIT_SECONDS,
         )
         self._create_schema()
+
+    def _name_matches(self, globs: Sequence[str]) -> tuple[str, list[str]]:
+        return "name ~ ?", [postgres_regex(globs)]
 
     def _lock_schema(self, cursor: Cursor) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK_ID,))

@@ -87,6 +87,10 @@ class SqlKeyStore(KeyStore):
         self._wrapper = wrapper
 
     @abstractmethod
+    def _name_matches(self, globs: Sequence[str]) -> tuple[str, list[str]]:
+        """A condition, and its parameters, that `name` matches one of the token globs."""
+
+    @abstractmethod
     def _transaction(self, write: bool) -> AbstractContextManager[Cursor]:
         """A cursor inside one transaction; `write` transactions serialise with each other."""
 
@@ -201,13 +205,26 @@ class SqlKeyStore(KeyStore):
         with self._transaction(write=False) as cursor:
             return self._info(cursor, name)
 
-    def list(self, after: str | None = None, limit: int | None = None) -> Sequence[KeyInfo]:
+    def list(
+        self,
+        after: str | None = None,
+        limit: int | None = None,
+        patterns: Sequence[str] | None = None,
+    ) -> Sequence[KeyInfo]:
         # Keyset paging: a page starts after the last name of the previous one, so keys created
         # or deleted meanwhile shift nothing.
-        query, params = f"SELECT {KEY_COLUMNS} FROM keys", []
+        conditions: list[str] = []
+        params: list[Any] = []
         if after is not None:
-            query += " WHERE name > ?"
+            conditions.append("name > ?")
             params.append(after)
+        if patterns is not None:
+            condition, pattern_params = self._name_matches(patterns) if patterns else ("FALSE", [])
+            conditions.append(condition)
+            params.extend(pattern_params)
+        query = f"SELECT {KEY_COLUMNS} FROM keys"
+        if conditions:
+            query += " WHERE " + " AND ".join(conditions)
         query += " ORDER BY name"
         if limit is not None:
             query += " LIMIT ?"

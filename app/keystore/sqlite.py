@@ -12,11 +12,12 @@ so a deleted key's wrapped secret does not stay behind in the database or its wr
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from app.keystore.base import LOCK_WAIT_SECONDS, KeyStoreError, StoreUnavailableError
+from app.keystore.patterns import sqlite_glob
 from app.keystore.sql import Cursor, SqlKeyStore
 from app.keystore.wrapping import KeyWrapper
 
@@ -37,6 +38,9 @@ class SqliteKeyStore(SqlKeyStore):
             self._create_schema()
         except (OSError, sqlite3.DatabaseError) as exc:
             raise KeyStoreError(f"cannot open the SQLite store {path}: {exc}") from exc
+
+    def _name_matches(self, globs: Sequence[str]) -> tuple[str, list[str]]:
+        return "(" + " OR ".join(["name GLOB ?"] * len(globs)) + ")", list(map(sqlite_glob, globs))
 
     def _connection(self) -> sqlite3.Connection:
         connection = getattr(self._local, "connection", None)

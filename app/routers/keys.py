@@ -1,6 +1,5 @@
 """Key lifecycle: create, list, read, rotate, delete, public part, export."""
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -29,8 +28,6 @@ from core.fe.group import DEFAULT_CURVE
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"], generate_unique_id_function=operation_id)
 MAX_PAGE = 1000
-# Keys read from the store at a time while a page of readable ones is gathered.
-_SCAN_CHUNK = 256
 
 KeyTypeName = Annotated[
     str, Field(json_schema_extra={"enum": sorted(KEY_TYPES)}, description="the key's type")
@@ -171,7 +168,7 @@ def list_keys(
     after: Annotated[
         str | None,
         Query(
-            pattern=r"^[A-Za-z0-9._-]{1,128}$",
+            pattern=r"^[A-Za-z0-9._-]{0,128}$",
             description="start after this name (a page's `next`)",
         ),
     ] = None,
@@ -186,26 +183,15 @@ def readable_page(
     """Up to `limit` keys after `after` that the token may read, and the `after` of the next
     page (None on the last).
 
-    The scope filters before the page is cut, and `next` is always a key of the page: cutting
-    first would hand a narrow token the names of keys it may not read, as the `next` of a
-    page whose last stored key is outside its scope. The store is read in chunks until one
-    readable key beyond the page shows that a next page exists.
+    The store filters by the token's patterns before it cuts the page, so `next` is always a
+    key of the page: cutting first would hand a narrow token the names of keys outside its
+    scope, and filtering here would read every row past a sparse page. One key more than the
+    page shows whether a next one exists. `allows` still decides each key.
     """
-
-    def readable(chunk: Sequence[KeyInfo]) -> list[KeyInfo]:
-        return [info for info in chunk if principal.allows(Operation.READ, info.name)]
-
-    if limit is None:
-        return readable(store.list(after)), None
-    chunk_size = max(limit + 1, _SCAN_CHUNK)
-    page: list[KeyInfo] = []
-    while len(page) <= limit:
-        chunk = store.list(after, chunk_size)
-        page += readable(chunk)
-        if len(chunk) < chunk_size:
-            break
-        after = chunk[-1].name
-    if len(page) > limit:
+    patterns = None if principal.admin else principal.key_patterns
+    rows = store.list(after, None if limit is None else limit + 1, patterns)
+    page = [info for info in rows if principal.allows(Operation.READ, info.name)]
+    if limit is not None and len(page) > limit:
         return page[:limit], page[limit - 1].name
     return page, None
 

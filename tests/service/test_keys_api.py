@@ -55,6 +55,7 @@ def test_list_pages_with_next(client: TestClient, app: FastAPI) -> None:
     # The scope filters before the page is cut: full pages, and no last page left empty.
     assert seen == [name for name in everything if name.startswith("orders-")]
     assert pages == 2
+    assert client.get("/v1/keys", params={"after": ""}).json()["keys"][0]["name"] == everything[0]
     for bad in ({"limit": 0}, {"limit": 1001}, {"after": "x" * 129}):
         assert client.get("/v1/keys", params=bad).status_code == 422
 

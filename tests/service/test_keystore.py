@@ -1,5 +1,6 @@
 """The key-store suite, run on SQLite and on a real PostgreSQL."""
 
+import fnmatch
 import logging
 import os
 import stat
@@ -141,6 +142,35 @@ def test_list_pages_by_name(store: KeyStore) -> None:
     assert [name for page in pages for name in page] == ordered
     assert [k.name for k in store.list(ordered[1], None)] == ordered[2:]
     assert store.list(ordered[-1], 10) == []
+
+
+# Token globs as the store matches them, against fnmatch: the same for every pattern tokens may
+# now have, and never more for the looser ones issued before patterns were checked.
+WELL_FORMED_GLOBS = [
+    "*", "orders-*", "a?", "?", "[ab]*", "[!ab]*", "[a-c]?", "*.[0-9]", "x.y", "[.]*",
+    "*-*-*", "[!-]*", "a*b", "A*", "[Z-a]*", "*[!0-9]", "orders-[!x]?*", "",
+]  # fmt: skip
+LOOSE_GLOBS = ["a[", "[*]", "a b*", "[]a]*", "(a)|b", "a\\*", "^a$", "a%", "a_%", "[!]*"]
+
+
+def test_list_filters_by_token_globs_as_fnmatch_does(store: KeyStore) -> None:
+    names = [
+        "a", "b", "ab", "a1", "aB", "A", "abc", "a.b", "x.y", "xzy", "orders-1", "orders-x1",
+        "orders-", "c-d-e", "v.2", "v.x", "-a", ".b", "Z", "_", "a_b", "a%b", "zz9",
+    ]  # fmt: skip
+    for name in names:
+        store.create(name, "aez", {}, False, b"x" * 48, None)
+    ordered = [k.name for k in store.list()]
+    for glob in WELL_FORMED_GLOBS + LOOSE_GLOBS:
+        listed = [k.name for k in store.list(None, None, [glob])]
+        allowed = [n for n in ordered if fnmatch.fnmatchcase(n, glob)]
+        if glob in WELL_FORMED_GLOBS:
+            assert listed == allowed, glob
+        else:
+            assert set(listed) <= set(allowed), glob
+    both = [k.name for k in store.list("a", 3, ["a*", "x*"])]
+    assert both == [n for n in ordered if n > "a" and n[0] in "ax"][:3]
+    assert store.list(None, None, []) == []
 
 
 def test_concurrent_rotations_get_distinct_consecutive_versions(store: KeyStore) -> None:

@@ -16,7 +16,8 @@ from pathlib import Path
 from app.settings import Settings
 
 ROOT_KEY_BYTES = 32
-_BEARER_TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
+# What a client can send after "Bearer ": printable ASCII without spaces.
+_BEARER_TOKEN = re.compile(r"[\x21-\x7e]+")
 
 
 class BootstrapError(RuntimeError):
@@ -85,11 +86,11 @@ def load_admin_token(settings: Settings) -> str:
         if len(settings.admin_token) < 16:
             raise BootstrapError("CIPHERD_ADMIN_TOKEN must have at least 16 characters")
         if not _BEARER_TOKEN.fullmatch(settings.admin_token):
-            # Any other character (a trailing newline or space from a secret file, say) makes
-            # a token no client can present: every admin call would be refused.
+            # A space, a control character or non-ASCII (a trailing newline from a secret
+            # file, say) makes a token no client can present: every admin call would fail.
             raise BootstrapError(
-                "CIPHERD_ADMIN_TOKEN may hold only A-Z a-z 0-9 - . _ ~ + / and trailing = "
-                "(a bearer token, RFC 6750): check for a trailing newline or space"
+                "CIPHERD_ADMIN_TOKEN may hold only printable ASCII without spaces: "
+                "check for a trailing newline or space"
             )
         return settings.admin_token
     return _read_or_create(settings.admin_token_file, lambda: "cda_" + secrets.token_urlsafe(32))

@@ -153,3 +153,11 @@ def test_text_no_store_can_hold_is_refused(
         globs = {"keys": ["orders-[!x]?*", "a.b_c"], "operations": ["read"], "description": "ok"}
         assert client.post("/v1/tokens", json=globs).status_code == 201
         assert client.get("/v1/tokens").json()["tokens"][0]["keys"] == globs["keys"]
+
+
+def test_an_admin_token_of_any_printable_ascii_works(settings: Settings) -> None:
+    token = 'Correct-Horse!Battery#Staple$%"<>'
+    admin = {"Authorization": f"Bearer {token}"}
+    configured = settings.model_copy(update={"admin_token": token})
+    with TestClient(create_app(configured), headers=admin) as client:
+        assert client.get("/v1/tokens").status_code == 200

@@ -140,6 +140,7 @@ def test_openapi_dump(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> Non
         ({"CIPHERD_ADMIN_TOKEN": "secret-long-enough\n"}, "check for a trailing newline"),
         ({"CIPHERD_ADMIN_TOKEN": "secret long enough"}, "CIPHERD_ADMIN_TOKEN may hold only"),
         ({"CIPHERD_ADMIN_TOKEN": "sécret-long-enough"}, "CIPHERD_ADMIN_TOKEN may hold only"),
+        ({"CIPHERD_ADMIN_TOKEN": "secret-long\tenough"}, "CIPHERD_ADMIN_TOKEN may hold only"),
         (
             {"CIPHERD_KEY_CACHE_SECONDS": "inf", "CIPHERD_TOKEN_CACHE_SECONDS": "86400"},
             "CIPHERD_KEY_CACHE_SECONDS: Input should be less than or equal to 3600; "

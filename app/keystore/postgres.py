@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import unquote
 
 import psycopg
 from psycopg.errors import IdleInTransactionSessionTimeout
@@ -37,8 +38,8 @@ IDLE_IN_TRANSACTION_SECONDS = 30.0
 
 # libpq's words for refusals that stay refusals, however long a start waits.
 _FINAL_REFUSAL = re.compile(
-    r"does not exist|authentication failed|no password supplied|invalid \S+ value"
-    r"|invalid connection option|invalid URI|missing \"=\""
+    r"invalid|missing \"=\"|does not exist|authentication failed|no password supplied"
+    r"|no pg_hba\.conf entry|does not support SSL"
 )
 _RETRY_SECONDS = 0.5
 
@@ -122,13 +123,16 @@ def _first_connection(url: str, seconds: float) -> None:
     of whose failed attempts would log a warning). A refusal that waiting cannot change (an
     unknown database or role, a wrong password, a malformed URL) ends the wait at once."""
     deadline = time.monotonic() + seconds
+    # The URL's own connect_timeout, if it has one, as the pool will use it.
+    options = {} if "connect_timeout" in url else {"connect_timeout": 5}
     while True:
         try:
-            psycopg.connect(url, connect_timeout=5).close()
+            psycopg.connect(url, **options).close()
             return
         except psycopg.Error as exc:
-            reason = _one_line(exc)
-            if _FINAL_REFUSAL.search(reason):
+            reason = _redacted(_one_line(exc), url)
+            # A ProgrammingError is libpq refusing the URL itself.
+            if isinstance(exc, psycopg.ProgrammingError) or _FINAL_REFUSAL.search(reason):
                 raise KeyStoreError(f"PostgreSQL refuses the connection: {reason}") from None
             if time.monotonic() >= deadline:
                 raise KeyStoreError(
@@ -137,7 +141,15 @@ def _first_connection(url: str, seconds: float) -> None:
         time.sleep(_RETRY_SECONDS)
 
 
+def _redacted(text: str, url: str) -> str:
+    """`text` without the URL's password: libpq quotes a URL it cannot parse whole."""
+    passwords = re.findall(r"//[^/@?]*?:([^/@?]*)@", url) + re.findall(r"[?&]password=([^&]*)", url)
+    for password in filter(None, passwords):
+        text = text.replace(password, "***").replace(unquote(password), "***")
+    return text
+
+
 def _one_line(exc: Exception) -> str:
-    """A driver or pool error on one line: libpq's words, which hold neither the password nor
-    any key data."""
+    """A driver or pool error on one line, in libpq's words (which hold no key data; see
+    `_redacted` for the URL's password)."""
     return " ".join(str(exc).split())

@@ -321,6 +321,22 @@ def test_a_database_that_refuses_for_good_is_one_error_at_once(
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://postgres:{password}@[::1/cipherd",  # an IPv6 host left open
+        "postgresql://postgres:{password}%zz@127.0.0.1/cipherd",  # a broken %-escape
+        "postgresql://postgres@127.0.0.1/cipherd?password={password}&connect_timeout=x",
+    ],
+)
+def test_a_malformed_url_is_refused_at_once_without_its_password(url: str) -> None:
+    password = "pw-" + os.urandom(8).hex()
+    with pytest.raises(KeyStoreError) as refused:
+        PostgresKeyStore(url.format(password=password), KeyWrapper(ROOT_KEY), connect_seconds=30)
+    assert str(refused.value).startswith("PostgreSQL refuses the connection: ")
+    assert password not in str(refused.value)
+
+
 def test_a_database_not_answering_yet_is_waited_for() -> None:
     url = "postgresql://postgres@127.0.0.1:1/postgres"  # nothing listens there
     with pytest.raises(KeyStoreError, match=r"no connection to PostgreSQL within 1 s: .*refused"):

@@ -140,7 +140,9 @@ async def read_json(
             f"send {accepted}, not {media_type}",
         )
     if raw_query is not None and request.query_params:
-        query = read_query(request, raw_query)
+        # Only the raw form's parameters: another name is no more refused here than on a route
+        # without a raw form (a proxy's cache-buster, say).
+        query = read_query(request, raw_query, known_only=True)
         fields = raw_query.model_fields
         misplaced = sorted(
             name for name in query.model_fields_set if getattr(query, name) != fields[name].default
@@ -206,14 +208,18 @@ def _list_fields(model: type[BaseModel]) -> dict[str, bool]:
     }
 
 
-def read_query(request: Request, model: type[ModelT]) -> ModelT:
+def read_query(request: Request, model: type[ModelT], known_only: bool = False) -> ModelT:
     """The query string parsed as `model`, as FastAPI parses a `Annotated[model, Query()]`
     argument: a list field takes every value of its name, any other field the last one, and
     an invalid value is a 422 naming `query.<field>`, as is a name the model does not take
-    (a `RequestBody` refuses it)."""
+    (a `RequestBody` refuses it) unless `known_only` leaves such names out."""
     params = request.query_params
     lists = _list_fields(model)
-    values = {name: params.getlist(name) if lists.get(name) else params[name] for name in params}
+    values = {
+        name: params.getlist(name) if lists.get(name) else params[name]
+        for name in params
+        if not known_only or name in lists
+    }
     try:
         return model.model_validate(values)
     except ValidationError as exc:

@@ -35,10 +35,10 @@ if ! "$venv/bin/python" -c 'import petrelic' 2>/dev/null; then
 fi
 
 if [ "$mode" = "--dev" ]; then
-    "${pip[@]}" install "${locked[@]}" -e "$root[test]"
+    "${pip[@]}" install ${locked[@]+"${locked[@]}"} -e "$root[test]"
     if [ -f "$root/tests/interop/package.json" ]; then
         (cd "$root/tests/interop" && npm ci --silent --no-audit --no-fund)
     fi
 else
-    "${pip[@]}" install "${locked[@]}" "$root"
+    "${pip[@]}" install ${locked[@]+"${locked[@]}"} "$root"
 fi

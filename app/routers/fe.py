@@ -75,7 +75,7 @@ class FeDecryptManyRequest(RequestBody):
     functional_key: Base64Bytes
     ciphertexts: Items[Base64Bytes]
     bounds: Annotated[list[I64], Field(min_length=2, max_length=2)]
-    key_version: KeyVersion = None
+    key_version: KeyVersion = Field(None, description="tao only: whose decryption base to use")
 
     @property
     def items(self) -> list[bytes]:
@@ -236,8 +236,8 @@ def _decryptor(
     ):
         # Its base is the version's: with another version's, the search would find nothing.
         raise KeyMismatchError(
-            f"functional_key: made under another version of key {name!r} than "
-            f"{material.version}; pass its key_version"
+            f"functional_key: not made under version {material.version} of key {name!r}; "
+            "for one made under an earlier version, pass its key_version"
         )
     if scheme.base == "per-pair":
 

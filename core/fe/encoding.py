@@ -228,7 +228,12 @@ class Encoded:
             count = _count(s)
             values.append(_nest(codec.read(c, data, count, offset), s))
             offset += count * size
-        return cls(*values, curve=c.name, master_id=master_id)
+        decoded = cls(*values, curve=c.name, master_id=master_id)
+        if cls.KIND == MASTER_KEY and master_id == UNKNOWN_MASTER:
+            # A master key stored before ids existed gets the one its setup would have given,
+            # so that what it makes from now on is checked.
+            return identified(decoded)
+        return decoded
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

@@ -153,6 +153,7 @@ def test_each_version_serves_its_own_keys_and_ciphertexts(
         stale = decrypt(client, key1, ct1, [-1000, 1000])
         assert stale.json()["type"] == "urn:cipherd:problem:key-mismatch"
         assert "pass its key_version" in stale.json()["detail"]
+        assert "not made under version 2 of key 'fe'" in stale.json()["detail"]
 
 
 @pytest.mark.parametrize("key_type", QFE)

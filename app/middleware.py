@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.body import OCTET_STREAM
+from app.body import OCTET_STREAM, header
 from app.errors import Problem, problem_response
 from app.logs import access_writer, request_id_var
 from app.metrics import request_metrics
@@ -65,13 +65,6 @@ class BodyLimit:
         self.limit, self.raw = self._raw_limit, True
 
 
-def _header(scope: Scope, name: bytes) -> bytes | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return value
-    return None
-
-
 class ObserveMiddleware:
     def __init__(self, app: ASGIApp, max_body_bytes: int, max_json_body_bytes: int) -> None:
         self.app = app
@@ -82,7 +75,7 @@ class ObserveMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        client_id = _header(scope, b"x-request-id")
+        client_id = header(scope, b"x-request-id")
         request_id = (
             client_id.decode()
             if client_id and _CLIENT_REQUEST_ID.fullmatch(client_id)
@@ -96,8 +89,8 @@ class ObserveMiddleware:
         # large JSON body of many small values costs seconds and gigabytes.
         body_limit = BodyLimit(self.max_json_body_bytes, self.max_body_bytes)
         scope["state"]["body_limit"] = body_limit
-        header = _header(scope, b"content-length")
-        declared = int(header) if header is not None and header.isdigit() else 0
+        length = header(scope, b"content-length")
+        declared = int(length) if length is not None and length.isdigit() else 0
         received = 0
 
         async def counting_receive() -> Message:

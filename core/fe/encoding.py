@@ -12,7 +12,8 @@ The master id lets decryption refuse a functional key and a ciphertext of differ
 keys (a rotated key's old and new versions, say), which would otherwise "decrypt" to no value
 in any range, indistinguishable from a value outside the range searched. Version 2 encodings
 (an 11-byte header without the id) and version 1 (10 bytes, no curve byte, BLS12-381 only) are
-still read; their objects have an unknown id (`UNKNOWN_MASTER`), which matches any.
+still read: their keys and ciphertexts have an unknown id (`UNKNOWN_MASTER`), which matches any,
+and a master key gets back the id its setup would have given.
 """
 
 from __future__ import annotations
@@ -264,8 +265,9 @@ def same_id(a: bytes, b: bytes) -> bool:
 
 
 def read_master_id(data: bytes) -> bytes:
-    """The master id in an encoding's header, without decoding the rest (unknown for formats
-    1 and 2); the header is not otherwise checked."""
+    """The master id in an encoding's header, without decoding the rest; the header is not
+    otherwise checked. Unknown for formats 1 and 2, even for a master key, whose id only
+    `from_bytes` derives: a check against it is then skipped, as for any unknown id."""
     if len(data) >= _HEADER.size and data[:3] == MAGIC and data[3] == FORMAT_VERSION:
         return bytes(data[_HEADER_V2.size : _HEADER.size])
     return UNKNOWN_MASTER

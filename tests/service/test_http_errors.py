@@ -5,6 +5,7 @@ a token. Metrics and logs must stay truthful and bounded through all of it."""
 import asyncio
 import base64
 import gzip
+import itertools
 import json
 import re
 import tracemalloc
@@ -202,6 +203,37 @@ def test_a_client_gone_mid_body_is_no_error(
     assert not [line for line in lines if line["level"] == "ERROR"]
     (access,) = [line for line in lines if line["logger"] == "cipherd.access"]
     assert access["status"] == 499
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/octet-stream"])
+def test_a_body_in_many_chunks_is_read_whole(
+    settings: Settings, auth: dict[str, str], content_type: str
+) -> None:
+    app = create_app(settings)
+    with TestClient(app, headers=auth) as client:
+        client.post("/v1/keys", json={"name": "k", "type": "aez"})
+    plaintext = bytes(range(256)) * 3
+    body = (
+        json.dumps({"plaintext": base64.b64encode(plaintext).decode()}).encode()
+        if content_type == "application/json"
+        else plaintext
+    )
+    cuts = (0, 1, 7, 7, 500, len(body))
+    messages = [
+        {"type": "http.request", "body": body[start:end], "more_body": end < len(body)}
+        for start, end in itertools.pairwise(cuts)
+    ]
+    headers = {**auth, "content-type": content_type, "content-length": str(len(body))}
+    sent = asyncio.run(_call(app, "POST", "/v1/aez/k/encrypt", headers, messages))
+    assert sent[0]["status"] == 200
+    answer = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    if content_type == "application/json":
+        ciphertext = json.loads(answer)["ciphertext"]
+    else:
+        ciphertext = base64.b64encode(answer).decode()
+    with TestClient(app, headers=auth) as client:
+        opened = client.post("/v1/aez/k/decrypt", json={"ciphertext": ciphertext})
+    assert base64.b64decode(opened.json()["plaintext"]) == plaintext
 
 
 def test_a_declared_length_is_not_allocated_before_the_bytes_arrive(

@@ -5,27 +5,46 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request, Security
 from fastapi.concurrency import run_in_threadpool
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import HTTPBearer
+from starlette.types import Scope
 
 from app.auth import Operation, Principal
+from app.body import header
 from app.errors import forbidden
 from app.keyring import Keyring
 from app.settings import Settings
 
 KEY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
-bearer = HTTPBearer(
+
+def bearer_token(scope: Scope) -> str | None:
+    """The token of an `Authorization: Bearer` header, or None: FastAPI's HTTPBearer reading,
+    from the raw headers (`app.routing.KeyOperationRoute` calls it without FastAPI's solver)."""
+    value = header(scope, b"authorization")
+    if not value:
+        return None
+    scheme, _, token = value.decode("latin-1").partition(" ")
+    token = token.strip()
+    return token if token and scheme.lower() == "bearer" else None
+
+
+class _Bearer(HTTPBearer):
+    """The bearer scheme of the OpenAPI document, giving the dependencies `bearer_token`."""
+
+    async def __call__(self, request: Request) -> str | None:  # type: ignore[override]
+        return bearer_token(request.scope)
+
+
+bearer = _Bearer(
+    scheme_name="HTTPBearer",
     auto_error=False,
     description="the admin token, or a scoped token from POST /v1/tokens",
 )
-Credentials = Annotated[HTTPAuthorizationCredentials | None, Security(bearer)]
+Token = Annotated[str | None, Security(bearer)]
 KeyName = Annotated[str, Path(pattern=KEY_NAME_PATTERN, description="the key's name")]
 
 
-async def _principal(
-    request: Request, credentials: HTTPAuthorizationCredentials | None
-) -> Principal:
-    token = credentials.credentials if credentials is not None else None
+async def _principal(request: Request, token: str | None) -> Principal:
     auth = request.app.state.auth
     principal = auth.cached_principal(token)
     if principal is None:  # a store query: off the event loop
@@ -33,8 +52,8 @@ async def _principal(
     return principal
 
 
-async def admin(request: Request, credentials: Credentials) -> Principal:
-    principal = await _principal(request, credentials)
+async def admin(request: Request, token: Token) -> Principal:
+    principal = await _principal(request, token)
     if not principal.admin:
         raise forbidden("this operation needs the admin token")
     return principal
@@ -47,23 +66,19 @@ class KeyAccess:
     def __init__(self, operation: Operation) -> None:
         self.operation = operation
 
-    async def __call__(
-        self, request: Request, name: KeyName, credentials: Credentials
-    ) -> Principal:
-        return await self.check(request, name, credentials)
+    async def __call__(self, request: Request, name: KeyName, token: Token) -> Principal:
+        return await self.check(request, name, token)
 
-    async def check(
-        self, request: Request, name: str, credentials: HTTPAuthorizationCredentials | None
-    ) -> Principal:
-        principal = await _principal(request, credentials)
+    async def check(self, request: Request, name: str, token: str | None) -> Principal:
+        principal = await _principal(request, token)
         if not principal.allows(self.operation, name):
             raise forbidden(f"the token's scope has no {self.operation.value!r} for key {name!r}")
         return principal
 
 
 def _service_access(operation: Operation) -> Callable[..., Principal]:
-    async def dependency(request: Request, credentials: Credentials) -> Principal:
-        principal = await _principal(request, credentials)
+    async def dependency(request: Request, token: Token) -> Principal:
+        principal = await _principal(request, token)
         if not principal.allows(operation, None):
             raise forbidden(f"the token's scope has no {operation.value!r}")
         return principal

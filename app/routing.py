@@ -22,7 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
 
-from app.deps import KEY_NAME_PATTERN, KeyAccess, KeyName, bearer
+from app.deps import KEY_NAME_PATTERN, KeyAccess, KeyName, bearer_token
 from app.errors import ERROR_RESPONSES
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -59,7 +59,7 @@ class KeyOperationRoute(APIRoute):
         async def handle(request: Request) -> Response:
             name = request.path_params["name"]
             _check_key_name(name)
-            await access.check(request, name, await bearer(request))
+            await access.check(request, name, bearer_token(request.scope))
             return await endpoint(request, name)
 
         return handle

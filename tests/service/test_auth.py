@@ -1,14 +1,18 @@
 """Tokens and scopes: every route needs a token, and a scoped token stays in its scope."""
 
+import asyncio
 import base64
 import re
 
 import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
+from fastapi.security import HTTPBearer
 from fastapi.testclient import TestClient
+from starlette.requests import Request
 
 from app.auth import hash_token
+from app.deps import bearer_token
 from app.keystore import TokenRecord
 from app.main import create_app
 from app.settings import Settings
@@ -161,3 +165,42 @@ def test_an_admin_token_of_any_printable_ascii_works(settings: Settings) -> None
     configured = settings.model_copy(update={"admin_token": token})
     with TestClient(create_app(configured), headers=admin) as client:
         assert client.get("/v1/tokens").status_code == 200
+
+
+AUTHORIZATION_VALUES = [
+    None,
+    b"",
+    b"Bearer",
+    b"Bearer ",
+    b"Bearer    ",
+    b"Bearer abc",
+    b"bearer abc",
+    b"BEARER abc",
+    b"Bearer   abc  ",
+    b"Bearer abc def",
+    b"Bearer\tabc",
+    b"Basic abc",
+    b" Bearer abc",
+    b"Bearer caf\xe9",
+]
+
+
+@pytest.mark.parametrize("value", AUTHORIZATION_VALUES)
+def test_the_raw_header_reading_is_fastapis(value: bytes | None) -> None:
+    """`bearer_token` reads the raw headers as FastAPI's HTTPBearer reads Starlette's."""
+    headers = [] if value is None else [(b"authorization", value)]
+    request = Request({"type": "http", "headers": [(b"host", b"x"), *headers]})
+    expected = asyncio.run(HTTPBearer(auto_error=False)(request))
+    assert bearer_token(request.scope) == (None if expected is None else expected.credentials)
+
+
+@pytest.mark.parametrize("spelling", ["Bearer {}", "bearer {}", "BEARER   {}  "])
+def test_the_token_is_read_alike_by_every_kind_of_route(
+    anonymous: TestClient, settings: Settings, spelling: str
+) -> None:
+    """Key operations check the token themselves, other routes through FastAPI's dependency."""
+    headers = {"Authorization": spelling.format(settings.admin_token)}
+    created = anonymous.post("/v1/keys", headers=headers, json={"name": "k", "type": "aez"})
+    assert created.status_code == 201, created.text
+    body = {"plaintext": base64.b64encode(b"x").decode()}
+    assert anonymous.post("/v1/aez/k/encrypt", headers=headers, json=body).status_code == 200

@@ -51,6 +51,9 @@ class Principal:
         return any(fnmatch.fnmatchcase(key_name, pattern) for pattern in self.key_patterns)
 
 
+ADMIN = Principal(admin=True)
+
+
 def hash_token(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
@@ -98,7 +101,7 @@ class Authenticator:
             raise unauthorized("this operation needs an Authorization: Bearer token")
         digest = hash_token(token)
         if hmac.compare_digest(digest, self._admin_digest):
-            return Principal(admin=True)
+            return ADMIN
         record = lookup(digest)
         if record is None or (record.expires_at is not None and record.expires_at <= time.time()):
             raise unauthorized("the token is unknown, revoked or expired")

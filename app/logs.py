@@ -55,6 +55,9 @@ class TextFormatter(logging.Formatter):
         return f"{super().format(record)} request_id={request_id_var.get()}"
 
 
+_MAX_CACHED_FIELDS = 1024
+
+
 class _AccessWriter:
     """Writes the access line of a request as the JSON formatter would, built by hand.
 
@@ -68,6 +71,7 @@ class _AccessWriter:
         self.handler: logging.StreamHandler[TextIO] | None = None
         self._second = -1
         self._time_prefix = ""
+        self._fields: dict[tuple[str, str, int], tuple[str, str]] = {}
 
     def write(
         self, method: str, route: str, status: int, duration_ms: float, request_id: str
@@ -83,15 +87,12 @@ class _AccessWriter:
         if second != self._second:
             self._second = second
             self._time_prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        # The method is an HTTP token, the route a template of ours and the request id checked
-        # against a pattern, so only the route needs JSON quoting in principle; it gets it.
-        quoted_route = json.dumps(route)
+        before_id, after_id = self._fields.get((method, route, status)) or self._cache_fields(
+            method, route, status
+        )
         line = (
-            f'{{"time": "{self._time_prefix}.{int((now - second) * 1000):03d}Z", '
-            f'"level": "INFO", "logger": "cipherd.access", '
-            f'"message": "{method} {quoted_route[1:-1]} {status}", '
-            f'"request_id": "{request_id}", "method": "{method}", "route": {quoted_route}, '
-            f'"status": {status}, "duration_ms": {duration_ms}}}\n'
+            f'{{"time": "{self._time_prefix}.{int((now - second) * 1000):03d}Z", {before_id}'
+            f'"request_id": "{request_id}", {after_id}"duration_ms": {duration_ms}}}\n'
         )
         try:
             with handler.lock:  # type: ignore[union-attr]
@@ -99,6 +100,22 @@ class _AccessWriter:
                 handler.stream.flush()
         except Exception:  # a broken stream: let logging report it as it would
             self._through_logging(method, route, status, duration_ms)
+
+    def _cache_fields(self, method: str, route: str, status: int) -> tuple[str, str]:
+        """The fields before and after the request id, which depend on the method, route and
+        status alone: built once each, not per request. Bounded, since the method is the
+        client's (PROPFIND, say)."""
+        # The method is an HTTP token, the route a template of ours and the request id checked
+        # against a pattern, so only the route needs JSON quoting in principle; it gets it.
+        quoted_route = json.dumps(route)
+        fields = (
+            f'"level": "INFO", "logger": "cipherd.access", '
+            f'"message": "{method} {quoted_route[1:-1]} {status}", ',
+            f'"method": "{method}", "route": {quoted_route}, "status": {status}, ',
+        )
+        if len(self._fields) < _MAX_CACHED_FIELDS:
+            self._fields[method, route, status] = fields
+        return fields
 
     @staticmethod
     def _through_logging(method: str, route: str, status: int, duration_ms: float) -> None:

@@ -82,9 +82,17 @@ def secp256k1_secret(secret: bytes) -> bytes:
     return secret
 
 
-def secp256k1_kdf(sender: secp256k1.Point, shared: secp256k1.Point, compressed: bool) -> bytes:
-    """HKDF(sender || shared), both points in the same SEC1 form."""
-    return hkdf_sha256(secp256k1.encode(sender, compressed) + secp256k1.encode(shared, compressed))
+def secp256k1_kdf(
+    sender: secp256k1.Point, written: bytes, shared: secp256k1.Point, compressed: bool
+) -> bytes:
+    """HKDF(sender || shared), both points in the same SEC1 form.
+
+    `written` is the sender's key as the payload carries it, taken as it is when it already has
+    that form: libsecp256k1 parses only canonical encodings, so it is the one `encode` gives.
+    """
+    if (len(written) == 33) != compressed:
+        written = secp256k1.encode(sender, compressed)
+    return hkdf_sha256(written + secp256k1.encode(shared, compressed))
 
 
 # x25519 --------------------------------------------------------------------------------------

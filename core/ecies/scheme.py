@@ -53,7 +53,8 @@ def _encapsulate(
             secret = keys.secret_key(receiver_sk, curve)
             shared = secp256k1.base_multiple(secp256k1.scalar_product(ephemeral_sk, secret))
         written = secp256k1.encode(ephemeral, config.is_ephemeral_key_compressed)
-        return written, keys.secp256k1_kdf(ephemeral, shared, config.is_hkdf_key_compressed)
+        sym_key = keys.secp256k1_kdf(ephemeral, written, shared, config.is_hkdf_key_compressed)
+        return written, sym_key
     raw = keys.key_bytes(receiver_pk, f"{curve} public key")
     written = keys.public_key(ephemeral_sk, curve)
     if curve == "x25519":
@@ -67,7 +68,7 @@ def _decapsulate(receiver_sk: bytes, ephemeral: bytes, config: Config) -> bytes:
     if curve == "secp256k1":
         point = secp256k1.parse(ephemeral)
         shared = secp256k1.multiply(point, receiver_sk)
-        return keys.secp256k1_kdf(point, shared, config.is_hkdf_key_compressed)
+        return keys.secp256k1_kdf(point, ephemeral, shared, config.is_hkdf_key_compressed)
     if curve == "x25519":
         return keys.x25519_shared(receiver_sk, keys.x25519_point(ephemeral), ephemeral)
     return keys.ed25519_shared(receiver_sk, keys.ed25519_point(ephemeral), ephemeral)

@@ -90,7 +90,7 @@ def secp256k1_kdf(
     `written` is the sender's key as the payload carries it, taken as it is when it already has
     that form: libsecp256k1 parses only canonical encodings, so it is the one `encode` gives.
     """
-    if (len(written) == 33) != compressed:
+    if len(written) != (33 if compressed else 65):
         written = secp256k1.encode(sender, compressed)
     return hkdf_sha256(written + secp256k1.encode(shared, compressed))
 

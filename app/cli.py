@@ -1,7 +1,8 @@
 """The `cipherd` command: run the service, print its OpenAPI document, manage keys and tokens.
 
 Key and token commands work on the configured store directly (same settings as the service), so
-an operator can bootstrap a deployment without a running server.
+an operator can bootstrap a deployment without a running server. They call the same verbs as the
+REST API (`app.ops.keys`, `app.ops.tokens`), with the same checks and the same JSON.
 """
 
 import argparse
@@ -11,11 +12,14 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from app.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from app.store import KeyStore
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 MAX_WORKERS = 256
@@ -41,9 +45,9 @@ def uvicorn_options(host: str, port: int) -> dict[str, Any]:
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
     import uvicorn
 
-    from app.bootstrap import load_admin_token, load_root_key
-    from app.logs import configure_logging
-    from app.workers import Supervisor
+    from app.server.bootstrap import load_admin_token, load_root_key
+    from app.server.logs import configure_logging
+    from app.server.workers import Supervisor
 
     # The supervising process logs too (worker deaths, restarts): the same JSON lines.
     configure_logging(settings.log_format, settings.log_level)
@@ -66,16 +70,22 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
     uvicorn.run(**options)
 
 
+def openapi_yaml(document: dict[str, Any]) -> str:
+    """An OpenAPI document as the YAML of `openapi.yaml`."""
+    import yaml
+
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+
+
 def _openapi(args: argparse.Namespace, settings: Settings) -> None:
     from app.main import create_app
-    from app.openapi import openapi_yaml
 
-    sys.stdout.write(openapi_yaml(create_app(settings)))
+    sys.stdout.write(openapi_yaml(create_app(settings).openapi()))
 
 
-def _store(settings: Settings):  # type: ignore[no-untyped-def]
-    from app.bootstrap import load_root_key
-    from app.keystore import KeyWrapper, open_store
+def _store(settings: Settings) -> "KeyStore":
+    from app.server.bootstrap import load_root_key
+    from app.store import KeyWrapper, open_store
 
     return open_store(settings.resolved_database_url, KeyWrapper(load_root_key(settings)))
 
@@ -103,32 +113,34 @@ def _checked(model: type[ModelT], values: dict[str, Any]) -> ModelT:
 
 
 def _keys(args: argparse.Namespace, settings: Settings) -> None:
-    from app.routers.keys import KeyCreate, create_stored_key, key_out, rotate_stored_key
+    from app.ops import keys
+    from app.ops.auth import ADMIN
 
     store = _store(settings)
     try:
         if args.action == "list":
-            _print([_json(key_out(info, with_versions=False)) for info in store.list()])
+            page, _ = keys.readable_page(store, ADMIN, None, None)
+            _print([_json(info) for info in page])
         elif args.action == "create":
             fields = ("name", "type", "dimension", "curve", "exportable")
-            body = _checked(KeyCreate, {field: getattr(args, field) for field in fields})
-            _print(_json(key_out(create_stored_key(store, body, settings), with_versions=True)))
+            body = _checked(keys.KeyCreate, {field: getattr(args, field) for field in fields})
+            _print(_json(keys.create(store, body, settings)))
         elif args.action == "rotate":
-            _print(_json(key_out(rotate_stored_key(store, args.name), with_versions=True)))
+            _print(_json(keys.rotate(store, None, args.name)))
         elif args.action == "delete":
-            store.delete(args.name)
+            keys.delete(store, None, args.name)
     finally:
         store.close()
 
 
 def _tokens(args: argparse.Namespace, settings: Settings) -> None:
-    from app.routers.tokens import TokenCreate, issue_token, token_out
+    from app.ops import tokens
 
     store = _store(settings)
     try:
         if args.action == "create":
             body = _checked(
-                TokenCreate,
+                tokens.TokenCreate,
                 {
                     "description": args.description,
                     "keys": args.keys.split(","),
@@ -136,11 +148,11 @@ def _tokens(args: argparse.Namespace, settings: Settings) -> None:
                     "ttl_seconds": args.ttl,
                 },
             )
-            _print(_json(issue_token(store, body)))
+            _print(_json(tokens.issue(store, body)))
         elif args.action == "list":
-            _print([_json(token_out(record)) for record in store.list_tokens()])
-        elif args.action == "revoke" and not store.delete_token(args.id):
-            raise SystemExit(f"no token with id {args.id!r}")
+            _print([_json(record) for record in tokens.listing(store)])
+        elif args.action == "revoke":
+            tokens.revoke(store, None, args.id)
     finally:
         store.close()
 
@@ -212,9 +224,9 @@ def _settings() -> Settings:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from app.bootstrap import BootstrapError
-    from app.errors import Problem
-    from app.keystore import KeyStoreError
+    from app.ops.errors import Problem
+    from app.server.bootstrap import BootstrapError
+    from app.store import KeyStoreError
 
     args = parser().parse_args(argv)
     try:

@@ -10,7 +10,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.batch import MAX_ITEMS
+# The most items a batch may have whatever CIPHERD_MAX_BATCH_ITEMS says.
+MAX_BATCH_ITEMS = 10_000
 
 
 class Settings(BaseSettings):
@@ -32,7 +33,9 @@ class Settings(BaseSettings):
     max_json_body_bytes: int = Field(
         32 * 1024 * 1024, ge=1024, description="request body limit, JSON and anything not raw"
     )
-    max_batch_items: int = Field(1000, ge=1, le=MAX_ITEMS, description="items in one batch request")
+    max_batch_items: int = Field(
+        1000, ge=1, le=MAX_BATCH_ITEMS, description="items in one batch request"
+    )
     # Finite and at most an hour: each bounds how long another replica's change goes unseen.
     key_cache_seconds: float = Field(
         2.0,

@@ -1,1 +1,2 @@
-"""One router per resource; `app.main` assembles them."""
+"""One module per family: request and response models, and route declarations that call
+`app.ops`."""

@@ -1,41 +1,24 @@
-"""ECIES with server-held keys, to a given public key, and in batches.
+"""ECIES routes: with a server-held key (JSON or raw, single or batch), and to a public key.
 
-Payloads are exactly eciespy's and eciesjs's, so a client can encrypt locally to the key's public
-part and have the service decrypt. Encryption answers with the key version it used; decryption
-takes the version (default: the latest), since the payload format has no room for it.
+Payloads are exactly eciespy's and eciesjs's (`app.ops.ecies`).
 """
 
-from functools import cache, partial
 from typing import Annotated, Literal
 
-from fastapi import Request, Response
+from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from app.auth import Operation
-from app.batch import Items, run_each, serve_batch
-from app.body import (
-    binary_response,
-    compute,
-    dual_body,
-    is_raw,
-    json_body,
-    json_response,
-    raw_response,
-    read_json,
-    read_query,
-    read_raw,
-)
-from app.deps import KeyName, key_access, service_access
-from app.errors import ProblemDetail, failed_with, invalid_input, wrong_key_type
-from app.keyring import Keyring
-from app.keystore import KeyMaterial
-from app.metrics import timed
-from app.routing import family_router
-from app.schemas import Base64Bytes, KeyVersion, RequestBody
-from core import ecies
-from core.errors import DecryptionError
+from app.http.batch import Items, run_each
+from app.http.body import json_body, json_response, read_json
+from app.http.deps import ServicesDep, service_access
+from app.http.operation import BatchForm, Family, KeyCall, RawForm, RawQuery, operation_id
+from app.http.problems import ERROR_RESPONSES, ProblemDetail
+from app.http.schemas import Base64Bytes, KeyVersion, RequestBody
+from app.ops import ecies
+from app.ops.auth import Operation
 
-router = family_router("ecies")
+family = Family("ecies")
+router: APIRouter = family.router
 
 
 class EciesOptions(RequestBody):
@@ -56,26 +39,12 @@ class EciesOptions(RequestBody):
 class EciesConfig(EciesOptions):
     """eciespy's Config, for encryption to a public key given in the request."""
 
-    elliptic_curve: Literal["secp256k1", "x25519", "ed25519"] = "secp256k1"
+    elliptic_curve: ecies.Curve = "secp256k1"
 
 
 def _query_number(value: object) -> object:
     """A query value is text: "12" must meet the Literal[12, 16, 24] that JSON gives as 12."""
     return int(value) if isinstance(value, str) and value.isdecimal() else value
-
-
-class EciesQuery(EciesOptions):
-    """The parameters of a raw (application/octet-stream) encryption."""
-
-    symmetric_nonce_length: Annotated[Literal[12, 16, 24], BeforeValidator(_query_number)] = Field(
-        16, description="12 or 16 for AES-256-GCM; XChaCha20-Poly1305 always uses 24"
-    )
-
-
-class EciesDecryptQuery(EciesQuery):
-    """The parameters of a raw decryption."""
-
-    key_version: int | None = Field(None, ge=1, description="default: the latest version")
 
 
 class EciesEncryptRequest(RequestBody):
@@ -87,6 +56,36 @@ class EciesDecryptRequest(RequestBody):
     ciphertext: Base64Bytes
     key_version: KeyVersion = None
     config: EciesOptions = EciesOptions()
+
+
+class EciesQuery(RawQuery, EciesOptions):
+    """The parameters of a raw (application/octet-stream) encryption."""
+
+    symmetric_nonce_length: Annotated[Literal[12, 16, 24], BeforeValidator(_query_number)] = Field(
+        16, description="12 or 16 for AES-256-GCM; XChaCha20-Poly1305 always uses 24"
+    )
+
+    def options(self) -> EciesOptions:
+        return EciesOptions.model_construct(
+            is_ephemeral_key_compressed=self.is_ephemeral_key_compressed,
+            is_hkdf_key_compressed=self.is_hkdf_key_compressed,
+            symmetric_algorithm=self.symmetric_algorithm,
+            symmetric_nonce_length=self.symmetric_nonce_length,
+        )
+
+    def request(self, data: bytes) -> BaseModel:
+        return EciesEncryptRequest.model_construct(plaintext=data, config=self.options())
+
+
+class EciesDecryptQuery(EciesQuery):
+    """The parameters of a raw decryption."""
+
+    key_version: int | None = Field(None, ge=1, description="default: the latest version")
+
+    def request(self, data: bytes) -> BaseModel:
+        return EciesDecryptRequest.model_construct(
+            ciphertext=data, key_version=self.key_version, config=self.options()
+        )
 
 
 class EciesPublicEncryptRequest(RequestBody):
@@ -101,10 +100,16 @@ class EciesCiphertext(BaseModel):
     ciphertext: Base64Bytes
     key_version: int
 
+    def raw(self) -> tuple[bytes, int]:
+        return self.ciphertext, self.key_version
+
 
 class EciesPlaintext(BaseModel):
     plaintext: Base64Bytes
     key_version: int
+
+    def raw(self) -> tuple[bytes, int]:
+        return self.plaintext, self.key_version
 
 
 class EciesPublicCiphertext(BaseModel):
@@ -139,150 +144,72 @@ class EciesDecryptBatchResponse(BaseModel):
     results: list[EciesDecryptResult]
 
 
-@cache  # a few dozen distinct (curve, options); building and checking a Config costs 1.4 µs
-def _config(curve: str, options: EciesOptions) -> ecies.Config:
-    nonce_length = (
-        16 if options.symmetric_algorithm == "xchacha20" else (options.symmetric_nonce_length)
-    )
-    if options.symmetric_algorithm == "aes-256-gcm" and nonce_length == 24:
-        raise invalid_input("config.symmetric_nonce_length: AES-256-GCM takes 12 or 16")
-    return ecies.Config(
-        elliptic_curve=curve,
-        is_ephemeral_key_compressed=options.is_ephemeral_key_compressed,
-        is_hkdf_key_compressed=options.is_hkdf_key_compressed,
-        symmetric_algorithm=options.symmetric_algorithm,
-        symmetric_nonce_length=nonce_length,
-    )
-
-
-def _ecies(material: KeyMaterial) -> KeyMaterial:
-    if not material.type.startswith("ecies-"):
-        raise wrong_key_type(material.name, material.type, "ECIES")
-    return material
-
-
-def _curve(material: KeyMaterial) -> str:
-    return material.type.removeprefix("ecies-")
-
-
-def _encrypt(material: KeyMaterial, plaintext: bytes, options: EciesOptions) -> bytes:
-    config = _config(_curve(material), options)
-    with timed("ecies", "encrypt"):
-        return ecies.encrypt(material.public or b"", plaintext, config, receiver_sk=material.secret)
-
-
-def _decrypt(material: KeyMaterial, ciphertext: bytes, options: EciesOptions) -> bytes:
-    config = _config(_curve(material), options)
-    with timed("ecies", "decrypt"):
-        try:
-            return ecies.decrypt(material.secret, ciphertext, config)
-        except DecryptionError:
-            raise failed_with(material, "decryption-failed", "Decryption failed") from None
-
-
-@router.post(
-    "/{name}/encrypt",
-    response_model=EciesCiphertext,
-    summary="Encrypt to a server-held ECIES key",
-    openapi_extra=dual_body(
-        EciesEncryptRequest, "the plaintext; parameters in the query", EciesQuery
-    ),
-    responses=binary_response("the payload, for a raw request"),
-    dependencies=[key_access(Operation.ENCRYPT)],
-)
-async def encrypt(request: Request, name: KeyName) -> Response:
-    keyring: Keyring = request.app.state.keyring
-    if is_raw(request):
-        query = read_query(request, EciesQuery)
-        data = await read_raw(request)
-        material = _ecies(await keyring.fetch(name))
-        payload = await compute(len(data), _encrypt, material, data, query)
-        return raw_response(payload, material.version)
-    body = await read_json(request, EciesEncryptRequest, EciesQuery)
-    material = _ecies(await keyring.fetch(name))
-    payload = await compute(len(body.plaintext), _encrypt, material, body.plaintext, body.config)
-    return json_response(EciesCiphertext(ciphertext=payload, key_version=material.version))
-
-
-@router.post(
-    "/{name}/decrypt",
-    response_model=EciesPlaintext,
-    summary="Decrypt with a server-held ECIES key",
-    openapi_extra=dual_body(
-        EciesDecryptRequest, "the payload; parameters in the query", EciesDecryptQuery
-    ),
-    responses=binary_response("the plaintext, for a raw request"),
-    dependencies=[key_access(Operation.DECRYPT)],
-)
-async def decrypt(request: Request, name: KeyName) -> Response:
-    keyring: Keyring = request.app.state.keyring
-    if is_raw(request):
-        query = read_query(request, EciesDecryptQuery)
-        data = await read_raw(request)
-        material = _ecies(await keyring.fetch(name, query.key_version))
-        plaintext = await compute(len(data), _decrypt, material, data, query)
-        return raw_response(plaintext, material.version)
-    body = await read_json(request, EciesDecryptRequest, EciesDecryptQuery)
-    material = _ecies(await keyring.fetch(name, body.key_version))
-    plaintext = await compute(
-        len(body.ciphertext), _decrypt, material, body.ciphertext, body.config
-    )
-    return json_response(EciesPlaintext(plaintext=plaintext, key_version=material.version))
-
-
-def _encrypt_batch(
-    keyring: Keyring, name: str, batch: EciesEncryptBatch
-) -> EciesEncryptBatchResponse:
-    material = _ecies(keyring.material(name))  # unknown key or wrong type fails the whole batch
+def _encrypt_batch(call: KeyCall, batch: EciesEncryptBatch) -> EciesEncryptBatchResponse:
+    encrypt = call.services.ecies.encryptor(call.name)
 
     def one(item: EciesEncryptRequest) -> EciesEncryptResult:
-        ciphertext = _encrypt(material, item.plaintext, item.config)
-        return EciesEncryptResult(ciphertext=ciphertext, key_version=material.version)
+        sealed = encrypt(item.plaintext, item.config)
+        return EciesEncryptResult(ciphertext=sealed.data, key_version=sealed.version)
 
     return EciesEncryptBatchResponse(results=run_each(batch.items, one, EciesEncryptResult))
 
 
-def _decrypt_batch(
-    keyring: Keyring, name: str, batch: EciesDecryptBatch
-) -> EciesDecryptBatchResponse:
-    _ecies(keyring.material(name))
+def _decrypt_batch(call: KeyCall, batch: EciesDecryptBatch) -> EciesDecryptBatchResponse:
+    decrypt = call.services.ecies.decryptor(call.name)
 
     def one(item: EciesDecryptRequest) -> EciesDecryptResult:
-        material = _ecies(keyring.material(name, item.key_version))
-        plaintext = _decrypt(material, item.ciphertext, item.config)
-        return EciesDecryptResult(plaintext=plaintext, key_version=material.version)
+        opened = decrypt(item.ciphertext, item.key_version, item.config)
+        return EciesDecryptResult(plaintext=opened.data, key_version=opened.version)
 
     return EciesDecryptBatchResponse(results=run_each(batch.items, one, EciesDecryptResult))
 
 
-@router.post(
-    "/{name}/encrypt/batch",
-    response_model=EciesEncryptBatchResponse,
-    summary="Encrypt many plaintexts to a server-held ECIES key",
-    openapi_extra=json_body(EciesEncryptBatch),
-    dependencies=[key_access(Operation.ENCRYPT)],
+@family.operation(
+    "/{name}/encrypt",
+    access=Operation.ENCRYPT,
+    summary="Encrypt to a server-held ECIES key",
+    body=EciesEncryptRequest,
+    response=EciesCiphertext,
+    raw=RawForm(
+        EciesQuery, "the plaintext; parameters in the query", "the payload, for a raw request"
+    ),
+    batch=BatchForm(
+        "Encrypt many plaintexts to a server-held ECIES key",
+        EciesEncryptBatch,
+        EciesEncryptBatchResponse,
+        _encrypt_batch,
+    ),
+    hot=True,
 )
-async def encrypt_batch(request: Request, name: KeyName) -> Response:
-    run = partial(_encrypt_batch, request.app.state.keyring, name)
-    return await serve_batch(request, EciesEncryptBatch, run)
+async def encrypt(call: KeyCall, body: EciesEncryptRequest) -> EciesCiphertext:
+    sealed = await call.services.ecies.encrypt(call.name, body.plaintext, body.config)
+    return EciesCiphertext(ciphertext=sealed.data, key_version=sealed.version)
 
 
-@router.post(
-    "/{name}/decrypt/batch",
-    response_model=EciesDecryptBatchResponse,
-    summary="Decrypt many payloads with a server-held ECIES key",
-    openapi_extra=json_body(EciesDecryptBatch),
-    dependencies=[key_access(Operation.DECRYPT)],
+@family.operation(
+    "/{name}/decrypt",
+    access=Operation.DECRYPT,
+    summary="Decrypt with a server-held ECIES key",
+    body=EciesDecryptRequest,
+    response=EciesPlaintext,
+    raw=RawForm(
+        EciesDecryptQuery,
+        "the payload; parameters in the query",
+        "the plaintext, for a raw request",
+    ),
+    batch=BatchForm(
+        "Decrypt many payloads with a server-held ECIES key",
+        EciesDecryptBatch,
+        EciesDecryptBatchResponse,
+        _decrypt_batch,
+    ),
+    hot=True,
 )
-async def decrypt_batch(request: Request, name: KeyName) -> Response:
-    run = partial(_decrypt_batch, request.app.state.keyring, name)
-    return await serve_batch(request, EciesDecryptBatch, run)
-
-
-def _encrypt_to(body: EciesPublicEncryptRequest) -> bytes:
-    config = _config(body.config.elliptic_curve, body.config)
-    with timed("ecies", "encrypt"):
-        return ecies.encrypt(body.public_key, body.plaintext, config)
+async def decrypt(call: KeyCall, body: EciesDecryptRequest) -> EciesPlaintext:
+    opened = await call.services.ecies.decrypt(
+        call.name, body.ciphertext, body.key_version, body.config
+    )
+    return EciesPlaintext(plaintext=opened.data, key_version=opened.version)
 
 
 @router.post(
@@ -290,9 +217,13 @@ def _encrypt_to(body: EciesPublicEncryptRequest) -> bytes:
     response_model=EciesPublicCiphertext,
     summary="Encrypt to a public key given in the request (no stored key)",
     openapi_extra=json_body(EciesPublicEncryptRequest),
+    responses=ERROR_RESPONSES,
     dependencies=[service_access(Operation.ENCRYPT)],
+    generate_unique_id_function=operation_id,
 )
-async def encrypt_to_public_key(request: Request) -> Response:
+async def encrypt_to_public_key(request: Request, services: ServicesDep) -> Response:
     body = await read_json(request, EciesPublicEncryptRequest)  # after the token check
-    ciphertext = await compute(len(body.plaintext), _encrypt_to, body)
+    ciphertext = await ecies.encrypt_to(
+        body.public_key, body.plaintext, body.config.elliptic_curve, body.config
+    )
     return json_response(EciesPublicCiphertext(ciphertext=ciphertext))

@@ -1,16 +1,14 @@
 """Liveness, readiness and metrics: the only paths that need no token."""
 
-import logging
-
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 from pydantic import BaseModel
 
-from app.body import json_response
-from app.metrics import render_metrics
-from app.routing import operation_id
+from app.http.body import json_response
+from app.http.deps import ServicesDep
+from app.http.operation import operation_id
+from app.ops import health
 
 router = APIRouter(tags=["health"], generate_unique_id_function=operation_id)
-log = logging.getLogger("cipherd.health")
 
 
 class Status(BaseModel):
@@ -32,11 +30,8 @@ async def healthz() -> Response:
     summary="Readiness: the key store answers",
     responses={503: {"model": Status, "description": "the key store cannot be reached"}},
 )
-def readyz(request: Request, response: Response) -> Status:
-    try:
-        request.app.state.keyring.store.ping()
-    except Exception as exc:  # any failure to reach the store means not ready
-        log.warning("key store not ready: %s", type(exc).__name__)
+def readyz(services: ServicesDep, response: Response) -> Status:
+    if not health.ready(services.store):
         response.status_code = 503
         return Status(status="unavailable")
     return Status(status="ok")
@@ -49,5 +44,5 @@ def readyz(request: Request, response: Response) -> Status:
     responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
 )
 def metrics() -> Response:
-    body, content_type = render_metrics()
+    body, content_type = health.metrics_page()
     return Response(body, media_type=content_type)

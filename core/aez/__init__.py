@@ -32,10 +32,13 @@ gives the same bytes but is not hardened against cache-timing attacks. ``_aez.se
 forces one; ``is_hardware_accelerated()`` says which kind runs.
 """
 
+from collections.abc import Sequence
+
 from core.aez import _aez
 
 Bytes = bytes | bytearray | memoryview
-AssociatedData = list[Bytes] | tuple[Bytes, ...]
+# A list or a tuple at run time (see above); Sequence so that a list[bytes] type-checks.
+AssociatedData = Sequence[Bytes]
 
 MAX_TAU: int = _aez.MAX_TAU
 """Largest accepted expansion, in bytes."""

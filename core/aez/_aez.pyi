@@ -1,7 +1,10 @@
 """Types of the compiled AEZ v5 kernel (see core/aez/_aez.c)."""
 
+from collections.abc import Sequence
+
 _Bytes = bytes | bytearray | memoryview
-_AssociatedData = list[_Bytes] | tuple[_Bytes, ...]
+# A list or a tuple at run time; Sequence so that a list[bytes] type-checks.
+_AssociatedData = Sequence[_Bytes]
 
 MAX_TAU: int
 

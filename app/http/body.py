@@ -1,0 +1,233 @@
+"""Request bodies that come as JSON or as raw bytes.
+
+Large ECIES and AEZ payloads are sent as `application/octet-stream` with the parameters in the
+query string, which spares the client base64 and the server a JSON parse of hundreds of
+megabytes. The same path takes the JSON form; the OpenAPI document lists both media types.
+"""
+
+from functools import cache
+from typing import Annotated, Any, TypeVar, get_args, get_origin
+
+from fastapi import FastAPI, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ValidationError
+from starlette.requests import ClientDisconnect
+from starlette.types import Scope
+
+from app.ops.errors import Problem, invalid_input
+
+OCTET_STREAM = "application/octet-stream"
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+# Models that appear only through `dual_body`, for the OpenAPI document's components.
+EXTRA_SCHEMA_MODELS: list[type[BaseModel]] = []
+
+
+def json_body(model: type[BaseModel]) -> dict[str, Any]:
+    """`openapi_extra` declaring a JSON body of `model` that the route reads with `read_json`:
+    what FastAPI declares for a body parameter of that type, and the 415 `read_json` gives."""
+    EXTRA_SCHEMA_MODELS.append(model)
+    schema = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {
+        "requestBody": {"required": True, "content": {"application/json": {"schema": schema}}},
+        "responses": {"415": {"description": "the body is not application/json, or is compressed"}},
+    }
+
+
+def dual_body(model: type[BaseModel], binary: str, query: type[BaseModel]) -> dict[str, Any]:
+    """`openapi_extra` declaring a JSON body of `model` or raw bytes described by `binary`, and
+    the query parameters `query` that go with raw bytes only (read by `read_query`)."""
+    declared = json_body(model)
+    declared["requestBody"]["content"][OCTET_STREAM] = {
+        "schema": {"type": "string", "format": "binary", "description": binary}
+    }
+    declared["responses"]["415"]["description"] = (
+        f"the body is neither JSON nor {OCTET_STREAM}, or is compressed"
+    )
+    return {"parameters": query_parameters(query), **declared}
+
+
+VERSION_HEADER = "Cipherd-Key-Version"
+
+
+def binary_response(description: str) -> dict[int | str, dict[str, Any]]:
+    """A 200 response that is JSON or, for a raw request, raw bytes with the key version in
+    VERSION_HEADER (`raw_response`)."""
+    version = {
+        "description": "the key version used (raw answers; a JSON answer has `key_version`)",
+        "schema": {"type": "integer"},
+    }
+    return {
+        200: {
+            "content": {OCTET_STREAM: {"schema": {"type": "string", "format": "binary"}}},
+            "description": description,
+            "headers": {VERSION_HEADER: version},
+        }
+    }
+
+
+def raw_response(payload: bytes, version: int) -> Response:
+    """The answer to a raw request: the bytes, and the key version in a header."""
+    return Response(payload, media_type=OCTET_STREAM, headers={VERSION_HEADER: str(version)})
+
+
+def _media_type(request: Request) -> str:
+    """The request's Content-Type without parameters, lower case ("" when there is none)."""
+    value = header(request.scope, b"content-type") or b""
+    return value.decode("latin-1").split(";")[0].strip().lower()
+
+
+def _is_json_suffix(media_type: str) -> bool:
+    """`application/vnd.example+json` and the like (RFC 6839), which FastAPI reads as JSON."""
+    return media_type.startswith("application/") and media_type.endswith("+json")
+
+
+def header(scope: Scope, name: bytes) -> bytes | None:
+    """A request header's raw value (`name` in lower case): a scan of the few raw pairs, several
+    times cheaper than building Starlette's `Headers` for one lookup on the hot path."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
+    return None
+
+
+def _check_identity_encoding(request: Request) -> None:
+    """Refuse a compressed body (415, RFC 9110 8.4.1): read as sent, its compressed bytes would
+    be what gets encrypted, or fail to parse."""
+    coding = (header(request.scope, b"content-encoding") or b"").decode("latin-1").strip().lower()
+    if coding not in ("identity", ""):
+        raise Problem(
+            415,
+            "unsupported-media-type",
+            "Unsupported media type",
+            f"Content-Encoding {coding} is not supported: send the body uncompressed",
+        )
+
+
+def is_raw(request: Request) -> bool:
+    return _media_type(request) == OCTET_STREAM
+
+
+async def _read_body(request: Request) -> bytearray:
+    """The whole body, in one buffer grown as the bytes arrive.
+
+    Never sized from Content-Length up front: that is the client's claim, and would let a
+    request of a few headers hold the whole body limit in memory. Growing costs no copies here
+    (a large bytearray is reallocated in place), and needs no join of chunks at the end. Read
+    from `receive` directly: Starlette's `Request.stream` generator costs more than the copy of
+    a small body.
+    """
+    buffer = bytearray()
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        buffer += message.get("body", b"")
+        if not message.get("more_body", False):
+            return buffer
+
+
+async def read_raw(request: Request) -> bytearray:
+    """The whole body, under the raw body limit (the middleware's, lifted here)."""
+    _check_identity_encoding(request)
+    request.state.body_limit.allow_raw()
+    return await _read_body(request)
+
+
+async def read_json(
+    request: Request, model: type[ModelT], raw_query: type[BaseModel] | None = None
+) -> ModelT:
+    """The body parsed as `model`; otherwise the 422 FastAPI gives for a body parameter.
+
+    `raw_query` is, on a route that also takes raw bodies (`dual_body`), the query parameters
+    of that form. The JSON carries its own, so with a JSON body a value other than the default
+    is refused rather than ignored (a `key_version` in the query would otherwise be silently
+    dropped); defaults pass, since generated clients send every parameter.
+    """
+    media_type = _media_type(request)
+    if media_type not in ("application/json", "") and not _is_json_suffix(media_type):
+        accepted = f"application/json or {OCTET_STREAM}" if raw_query else "application/json"
+        raise Problem(
+            415,
+            "unsupported-media-type",
+            "Unsupported media type",
+            f"send {accepted}, not {media_type}",
+        )
+    if raw_query is not None and request.scope["query_string"]:
+        # Only the raw form's parameters: another name is no more refused here than on a route
+        # without a raw form (a proxy's cache-buster, say).
+        query = read_query(request, raw_query, known_only=True)
+        fields = raw_query.model_fields
+        misplaced = sorted(
+            name for name in query.model_fields_set if getattr(query, name) != fields[name].default
+        )
+        if misplaced:
+            raise invalid_input(
+                f"query parameters {', '.join(misplaced)} go with an {OCTET_STREAM} body; "
+                "a JSON body carries its parameters in the JSON"
+            )
+    _check_identity_encoding(request)
+    body = await _read_body(request)
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]
+        ) from None
+
+
+def json_response(model: BaseModel, exclude_none: bool = False) -> Response:
+    """The model as FastAPI would send it for `response_model`, serialised once: the route built
+    it from validated parts, so validating it again against its own type is wasted work."""
+    content = model.__pydantic_serializer__.to_json(model, exclude_none=exclude_none)
+    return Response(content, media_type="application/json")
+
+
+def query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
+    """The OpenAPI parameters FastAPI declares for a `Annotated[model, Query()]` argument,
+    each described as going with a raw body only.
+
+    A route whose query matters only for raw bodies reads it with `read_query` rather than
+    having FastAPI parse it on every request, and declares it with these.
+    """
+    probe = FastAPI()
+
+    @probe.get("/")
+    def declared(query: Annotated[model, Query()]) -> None:  # type: ignore[valid-type]
+        """Never called: it only declares the parameters."""
+
+    parameters: list[dict[str, Any]] = probe.openapi()["paths"]["/"]["get"]["parameters"]
+    for parameter in parameters:
+        raw_only = f"for an {OCTET_STREAM} body; with JSON only the default is accepted"
+        described = parameter.get("description")
+        parameter["description"] = f"{described}; {raw_only}" if described else raw_only
+    return parameters
+
+
+@cache
+def _list_fields(model: type[BaseModel]) -> dict[str, bool]:
+    """Each field of a query model, and whether it takes every value of a repeated name."""
+    return {
+        name: list in (get_origin(field.annotation), *map(get_origin, get_args(field.annotation)))
+        for name, field in model.model_fields.items()
+    }
+
+
+def read_query(request: Request, model: type[ModelT], known_only: bool = False) -> ModelT:
+    """The query string parsed as `model`, as FastAPI parses a `Annotated[model, Query()]`
+    argument: a list field takes every value of its name, any other field the last one, and
+    an invalid value is a 422 naming `query.<field>`, as is a name the model does not take
+    (a `RequestBody` refuses it) unless `known_only` leaves such names out."""
+    params = request.query_params
+    lists = _list_fields(model)
+    values = {
+        name: params.getlist(name) if lists.get(name) else params[name]
+        for name in params
+        if not known_only or name in lists
+    }
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**error, "loc": ("query", *error["loc"])} for error in exc.errors()]
+        ) from None

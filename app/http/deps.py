@@ -1,0 +1,118 @@
+"""Request dependencies: who is calling, and the services of this process.
+
+The key operations (`app.http.operation`) make the same checks without FastAPI's dependency
+solver; the other routes declare these.
+"""
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Path, Request, Security
+from fastapi.security import HTTPBearer
+from starlette.types import Scope
+
+from app.http.body import header
+from app.ops import Services
+from app.ops.auth import Authenticator, Operation, Principal
+from app.ops.errors import forbidden
+from app.ops.keys import KEY_NAME_PATTERN
+from app.ops.work import in_thread
+
+
+def bearer_token(scope: Scope) -> str | None:
+    """The token of an `Authorization: Bearer` header, or None: FastAPI's HTTPBearer reading,
+    from the raw headers."""
+    value = header(scope, b"authorization")
+    if not value:
+        return None
+    scheme, _, token = value.decode("latin-1").partition(" ")
+    token = token.strip()
+    return token if token and scheme.lower() == "bearer" else None
+
+
+class _Bearer(HTTPBearer):
+    """The bearer scheme of the OpenAPI document, giving the dependencies `bearer_token`."""
+
+    async def __call__(self, request: Request) -> str | None:  # type: ignore[override]  # the raw token, not HTTPAuthorizationCredentials
+        return bearer_token(request.scope)
+
+
+bearer = _Bearer(
+    scheme_name="HTTPBearer",
+    auto_error=False,
+    description="the admin token, or a scoped token from POST /v1/tokens",
+)
+Token = Annotated[str | None, Security(bearer)]
+KeyName = Annotated[str, Path(pattern=KEY_NAME_PATTERN, description="the key's name")]
+
+
+async def principal_of(auth: Authenticator, token: str | None) -> Principal:
+    """The caller; a store query (a scoped token not cached) goes off the event loop."""
+    principal = auth.cached_principal(token)
+    if principal is None:
+        principal = await in_thread(auth.principal, token)
+    return principal
+
+
+async def check_key_access(
+    auth: Authenticator, operation: Operation, name: str, token: str | None
+) -> Principal:
+    """The caller, if allowed to do `operation` on key `name` (401, 403)."""
+    principal = await principal_of(auth, token)
+    if not principal.allows(operation, name):
+        raise forbidden(f"the token's scope has no {operation.value!r} for key {name!r}")
+    return principal
+
+
+def services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+async def admin(request: Request, token: Token) -> Principal:
+    principal = await principal_of(services(request).auth, token)
+    if not principal.admin:
+        raise forbidden("this operation needs the admin token")
+    return principal
+
+
+class KeyAccess:
+    """Admits a token allowed to do `operation` on the path's key."""
+
+    def __init__(self, operation: Operation) -> None:
+        self.operation = operation
+
+    async def __call__(self, request: Request, name: KeyName, token: Token) -> Principal:
+        return await check_key_access(services(request).auth, self.operation, name, token)
+
+
+class ServiceAccess:
+    """Admits a token allowed to do `operation` without a stored key."""
+
+    def __init__(self, operation: Operation) -> None:
+        self.operation = operation
+
+    async def __call__(self, request: Request, token: Token) -> Principal:
+        principal = await principal_of(services(request).auth, token)
+        if not principal.allows(self.operation, None):
+            raise forbidden(f"the token's scope has no {self.operation.value!r}")
+        return principal
+
+
+def key_access(operation: Operation) -> Any:
+    """A dependency that admits a token allowed to do `operation` on the path's key."""
+    return Depends(KeyAccess(operation))
+
+
+def service_access(operation: Operation) -> Any:
+    """A dependency that admits a token allowed to do `operation` without a stored key."""
+    return Depends(ServiceAccess(operation))
+
+
+# Async, though it does not wait on anything: FastAPI runs a plain `def` dependency in the
+# thread pool, a thread hop per request for reading an attribute.
+async def _services(request: Request) -> Services:
+    return services(request)
+
+
+Admin = Annotated[Principal, Depends(admin)]
+ServicesDep = Annotated[Services, Depends(_services)]

@@ -1,0 +1,163 @@
+"""The one ASGI middleware every request passes: request id, body limit, access log, metrics,
+and the answer to an unexpected error.
+
+Written against raw ASGI rather than BaseHTTPMiddleware, which would cost a task and a copy per
+request on the hot path.
+"""
+
+import asyncio
+import logging
+import os
+import re
+import time
+from typing import Any
+
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.http.body import header
+from app.http.problems import BodyTooLarge, problem_response
+from app.ops.errors import Problem
+from app.server.logs import access_writer, request_id_var
+from app.server.metrics import request_metrics
+
+log = logging.getLogger("cipherd.errors")
+
+# The status metrics and the access log give a request whose client left before it was answered
+# (as nginx logs it).
+CLIENT_CLOSED = 499
+
+_CLIENT_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")
+
+
+class BodyLimit:
+    """The body limit of one request, in `scope["state"]["body_limit"]`.
+
+    The JSON limit, unless the route says it reads raw bytes before it reads any: a client's
+    Content-Type alone must not lift it, or a route that parses its body could be made to
+    parse up to the raw limit.
+    """
+
+    __slots__ = ("_raw_limit", "limit", "raw")
+
+    def __init__(self, json_limit: int, raw_limit: int) -> None:
+        self.limit = json_limit
+        self._raw_limit = raw_limit
+        self.raw = False
+
+    def allow_raw(self) -> None:
+        self.limit, self.raw = self._raw_limit, True
+
+
+class ObserveMiddleware:
+    def __init__(self, app: ASGIApp, max_body_bytes: int, max_json_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.max_json_body_bytes = max_json_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        client_id = header(scope, b"x-request-id")
+        request_id = (
+            client_id.decode()
+            if client_id and _CLIENT_REQUEST_ID.fullmatch(client_id)
+            else os.urandom(16).hex()
+        )
+        scope.setdefault("state", {})["request_id"] = request_id
+        context_token = request_id_var.set(request_id)
+        started = time.perf_counter()
+        status = 500
+        # Raw bytes go straight to the crypto; any other body is parsed first, and parsing a
+        # large JSON body of many small values costs seconds and gigabytes.
+        body_limit = BodyLimit(self.max_json_body_bytes, self.max_body_bytes)
+        scope["state"]["body_limit"] = body_limit
+        length = header(scope, b"content-length")
+        declared = int(length) if length is not None and length.isdigit() else 0
+        received = 0
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            limit = body_limit.limit  # read now: the route may have allowed raw bytes
+            if declared > limit:
+                raise BodyTooLarge(limit, body_limit.raw)
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge(limit, body_limit.raw)
+            return message
+
+        answered = False
+        # HEAD is GET without the body (RFC 9110, 9.3.2): routed as GET, answered without it.
+        head = scope["method"] == "HEAD"
+        routed = {**scope, "method": "GET"} if head else scope
+
+        async def tagging_send(message: Message) -> None:
+            nonlocal status, answered
+            if message["type"] == "http.response.start":
+                status, answered = message["status"], True
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (b"x-request-id", request_id.encode()),
+                ]
+            elif head:
+                message = {**message, "body": b""}
+            await send(message)
+
+        try:
+            await self.app(routed, counting_receive, tagging_send)
+        except ClientDisconnect:
+            # The client went away mid-body: nothing to answer, and no error of ours.
+            status = CLIENT_CLOSED
+        except asyncio.CancelledError:
+            # uvicorn cancels what still runs when its shutdown grace ends. A 503 the client can
+            # retry elsewhere, with the request id, rather than uvicorn's plain 500; the task
+            # then ends as the shutdown wants, so the cancellation goes no further.
+            if answered:
+                raise
+            problem = Problem(
+                503,
+                "shutting-down",
+                "Shutting down",
+                "the service stopped before this request finished; a write may or may not "
+                "have been applied",
+            )
+            response = problem_response(problem, headers={"Connection": "close"})
+            await response(routed, receive, tagging_send)
+        except Exception as exc:
+            # Answered here rather than by Starlette's outermost handler, so that the 500 carries
+            # the request id like any other answer and the error is logged once, with it.
+            log.error("unhandled %s", type(exc).__name__, exc_info=exc)
+            if answered:  # all that is left is to drop the connection
+                raise
+            problem = Problem(500, "internal", "Internal error", f"request {request_id} failed")
+            await problem_response(problem)(routed, receive, tagging_send)
+        finally:
+            elapsed = time.perf_counter() - started
+            path = _route_label(routed)
+            method = scope["method"]
+            label = method if method in _METHODS else "other"
+            requests, seconds = request_metrics(path, label, status)
+            requests.inc()
+            seconds.observe(elapsed)
+            access_writer.write(method, path, status, round(elapsed * 1000, 3), request_id)
+            request_id_var.reset(context_token)
+
+
+# The methods metrics name; any other (PROPFIND, MKCOL, ...) counts as "other", so that a client
+# cannot add label sets at will.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def _route_label(scope: Scope) -> str:
+    """The matched route's template for metrics and the access log: the route FastAPI noted, or
+    the path of a route it did not note (Starlette's own, such as /openapi.json) when that route
+    has no parameters and so one fixed path; else "unmatched"."""
+    route: Any = scope.get("route")
+    if route is not None:
+        return str(route.path)
+    if "endpoint" in scope and not scope.get("path_params"):
+        return str(scope["path"])
+    return "unmatched"

@@ -1,0 +1,135 @@
+"""The OpenAPI document: FastAPI's, plus the models only raw-or-JSON bodies refer to.
+
+`openapi.yaml` at the top of the repository is this document as YAML (`cipherd openapi`); a
+test fails when the file and the code disagree.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic.json_schema import models_json_schema
+from starlette.routing import BaseRoute
+
+from app.http.body import EXTRA_SCHEMA_MODELS
+from app.http.problems import PROBLEM_JSON
+
+
+def install_openapi(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
+    """The document of `routes`, in the order given: by family, whatever order the app tries
+    them in."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = get_openapi(
+                title=app.title,
+                version=app.version,
+                summary=app.summary,
+                description=DESCRIPTION,
+                routes=list(routes),
+            )
+            _, extra = models_json_schema(
+                [(model, "validation") for model in EXTRA_SCHEMA_MODELS],
+                ref_template="#/components/schemas/{model}",
+            )
+            schemas = document.setdefault("components", {}).setdefault("schemas", {})
+            for name, schema in extra.get("$defs", {}).items():
+                schemas.setdefault(name, schema)
+            _document_problems(document)
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _document_problems(document: dict[str, Any]) -> None:
+    """Declare every error an operation can answer, as the problem document it really is.
+
+    FastAPI documents its own validation error (a JSON `HTTPValidationError`) and lists the
+    `application/problem+json` of declared errors without a schema; the service answers every
+    4xx with a `ProblemDetail` as `application/problem+json`. Generated clients and contract
+    tests need the document to say so, and to list the 400/401/403/404/413/422 that any
+    operation with a body, a token, a key name or parameters can give, and the 503
+    of any operation that reads the store (every one that takes a token).
+    """
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            responses = operation["responses"]
+            body = operation.get("requestBody", {}).get("content", {})
+            needed = {
+                "400": bool(body),
+                "401": bool(operation.get("security")),
+                "403": bool(operation.get("security")),
+                "404": "{" in path,
+                "413": bool(body),
+                "422": bool(body or operation.get("parameters")),
+                "503": bool(operation.get("security")),
+            }
+            for status, applies in needed.items():
+                if applies and status not in responses:
+                    responses[status] = {"description": PROBLEM_DESCRIPTIONS[status]}
+            for status, response in responses.items():
+                store_unavailable = status == "503" and needed["503"]
+                if status.startswith("4") or store_unavailable:
+                    if response.get("description") == "Validation Error":
+                        response["description"] = PROBLEM_DESCRIPTIONS[status]
+                    response["content"] = {PROBLEM_JSON: {"schema": dict(PROBLEM_SCHEMA)}}
+                headers = response.setdefault("headers", {})
+                headers.update(_header("X-Request-ID"))
+                if status == "401":
+                    headers.update(_header("WWW-Authenticate"))
+                if store_unavailable:
+                    headers.update(_header("Retry-After"))
+            operation["responses"] = dict(sorted(responses.items()))
+    document["components"]["headers"] = RESPONSE_HEADERS
+    schemas = document["components"]["schemas"]
+    text = repr(document["paths"])
+    for unused in ("HTTPValidationError", "ValidationError"):
+        if f"#/components/schemas/{unused}'" not in text:
+            schemas.pop(unused, None)
+
+
+def _header(name: str) -> dict[str, Any]:
+    return {name: {"$ref": f"#/components/headers/{name}"}}
+
+
+RESPONSE_HEADERS = {
+    "X-Request-ID": {
+        "description": "the request's id, on every log line about it: the client's own "
+        "X-Request-ID when that is 1 to 64 characters of A-Z a-z 0-9 . _ : -, else a new one",
+        "schema": {"type": "string"},
+    },
+    "WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}},
+    "Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}},
+}
+PROBLEM_SCHEMA = {"$ref": "#/components/schemas/ProblemDetail"}
+PROBLEM_DESCRIPTIONS = {
+    "400": "the body could not be read",
+    "401": "missing or invalid token",
+    "403": "the token's scope does not allow this",
+    "404": "no such key, version or token",
+    "413": "the body is over the size limit",
+    "422": "the request is invalid",
+    "503": "the key store is not answering, or the service stopped first; retry after "
+    "Retry-After seconds",
+}
+
+
+def openapi_yaml(app: FastAPI) -> str:
+    return yaml.safe_dump(app.openapi(), sort_keys=False, allow_unicode=True, width=100)
+
+
+DESCRIPTION = """\
+cipherd holds master keys server-side and performs ECIES (secp256k1, x25519, ed25519;
+byte-compatible with eciespy and eciesjs), AEZ v5 and pairing-based functional encryption.
+
+Every key-using call carries `Authorization: Bearer <token>`: the admin token, or a scoped token
+issued by `POST /v1/tokens` for key-name patterns and operations. Binary fields are base64.
+ECIES and AEZ also take raw `application/octet-stream` bodies with the parameters in the query.
+Errors are `application/problem+json` (RFC 9457) with a stable `type`. A 503
+`store-unavailable`, with `Retry-After`, means the key store did not answer: retry the call.
+Every answer carries `X-Request-ID`: the request's own when it sent one of 1 to 64 characters of
+A-Z a-z 0-9 . _ : -, else a new one; the service's log lines about the request carry it too.
+"""

@@ -1,0 +1,152 @@
+"""Problems as HTTP answers: `application/problem+json` documents (RFC 9457).
+
+The problems themselves are `app.ops.errors`; this module gives them their schema for the
+OpenAPI document and their answers, and answers FastAPI's and Starlette's own errors (a body
+that fails validation, an unknown path, a method not allowed) the same way. Unexpected
+exceptions become a bare 500 whose detail names only the request id (`app.http.middleware`).
+"""
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.http.body import OCTET_STREAM
+from app.ops.errors import (
+    KNOWN_ERRORS,
+    RETRY_AFTER_SECONDS,
+    Problem,
+    invalid_input,
+    problem_for,
+)
+
+PROBLEM_JSON = "application/problem+json"
+
+
+class ProblemDetail(BaseModel):
+    """An RFC 9457 problem document."""
+
+    type: str = Field(examples=["urn:cipherd:problem:invalid-input"])
+    title: str
+    status: int
+    detail: str
+    errors: list[dict[str, Any]] | None = Field(
+        None, description="per-field validation errors, when the request body was invalid"
+    )
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ProblemDetail, "content": {PROBLEM_JSON: {}}, "description": description}
+    for status, description in (
+        (400, "the ciphertext does not decrypt or authenticate"),
+        (401, "missing or invalid token"),
+        (403, "the token's scope does not allow this"),
+        (404, "no such key or version"),
+        (409, "the key exists already, or its type does not fit the operation"),
+        (413, "the body is over the size limit"),
+        (422, "the request is invalid"),
+    )
+}
+
+
+class BodyTooLarge(StarletteHTTPException):
+    """The request body is over CIPHERD_MAX_JSON_BODY_BYTES, or, for a route that reads raw
+    bytes (`BodyLimit.allow_raw` in `app.http.middleware`), over CIPHERD_MAX_BODY_BYTES.
+
+    An HTTPException, so that FastAPI lets it through when it reads a body parameter (it turns
+    any other exception raised there into a 400 "error parsing the body").
+    """
+
+    def __init__(self, limit: int, raw: bool) -> None:
+        hint = "" if raw else f" (routes that take {OCTET_STREAM} take larger raw bodies)"
+        super().__init__(
+            413, f"the request body is over this service's limit of {limit} bytes{hint}"
+        )
+        self.limit = limit
+
+
+def problem_response(
+    problem: Problem, extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    body = problem.body() | (extra or {})
+    headers = {
+        **(headers or {}),
+        **{
+            401: {"WWW-Authenticate": "Bearer"},
+            503: {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        }.get(problem.status, {}),
+    }
+    return JSONResponse(body, status_code=problem.status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def problem_detail(exc: Exception) -> ProblemDetail:
+    """A known error as the problem document a batch item carries under `error`."""
+    problem = problem_for(exc)
+    assert problem is not None, "only KNOWN_ERRORS are answered per item"
+    return ProblemDetail(**problem.body())
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    # Keep location, message and type; drop the offending input, which may be secret.
+    return [
+        {"loc": list(error.get("loc", ())), "msg": error.get("msg", ""), "type": error.get("type")}
+        for error in exc.errors()
+    ]
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route takes at this path. Starlette's 405 names only the first route
+    that matched the path (`PUT /v1/keys` got `Allow: POST`, though GET lists the keys); HEAD
+    goes wherever GET does (`app.http.middleware`)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        regex, route_methods = getattr(route, "path_regex", None), getattr(route, "methods", None)
+        if regex is not None and route_methods and regex.match(request.scope["path"]):
+            methods |= route_methods
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
+
+
+def install_handlers(app: FastAPI) -> None:
+    """Answer every known error, and FastAPI's and Starlette's own, as a problem document."""
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = _validation_errors(exc)
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(part) for part in first["loc"])
+        message = str(first["msg"])
+        return problem_response(
+            invalid_input(f"{where}: {message}" if where else message),
+            {"errors": errors},
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        titles = {404: "Not found", 405: "Method not allowed", 413: "Body too large"}
+        problem = Problem(
+            exc.status_code,
+            f"http-{exc.status_code}",
+            titles.get(exc.status_code, "HTTP error"),
+            str(exc.detail),
+        )
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = _allowed_methods(request)
+        return problem_response(problem, headers=headers)
+
+    @app.exception_handler(BodyTooLarge)
+    async def _too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
+        return problem_response(Problem(413, "body-too-large", "Body too large", exc.detail))
+
+    async def _known(request: Request, exc: Exception) -> JSONResponse:
+        problem = problem_for(exc)
+        assert problem is not None
+        return problem_response(problem)
+
+    for known in KNOWN_ERRORS:
+        app.add_exception_handler(known, _known)

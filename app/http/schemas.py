@@ -1,0 +1,49 @@
+"""Types shared by the request and response models of several routers: base64 bytes, a
+request body that refuses unknown fields, a key version."""
+
+import base64
+import binascii
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    StrictInt,
+    WithJsonSchema,
+)
+
+
+def _decode_base64(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be a base64 string")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("is not valid base64 (RFC 4648, with padding)") from None
+
+
+Base64Bytes = Annotated[
+    bytes,
+    BeforeValidator(_decode_base64),
+    PlainSerializer(lambda raw: base64.b64encode(raw).decode("ascii"), return_type=str),
+    WithJsonSchema({"type": "string", "format": "byte", "description": "base64 (RFC 4648)"}),
+]
+
+
+class RequestBody(BaseModel):
+    """A JSON request body or a set of query parameters. A field it does not name is refused
+    (422) rather than dropped: a misspelt option (`exportible`) or one the operation does not
+    take (`key_version` on an encryption) would otherwise pass unnoticed, with its default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# A key version in JSON: a number, not `true` (which pydantic would take as 1) nor "2".
+KeyVersion = Annotated[
+    StrictInt | None, Field(ge=1, description="the key version; default: the latest")
+]

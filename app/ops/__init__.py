@@ -1,0 +1,43 @@
+"""The service's verbs, free of any web framework: plain values in, plain values or
+`app.ops.errors` problems out, the caller's principal passed explicitly.
+
+`Services` is what one process holds: the store, the keyring of unwrapped keys, the token
+check and each family's verbs. `app.main` builds it for the HTTP service; `app.cli` uses the
+verbs of `app.ops.keys` and `app.ops.tokens` on a store directly.
+"""
+
+from dataclasses import dataclass
+
+from app.ops.aez import Aez
+from app.ops.auth import Authenticator
+from app.ops.ecies import Ecies
+from app.ops.fe import Fe
+from app.ops.fe_cache import FeCaches
+from app.ops.keyring import Keyring
+from app.settings import Settings
+from app.store import KeyStore
+
+
+@dataclass(frozen=True)
+class Services:
+    settings: Settings
+    store: KeyStore
+    keyring: Keyring
+    auth: Authenticator
+    ecies: Ecies
+    aez: Aez
+    fe: Fe
+
+    @classmethod
+    def build(cls, settings: Settings, store: KeyStore, admin_token: str) -> "Services":
+        keyring = Keyring(store, settings.key_cache_seconds)
+        caches = FeCaches(settings.fe_table_cache_bytes, settings.fe_prepared_cache_entries)
+        return cls(
+            settings=settings,
+            store=store,
+            keyring=keyring,
+            auth=Authenticator(store, admin_token, settings.token_cache_seconds),
+            ecies=Ecies(keyring),
+            aez=Aez(keyring),
+            fe=Fe(keyring, caches, settings.fe_max_range),
+        )

@@ -1,0 +1,143 @@
+"""Who is calling: one admin token and scoped tokens (key-name patterns × operations).
+
+Scoped tokens are random 256-bit strings shown once at creation; the store keeps only their
+SHA-256, which is enough for a secret of that entropy and lets a lookup be one indexed query.
+The admin token is compared in constant time. Lookups are cached per process for
+`CIPHERD_TOKEN_CACHE_SECONDS`, which bounds how long a revoked token keeps working.
+"""
+
+import enum
+import fnmatch
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.ops.errors import unauthorized
+from app.store import KeyStore, TokenRecord
+
+SCOPED_TOKEN_PREFIX = "cdt_"
+
+
+class Operation(enum.StrEnum):
+    """What a scoped token may do with the keys its patterns match."""
+
+    READ = "read"  # metadata of keys
+    PUBLIC = "public"  # public parts of keys
+    ENCRYPT = "encrypt"
+    DECRYPT = "decrypt"
+    KEYGEN = "keygen"  # FE functional keys
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request acts for."""
+
+    admin: bool
+    token_id: str | None = None
+    key_patterns: tuple[str, ...] = ()
+    operations: frozenset[str] = frozenset()
+
+    def allows(self, operation: Operation, key_name: str | None) -> bool:
+        if self.admin:
+            return True
+        if operation not in self.operations:
+            return False
+        if key_name is None:
+            return True
+        return any(fnmatch.fnmatchcase(key_name, pattern) for pattern in self.key_patterns)
+
+
+ADMIN = Principal(admin=True)
+
+
+def hash_token(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+def new_scoped_token() -> tuple[str, str]:
+    """A fresh (token id, token) pair."""
+    token_id = secrets.token_hex(8)
+    return token_id, f"{SCOPED_TOKEN_PREFIX}{secrets.token_urlsafe(32)}"
+
+
+class _NotCached(Exception):
+    """The token's record is not in this process's cache."""
+
+
+class Authenticator:
+    def __init__(self, store: KeyStore, admin_token: str, cache_seconds: float) -> None:
+        self._store = store
+        self._admin_digest = hash_token(admin_token)
+        self._cache_seconds = cache_seconds
+        self._cache: dict[bytes, tuple[float, TokenRecord | None]] = {}
+        self._lock = threading.Lock()
+
+    def principal(self, token: str | None) -> Principal:
+        """The principal a bearer token stands for; 401 if it is missing or not valid.
+
+        May query the store (a scoped token not in the cache).
+        """
+        return self._principal(token, self._lookup)
+
+    def cached_principal(self, token: str | None) -> Principal | None:
+        """`principal` without touching the store: None when only the store can tell.
+
+        Lets the event loop settle the common cases (the admin token, a cached scoped token, no
+        token) without a hop to a worker thread.
+        """
+        try:
+            return self._principal(token, self._cached)
+        except _NotCached:
+            return None
+
+    def _principal(
+        self, token: str | None, lookup: Callable[[bytes], TokenRecord | None]
+    ) -> Principal:
+        if not token:
+            raise unauthorized("this operation needs an Authorization: Bearer token")
+        digest = hash_token(token)
+        if hmac.compare_digest(digest, self._admin_digest):
+            return ADMIN
+        record = lookup(digest)
+        if record is None or (record.expires_at is not None and record.expires_at <= time.time()):
+            raise unauthorized("the token is unknown, revoked or expired")
+        return Principal(
+            admin=False,
+            token_id=record.id,
+            key_patterns=record.key_patterns,
+            operations=frozenset(record.operations),
+        )
+
+    def _cached(self, digest: bytes) -> TokenRecord | None:
+        with self._lock:
+            cached = self._cache.get(digest)
+        if cached is None or cached[0] <= time.monotonic():
+            raise _NotCached
+        return cached[1]
+
+    def _lookup(self, digest: bytes) -> TokenRecord | None:
+        now = time.monotonic()
+        with self._lock:
+            cached = self._cache.get(digest)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        record = self._store.token_by_hash(digest)
+        if self._cache_seconds > 0:
+            with self._lock:
+                if len(self._cache) > 10_000:
+                    self._cache.clear()
+                self._cache[digest] = (now + self._cache_seconds, record)
+        return record
+
+    def forget(self, token_id: str) -> None:
+        """Drop a revoked token from this process's cache at once."""
+        with self._lock:
+            self._cache = {
+                digest: entry
+                for digest, entry in self._cache.items()
+                if entry[1] is None or entry[1].id != token_id
+            }

@@ -1,0 +1,134 @@
+"""ECIES with server-held keys, in batches, and to a public key given in the request.
+
+Payloads are exactly eciespy's and eciesjs's, so a client can encrypt locally to the key's public
+part and have the service decrypt. Encryption answers with the key version it used; decryption
+takes the version (default: the latest), since the payload format has no room for it.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal, Protocol
+
+from app.ops.errors import failed_with, invalid_input, wrong_key_type
+from app.ops.keyring import Keyring
+from app.ops.work import compute
+from app.server.metrics import timed
+from app.store import KeyMaterial
+from core import ecies
+from core.errors import DecryptionError
+
+Curve = Literal["secp256k1", "x25519", "ed25519"]
+
+
+class Options(Protocol):
+    """eciespy's Config without the curve, which the key's type fixes. Hashable: a few dozen
+    distinct values map to cached `Config`s."""
+
+    @property
+    def is_ephemeral_key_compressed(self) -> bool: ...
+    @property
+    def is_hkdf_key_compressed(self) -> bool: ...
+    @property
+    def symmetric_algorithm(self) -> Literal["aes-256-gcm", "xchacha20"]: ...
+    @property
+    def symmetric_nonce_length(self) -> Literal[12, 16, 24]: ...
+    def __hash__(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """The bytes an operation produced and the key version that produced them."""
+
+    data: bytes
+    version: int
+
+
+@lru_cache(maxsize=256)  # a Config costs more to build and check than to look up; few exist
+def config(curve: str, options: Options) -> ecies.Config:
+    """The library's Config for a key of `curve` and the caller's options (422 if AES-256-GCM
+    is asked for with a 24-byte nonce)."""
+    nonce_length = (
+        16 if options.symmetric_algorithm == "xchacha20" else options.symmetric_nonce_length
+    )
+    if options.symmetric_algorithm == "aes-256-gcm" and nonce_length == 24:
+        raise invalid_input("config.symmetric_nonce_length: AES-256-GCM takes 12 or 16")
+    return ecies.Config(
+        elliptic_curve=curve,
+        is_ephemeral_key_compressed=options.is_ephemeral_key_compressed,
+        is_hkdf_key_compressed=options.is_hkdf_key_compressed,
+        symmetric_algorithm=options.symmetric_algorithm,
+        symmetric_nonce_length=nonce_length,
+    )
+
+
+def _checked(material: KeyMaterial) -> KeyMaterial:
+    if not material.type.startswith("ecies-"):
+        raise wrong_key_type(material.name, material.type, "ECIES")
+    return material
+
+
+def _encrypt(material: KeyMaterial, plaintext: bytes, options: Options) -> bytes:
+    settings = config(material.type.removeprefix("ecies-"), options)
+    with timed("ecies", "encrypt"):
+        return ecies.encrypt(
+            material.public or b"", plaintext, settings, receiver_sk=material.secret
+        )
+
+
+def _decrypt(material: KeyMaterial, ciphertext: bytes, options: Options) -> bytes:
+    settings = config(material.type.removeprefix("ecies-"), options)
+    with timed("ecies", "decrypt"):
+        try:
+            return ecies.decrypt(material.secret, ciphertext, settings)
+        except DecryptionError:
+            raise failed_with(material, "decryption-failed", "Decryption failed") from None
+
+
+class Ecies:
+    """ECIES with the keys of one keyring."""
+
+    def __init__(self, keyring: Keyring) -> None:
+        self.keyring = keyring
+
+    async def encrypt(self, name: str, plaintext: bytes, options: Options) -> Sealed:
+        material = _checked(await self.keyring.fetch(name))
+        payload = await compute(len(plaintext), _encrypt, material, plaintext, options)
+        return Sealed(payload, material.version)
+
+    async def decrypt(
+        self, name: str, ciphertext: bytes, version: int | None, options: Options
+    ) -> Sealed:
+        material = _checked(await self.keyring.fetch(name, version))
+        plaintext = await compute(len(ciphertext), _decrypt, material, ciphertext, options)
+        return Sealed(plaintext, material.version)
+
+    def encryptor(self, name: str) -> Callable[[bytes, Options], Sealed]:
+        """Encryption of many plaintexts under the latest version, read once: an unknown key or
+        a key of another type fails here, before any item."""
+        material = _checked(self.keyring.material(name))
+
+        def encrypt(plaintext: bytes, options: Options) -> Sealed:
+            return Sealed(_encrypt(material, plaintext, options), material.version)
+
+        return encrypt
+
+    def decryptor(self, name: str) -> Callable[[bytes, int | None, Options], Sealed]:
+        """Decryption of many payloads, each under the version it names."""
+        _checked(self.keyring.material(name))
+
+        def decrypt(ciphertext: bytes, version: int | None, options: Options) -> Sealed:
+            material = _checked(self.keyring.material(name, version))
+            return Sealed(_decrypt(material, ciphertext, options), material.version)
+
+        return decrypt
+
+
+def _encrypt_to(public_key: bytes, plaintext: bytes, curve: Curve, options: Options) -> bytes:
+    with timed("ecies", "encrypt"):
+        return ecies.encrypt(public_key, plaintext, config(curve, options))
+
+
+async def encrypt_to(public_key: bytes, plaintext: bytes, curve: Curve, options: Options) -> bytes:
+    """ECIES to a public key given by the caller: no stored key."""
+    return await compute(len(plaintext), _encrypt_to, public_key, plaintext, curve, options)

@@ -1,0 +1,117 @@
+"""The service's errors, as problems a client is shown (RFC 9457), free of any web framework.
+
+Every verb in `app.ops` raises a `Problem` or a library or store error that `problem_for` names;
+`app.http` turns them into `application/problem+json` answers. Each problem has a stable slug
+(its `type` is `urn:cipherd:problem:<slug>`), a title, an HTTP status and a detail that says what
+was wrong with the request. Details never contain secret material.
+"""
+
+from typing import Any
+
+from app.store import (
+    KeyChangedError,
+    KeyExistsError,
+    KeyMaterial,
+    KeyNotFoundError,
+    StoreUnavailableError,
+    VersionNotFoundError,
+)
+from core.errors import (
+    EncodingError,
+    InvalidKeyError,
+    KeyMismatchError,
+    ShapeError,
+)
+
+PROBLEM_TYPE_PREFIX = "urn:cipherd:problem:"
+
+# Seconds a client is asked to wait before retrying after a 503.
+RETRY_AFTER_SECONDS = 1
+
+
+class Problem(Exception):
+    """An error to show the client as a problem document."""
+
+    def __init__(self, status: int, slug: str, title: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.slug = slug
+        self.title = title
+        self.detail = detail
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "type": f"{PROBLEM_TYPE_PREFIX}{self.slug}",
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+        }
+
+
+def invalid_input(detail: str) -> Problem:
+    return Problem(422, "invalid-input", "Invalid input", detail)
+
+
+def unauthorized(detail: str) -> Problem:
+    return Problem(401, "unauthorized", "Missing or invalid token", detail)
+
+
+def forbidden(detail: str) -> Problem:
+    return Problem(403, "forbidden", "Outside the token's scope", detail)
+
+
+def wrong_key_type(name: str, key_type: str, wanted: str) -> Problem:
+    return Problem(
+        409,
+        "wrong-key-type",
+        "Wrong key type",
+        f"key {name!r} has type {key_type}, which cannot be used for {wanted}",
+    )
+
+
+def failed_with(material: KeyMaterial, slug: str, title: str) -> Problem:
+    """A 400 for a payload that does not open under the version used, naming that version:
+    payloads do not record theirs, so one made before a rotation needs its key_version."""
+    hint = (
+        "; a payload made under an earlier version needs that key_version"
+        if material.version > 1
+        else ""
+    )
+    detail = f"{title.lower()} with version {material.version} of key {material.name!r}{hint}"
+    return Problem(400, slug, title, detail)
+
+
+def problem_for(exc: Exception) -> Problem | None:
+    """The problem a known library or store error stands for, or None for a bug."""
+    match exc:
+        case Problem():
+            return exc
+        case ShapeError():
+            return Problem(422, "shape-mismatch", "Wrong shape", str(exc))
+        case KeyMismatchError():
+            return Problem(422, "key-mismatch", "Key mismatch", str(exc))
+        case InvalidKeyError() | EncodingError():
+            return invalid_input(str(exc))
+        case KeyNotFoundError() | VersionNotFoundError():
+            return Problem(404, "key-not-found", "Key not found", str(exc))
+        case KeyExistsError():
+            return Problem(409, "key-exists", "Key exists", str(exc))
+        case KeyChangedError():
+            return Problem(409, "key-changed", "Key changed", str(exc))
+        case StoreUnavailableError():
+            return Problem(503, "store-unavailable", "Store unavailable", str(exc))
+    return None
+
+
+KNOWN_ERRORS: tuple[type[Exception], ...] = (
+    Problem,
+    ShapeError,
+    KeyMismatchError,
+    InvalidKeyError,
+    EncodingError,
+    KeyNotFoundError,
+    VersionNotFoundError,
+    KeyExistsError,
+    KeyChangedError,
+    StoreUnavailableError,
+)

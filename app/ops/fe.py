@@ -1,0 +1,206 @@
+"""Functional encryption with server-held master keys: keygen, encrypt, decrypt.
+
+The authority's master key never leaves the service. Clients ask for functional keys (for a
+vector y, or a matrix F for the quadratic schemes) and ciphertexts, which travel as the versioned
+bytes of `core.fe`, so they can also be decrypted without the service. Decryption needs no
+secret: it checks every point it receives, then reuses cached discrete-log tables and prepared
+keys. Limits on dimension and range are checked before any work.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from app.ops.ecies import Sealed
+from app.ops.errors import invalid_input, wrong_key_type
+from app.ops.fe_cache import Cold, FeCaches
+from app.ops.keyring import Keyring
+from app.ops.work import in_thread
+from app.server.metrics import timed
+from app.store import KeyMaterial
+from core.errors import KeyMismatchError
+from core.fe import encoding, group
+from core.fe.schemes import SCHEMES, Scheme
+
+# A small decryption (a ciphertext of about 20 points at most: a few ms) whose key version,
+# table and prepared key are all cached runs on the event loop: a hop to a worker thread costs
+# more than a fifth of such a request. Anything that would query the store, build a table,
+# prepare a key, search a per-pair range or wait for the RELIC lock goes to a thread.
+INLINE_CIPHERTEXT_BYTES = 1024
+
+Decrypt = Callable[[bytes], int | None]
+
+
+def _scheme(material: KeyMaterial) -> Scheme:
+    scheme = SCHEMES.get(material.type)
+    if scheme is None:
+        raise wrong_key_type(material.name, material.type, "functional encryption")
+    return scheme.on(material.params.get("curve", group.DEFAULT_CURVE))
+
+
+class Fe:
+    """Functional encryption with the master keys of one keyring."""
+
+    def __init__(self, keyring: Keyring, caches: FeCaches, max_range: int) -> None:
+        self.keyring = keyring
+        self.caches = caches
+        self.max_range = max_range
+
+    def _material(self, name: str, version: int | None) -> tuple[KeyMaterial, Scheme]:
+        material = self.keyring.material(name, version)
+        return material, _scheme(material)
+
+    def check(self, name: str) -> None:
+        """Fail unless `name` is an FE key: what a batch checks before any item."""
+        self._material(name, None)
+
+    def _master_key(self, scheme: Scheme, material: KeyMaterial) -> Any:
+        return self.caches.decoded(
+            "master", scheme, material.name, material.version, material.secret, scheme.master_key
+        )
+
+    def keygen(
+        self,
+        name: str,
+        y: Sequence[int] | None,
+        f: Sequence[Sequence[int]] | None,
+        version: int | None,
+    ) -> Sealed:
+        """A functional key for y (inner product) or F (quadratic)."""
+        material, scheme = self._material(name, version)
+        function = f if scheme.quadratic else y
+        if function is None:
+            wanted = "f (an n×n matrix)" if scheme.quadratic else "y (a vector)"
+            raise invalid_input(f"key type {material.type} takes {wanted}")
+        msk = self._master_key(scheme, material)
+        with timed("fe", f"{scheme.name}.keygen"):
+            key = scheme.keygen(msk, function)
+        return Sealed(key.to_bytes(), material.version)
+
+    def encrypt(
+        self, name: str, x: Sequence[int], y: Sequence[int] | None, version: int | None
+    ) -> Sealed:
+        """A ciphertext of x (inner product, under the master key) or of x and y (quadratic,
+        under the public key)."""
+        material, scheme = self._material(name, version)
+        if scheme.quadratic:
+            if y is None:
+                raise invalid_input(f"key type {material.type} encrypts a pair: give x and y")
+            assert material.public is not None
+            key = self.caches.decoded(
+                "public", scheme, name, material.version, material.public, scheme.public_key
+            )
+        else:
+            if y is not None:
+                raise invalid_input(f"key type {material.type} encrypts one vector: give only x")
+            key = self._master_key(scheme, material)
+        with timed("fe", f"{scheme.name}.encrypt"):
+            ciphertext = scheme.encrypt(key, x, y)
+        return Sealed(ciphertext.to_bytes(), material.version)
+
+    def _bounds(self, bounds: Sequence[int]) -> tuple[int, int]:
+        lo, hi = bounds
+        if lo > hi:
+            raise invalid_input(f"bounds: lo ({lo}) must not be above hi ({hi})")
+        if hi - lo > self.max_range:
+            raise invalid_input(
+                f"bounds: the range spans {hi - lo}, over this service's maximum of "
+                f"{self.max_range} (CIPHERD_FE_MAX_RANGE)"
+            )
+        return lo, hi
+
+    def decryptor(
+        self,
+        name: str,
+        functional_key: bytes,
+        bounds: Sequence[int],
+        version: int | None,
+        warm_only: bool = False,
+    ) -> Decrypt:
+        """Decryption of ciphertexts under one functional key: decoded, tabled and prepared once.
+
+        With `warm_only` it raises `Cold` rather than query the store, build a table, decode or
+        prepare a key, or search a per-pair range: the caller is the event loop.
+        """
+        lo, hi = self._bounds(bounds)
+        caches = self.caches
+        material = (
+            self.keyring.cached(name, version)
+            if warm_only
+            else self.keyring.material(name, version)
+        )
+        if material is None:
+            raise Cold
+        scheme = _scheme(material)
+        if warm_only and scheme.base_kind == "per-pair":
+            raise Cold
+        key = caches.functional_key(scheme, functional_key, warm_only)
+        dimension = material.params["dimension"]
+        if key.n != dimension:
+            raise invalid_input(
+                f"functional_key: dimension {key.n}, but key {name!r} has dimension {dimension}"
+            )
+        curve = group.curve(scheme.curve)
+        if key.curve != curve.name:
+            raise invalid_input(
+                f"functional_key: made on {key.curve}, but key {name!r} is {curve.name}"
+            )
+        if scheme.base_kind == "master" and not encoding.same_id(
+            key.master_id, encoding.read_master_id(material.secret)
+        ):
+            # Its base is the version's: with another version's, the search would find nothing.
+            raise KeyMismatchError(
+                f"functional_key: not made under version {material.version} of key {name!r}; "
+                "for one made under an earlier version, pass its key_version"
+            )
+        if scheme.base_kind == "per-pair":
+
+            def find(ct: Any) -> int | None:
+                value: int | None = scheme.module.decrypt(key, ct, lo, hi)
+                return value
+        else:
+            if scheme.base_kind == "master":
+                public = material.public or b""
+                table = caches.table(public, lambda: curve.gt_from_bytes(public), lo, hi, warm_only)
+            else:
+                table = caches.table(
+                    f"gT:{curve.name}".encode(), curve.gt_generator, lo, hi, warm_only
+                )
+
+            def find(ct: Any) -> int | None:
+                value: int | None = scheme.module.decrypt(table, key, ct)
+                return value
+
+        def decrypt(data: bytes) -> int | None:
+            ciphertext = scheme.ciphertext(data)
+            if ciphertext.curve != curve.name:
+                raise invalid_input(
+                    f"ciphertext: made on {ciphertext.curve}, but key {name!r} is {curve.name}"
+                )
+            with timed("fe", f"{scheme.name}.decrypt"):
+                return find(ciphertext)
+
+        return decrypt
+
+    async def decrypt(
+        self,
+        name: str,
+        functional_key: bytes,
+        ciphertext: bytes,
+        bounds: Sequence[int],
+        version: int | None,
+    ) -> int | None:
+        """The value, or None outside the bounds: on the event loop when everything it needs is
+        cached and the RELIC lock is free, else in a thread."""
+
+        def run(warm_only: bool) -> int | None:
+            decrypt = self.decryptor(name, functional_key, bounds, version, warm_only)
+            return decrypt(ciphertext)
+
+        if len(ciphertext) <= INLINE_CIPHERTEXT_BYTES and group.LOCK.acquire(blocking=False):
+            try:
+                return run(warm_only=True)
+            except Cold:
+                pass
+            finally:
+                group.LOCK.release()
+        return await in_thread(run, False)

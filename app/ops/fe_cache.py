@@ -1,0 +1,174 @@
+"""Process-memory caches that make repeated FE decryptions cheap.
+
+* Discrete-log tables, per (base, table size), bounded in bytes (each curve's gT is a base of
+  its own): a table takes a while to build (bench/README.md) and then answers at once. The
+  size follows the width of the range, not where it lies, so moving a range reuses its table.
+* Functional keys, per digest of their bytes, bounded in entries: decoding checks every point's
+  subgroup of every point, so a key seen before skips that; a key seen twice is prepared
+  (its pairing lines precomputed), which takes about a third off each later decryption.
+* Decoded master and public keys, per key version, so keygen and QFE encryption skip decoding.
+
+Each cache reports hits, misses, entries, bytes and build times to /metrics.
+"""
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from app.server.metrics import CACHE_BUILD_SECONDS, CACHE_BYTES, CACHE_ENTRIES, CACHE_EVENTS
+from core.fe import group
+from core.fe.dlog import baby_steps_for
+from core.fe.schemes import Scheme
+
+
+class Cold(Exception):
+    """What a request needs is not cached yet, and building it is no work for the event loop;
+    or a search with it could take too long for the event loop."""
+
+
+# The longest search run on the event loop: a full sweep of this many giant steps, a small
+# fraction of a millisecond. A table of the widest ranges (2^32 values over 2^20 baby steps)
+# may need 2048, which is work for a thread.
+INLINE_GIANT_STEPS = 16
+
+
+class LruCache:
+    """A least-recently-used map bounded by a total weight, built on demand.
+
+    Concurrent requests for the same missing key build it once: the others wait for the first.
+    The weight is bytes (`in_bytes`, reported as cipherd_cache_bytes) or one per entry.
+    """
+
+    def __init__(self, name: str, budget: int, in_bytes: bool) -> None:
+        self.name = name
+        self.budget = budget
+        self.in_bytes = in_bytes
+        self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._weight = 0
+        self._lock = threading.Lock()
+        self._building: dict[Hashable, threading.Lock] = {}
+
+    def get(self, key: Hashable, build: Callable[[], Any], weigh: Callable[[Any], int]) -> Any:
+        value = self._lookup(key)
+        if value is not None:
+            return value
+        with self._lock:
+            build_lock = self._building.setdefault(key, threading.Lock())
+        try:
+            with build_lock:
+                value = self._lookup(key, count=False)
+                if value is not None:
+                    return value
+                CACHE_EVENTS.labels(self.name, "miss").inc()
+                started = time.perf_counter()
+                value = build()
+                CACHE_BUILD_SECONDS.labels(self.name).observe(time.perf_counter() - started)
+                self.put(key, value, weigh(value))
+        finally:  # also when the build fails (a malformed key): else one lock per bad request
+            with self._lock:
+                self._building.pop(key, None)
+        return value
+
+    def cached(self, key: Hashable) -> Any:
+        """The entry if present (counted as a hit), else None; never builds."""
+        return self._lookup(key)
+
+    def _lookup(self, key: Hashable, count: bool = True) -> Any:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+        if count:
+            CACHE_EVENTS.labels(self.name, "hit").inc()
+        return entry[0]
+
+    def put(self, key: Hashable, value: Any, weight: int) -> None:
+        if weight > self.budget:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._weight -= old[1]
+            self._entries[key] = (value, weight)
+            self._weight += weight
+            while self._weight > self.budget:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._weight -= dropped
+            CACHE_ENTRIES.labels(self.name).set(len(self._entries))
+            if self.in_bytes:
+                CACHE_BYTES.labels(self.name).set(self._weight)
+
+
+class FeCaches:
+    def __init__(self, table_bytes: int, prepared_entries: int) -> None:
+        self.tables = LruCache("dlog_tables", table_bytes, in_bytes=True)
+        self.keys = LruCache("functional_keys", prepared_entries, in_bytes=False)
+        self.decoded_keys = LruCache("decoded_master_keys", 32, in_bytes=False)
+        self._uses: dict[bytes, int] = {}
+
+    def table(
+        self, base_id: bytes, base: Callable[[], Any], lo: int, hi: int, warm_only: bool = False
+    ) -> Any:
+        """A table over [lo, hi]; with `warm_only`, `Cold` unless it is built already and a
+        full sweep of [lo, hi] is short.
+
+        Keyed by the table size, not by lo and hi: else every shifted range builds a new table.
+        """
+        baby_steps = baby_steps_for(hi - lo, balanced=False)
+        key = (base_id, baby_steps)
+        if warm_only:
+            table = self.tables.cached(key)
+            if table is None or hi - lo > 2 * baby_steps * INLINE_GIANT_STEPS:
+                raise Cold
+        else:
+            table = self.tables.get(
+                key, lambda: group.DlogTable(base(), lo, hi), lambda t: t.nbytes
+            )
+        return table.over(lo, hi)
+
+    def functional_key(self, scheme: Scheme, data: bytes, warm_only: bool = False) -> Any:
+        """The decoded key; prepared once it has been used before.
+
+        With `warm_only`, `Cold` unless the prepared key is cached already.
+        """
+        digest = hashlib.sha256(scheme.key_type.encode() + data).digest()
+        if warm_only:
+            key = self.keys.cached(digest)
+            if key is None or isinstance(key, scheme.module.Key):
+                raise Cold
+            return key
+        key = self.keys.get(digest, lambda: scheme.functional_key(data), lambda _: 1)
+        if isinstance(key, scheme.module.Key):
+            uses = self._uses.get(digest, 0) + 1
+            self._uses[digest] = uses
+            if uses >= 2:
+                key = scheme.prepare(key)
+                self.keys.put(digest, key, 1)
+                self._uses.pop(digest, None)
+            elif len(self._uses) > 4 * max(self.keys.budget, 1):
+                self._uses.clear()
+        return key
+
+    def decoded(
+        self,
+        kind: str,
+        scheme: Scheme,
+        name: str,
+        version: int,
+        blob: bytes,
+        decode: Callable[[bytes], Any],
+    ) -> Any:
+        """A decoded master or public key of one key version."""
+        entry = self.decoded_keys.get(
+            (kind, scheme.key_type, name, version),
+            lambda: (blob, decode(blob)),
+            lambda _: 1,
+        )
+        if entry[0] != blob:  # the name was deleted and created again: decode afresh
+            entry = (blob, decode(blob))
+            self.decoded_keys.put((kind, scheme.key_type, name, version), entry, 1)
+        return entry[1]

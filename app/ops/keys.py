@@ -1,0 +1,225 @@
+"""Keys: their types, and the verbs of their lifecycle (create, list, read, rotate, delete, public
+part, export).
+
+A key type knows how to draw fresh secret material and what public part (if any) goes with it.
+Families (ECIES, AEZ, FE) check the type of a key before using it. The arguments and answers of
+these verbs are the models that `POST /v1/keys` and `cipherd keys` share, so that both make the
+same checks and print the same JSON.
+"""
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+
+from app.ops.auth import Operation, Principal
+from app.ops.errors import Problem, invalid_input
+from app.ops.keyring import Keyring
+from app.settings import Settings
+from app.store import KeyInfo, KeyMaterial, KeyStore
+from core import ecies
+from core.fe.group import DEFAULT_CURVE
+from core.fe.schemes import SCHEMES, Scheme
+
+AEZ_KEY_BYTES = 48
+KEY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+FE_CURVES = ("bls12-381", "bn254")
+
+
+@dataclass(frozen=True)
+class KeyType:
+    name: str
+    family: str
+    # Draws (secret, public part or None) for the key's creation parameters.
+    generate: Callable[[dict[str, Any]], tuple[bytes, bytes | None]]
+
+
+def _ecies(curve: str) -> KeyType:
+    def generate(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
+        return ecies.generate_keypair(curve)
+
+    return KeyType(f"ecies-{curve}", "ecies", generate)
+
+
+def _aez(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
+    return os.urandom(AEZ_KEY_BYTES), None
+
+
+def _fe(scheme: Scheme) -> KeyType:
+    def generate(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
+        return scheme.on(params.get("curve", DEFAULT_CURVE)).setup_bytes(params["dimension"])
+
+    return KeyType(scheme.key_type, "fe", generate)
+
+
+KEY_TYPES: dict[str, KeyType] = {
+    kt.name: kt
+    for kt in (
+        _ecies("secp256k1"),
+        _ecies("x25519"),
+        _ecies("ed25519"),
+        KeyType("aez", "aez", _aez),
+        *(_fe(scheme) for scheme in SCHEMES.values()),
+    )
+}
+
+KeyTypeName = Annotated[
+    str, Field(json_schema_extra={"enum": sorted(KEY_TYPES)}, description="the key's type")
+]
+
+
+# What `POST /v1/keys` and `cipherd keys create` take (a docstring would reach the OpenAPI
+# document as the schema's description).
+class KeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=KEY_NAME_PATTERN, examples=["orders"])
+    type: KeyTypeName
+    # Strict: JSON true is not the dimension 1, nor "yes" a yes.
+    dimension: StrictInt | None = Field(
+        None, ge=1, description="vector length, for FE key types only"
+    )
+    curve: Literal["bls12-381", "bn254"] | None = Field(
+        None,
+        description="pairing curve, for FE key types only: bls12-381 (the default, about "
+        "120-128-bit security) or bn254 (faster, about 100-bit security)",
+    )
+    exportable: StrictBool = Field(False, description="whether the admin may export the secret")
+
+
+class KeyVersionOut(BaseModel):
+    version: int
+    created_at: datetime
+
+
+class KeyOut(BaseModel):
+    name: str
+    type: str
+    dimension: int | None = None
+    curve: str | None = Field(None, description="FE key types: the pairing curve")
+    exportable: bool
+    created_at: datetime
+    updated_at: datetime
+    latest_version: int
+    versions: list[KeyVersionOut] | None = Field(
+        None, description="every version (present when reading one key)"
+    )
+
+
+def timestamp(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def key_out(info: KeyInfo, with_versions: bool) -> KeyOut:
+    return KeyOut(
+        name=info.name,
+        type=info.type,
+        dimension=info.params.get("dimension"),
+        # FE keys made before the choice of curve are BLS12-381 keys.
+        curve=info.params.get("curve", DEFAULT_CURVE) if "dimension" in info.params else None,
+        exportable=info.exportable,
+        created_at=timestamp(info.created_at),
+        updated_at=timestamp(info.updated_at),
+        latest_version=info.latest_version,
+        versions=[
+            KeyVersionOut(version=v.version, created_at=timestamp(v.created_at))
+            for v in info.versions
+        ]
+        if with_versions
+        else None,
+    )
+
+
+def _creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
+    key_type = KEY_TYPES.get(body.type)
+    if key_type is None:
+        raise invalid_input(f"type: unknown key type {body.type!r}; one of {sorted(KEY_TYPES)}")
+    if key_type.family != "fe":
+        if body.dimension is not None:
+            raise invalid_input(f"dimension: only FE key types take a dimension, not {body.type}")
+        if body.curve is not None:
+            raise invalid_input(f"curve: only FE key types take a curve, not {body.type}")
+        return {}
+    if body.dimension is None:
+        raise invalid_input(f"dimension: key type {body.type} needs a dimension")
+    if body.dimension > settings.fe_max_dimension:
+        raise invalid_input(
+            f"dimension: {body.dimension} is over this service's maximum of "
+            f"{settings.fe_max_dimension} (CIPHERD_FE_MAX_DIMENSION)"
+        )
+    return {"dimension": body.dimension, "curve": body.curve or DEFAULT_CURVE}
+
+
+def create(store: KeyStore, body: KeyCreate, settings: Settings) -> KeyOut:
+    """Check the request against the limits, draw the material, store the key."""
+    params = _creation_params(body, settings)
+    secret, public = KEY_TYPES[body.type].generate(params)
+    info = store.create(body.name, body.type, params, body.exportable, secret, public)
+    return key_out(info, with_versions=True)
+
+
+def read(store: KeyStore, name: str) -> KeyOut:
+    return key_out(store.get(name), with_versions=True)
+
+
+def readable_page(
+    store: KeyStore, principal: Principal, after: str | None, limit: int | None
+) -> tuple[list[KeyOut], str | None]:
+    """Up to `limit` keys after `after` that the caller may read, and the `after` of the next
+    page (None on the last).
+
+    The store filters by the token's patterns before it cuts the page, so `next` is always a
+    key of the page: cutting first would hand a narrow token the names of keys outside its
+    scope, and filtering here would read every row past a sparse page. One key more than the
+    page shows whether a next one exists. `allows` still decides each key.
+    """
+    patterns = None if principal.admin else principal.key_patterns
+    rows = store.list(after, None if limit is None else limit + 1, patterns)
+    page = [info for info in rows if principal.allows(Operation.READ, info.name)]
+    next_after = None
+    if limit is not None and len(page) > limit:
+        page, next_after = page[:limit], page[limit - 1].name
+    return [key_out(info, with_versions=False) for info in page], next_after
+
+
+def rotate(store: KeyStore, keyring: Keyring | None, name: str) -> KeyOut:
+    """A new version of the key, drawn with the parameters it was created with."""
+    current = store.get(name)
+    secret, public = KEY_TYPES[current.type].generate(current.params)
+    info = store.rotate(name, secret, public, current.created_at)
+    if keyring is not None:
+        keyring.forget(name)
+    return key_out(info, with_versions=True)
+
+
+def delete(store: KeyStore, keyring: Keyring | None, name: str) -> None:
+    """Remove the key and every version of it, for good."""
+    store.delete(name)
+    if keyring is not None:
+        keyring.forget(name)
+
+
+def public_part(keyring: Keyring, name: str, version: int | None) -> KeyMaterial:
+    """The key version whose public part a client asked for; 409 if its type has none."""
+    material = keyring.material(name, version)
+    if material.public is None:
+        raise Problem(
+            409,
+            "no-public-part",
+            "No public part",
+            f"key {name!r} of type {material.type} has no public part",
+        )
+    return material
+
+
+def export(store: KeyStore, name: str, version: int | None) -> KeyMaterial:
+    """The secret of an exportable key, read with its flag so that the check is of that key."""
+    material = store.material(name, version)
+    if not material.exportable:
+        raise Problem(
+            403, "not-exportable", "Not exportable", f"key {name!r} was not created exportable"
+        )
+    return material

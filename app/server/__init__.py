@@ -1,0 +1,1 @@
+"""The process: the worker supervisor, first-start secrets, logging, metrics."""

@@ -1,0 +1,182 @@
+"""The key-store interface shared by the SQLite and PostgreSQL backends.
+
+Routers talk to a `KeyStore`, never to SQL. Secret material crosses this interface only in the
+clear on the way in (`create`, `rotate`) and out (`material`); the backend stores it wrapped under
+the root key by a `KeyWrapper`.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# How long a write waits for a lock another process holds (its rotation of the same key, or for
+# SQLite any write) before it gives up with StoreUnavailableError, a 503 the client retries.
+LOCK_WAIT_SECONDS = 10.0
+
+
+class KeyStoreError(Exception):
+    """Base class of the store's own errors."""
+
+
+class StoreUnavailableError(KeyStoreError):
+    """The database did not answer (down, restarting, unreachable); the request may be retried.
+    A write that failed this way may or may not have been applied."""
+
+
+class RootKeyMismatchError(KeyStoreError):
+    """The store's secrets were wrapped under another root key."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the root key does not open this key store: its secrets were wrapped under another "
+            "root key (check CIPHERD_ROOT_KEY, CIPHERD_ROOT_KEY_FILE or the data directory)"
+        )
+
+
+class KeyNotFoundError(KeyStoreError, LookupError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no key named {name!r}")
+        self.name = name
+
+
+class VersionNotFoundError(KeyStoreError, LookupError):
+    def __init__(self, name: str, version: int) -> None:
+        super().__init__(f"key {name!r} has no version {version}")
+        self.name = name
+        self.version = version
+
+
+class KeyChangedError(KeyStoreError):
+    """The key was deleted, and perhaps its name given to a new key, while a new version was
+    being drawn for it: the version belongs to neither, so nothing was stored."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"key {name!r} was deleted or replaced while its new version was being made; "
+            "nothing was stored"
+        )
+        self.name = name
+
+
+class KeyExistsError(KeyStoreError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a key named {name!r} already exists")
+        self.name = name
+
+
+@dataclass(frozen=True)
+class KeyVersionInfo:
+    version: int
+    created_at: float
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """What anyone allowed to read a key may see: never secret material."""
+
+    name: str
+    type: str
+    params: dict[str, Any]
+    exportable: bool
+    created_at: float
+    updated_at: float
+    latest_version: int
+    versions: tuple[KeyVersionInfo, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class KeyMaterial:
+    """One unwrapped key version, as the crypto code needs it."""
+
+    name: str
+    type: str
+    version: int
+    params: dict[str, Any]
+    secret: bytes = field(repr=False)
+    public: bytes | None
+    exportable: bool  # read with the secret, so that an export checks the key it returns
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """A scoped token as stored: only the SHA-256 of the token itself is kept."""
+
+    id: str
+    token_hash: bytes = field(repr=False)
+    description: str
+    key_patterns: tuple[str, ...]
+    operations: tuple[str, ...]
+    created_at: float
+    expires_at: float | None
+
+
+class KeyStore(ABC):
+    """Named, versioned keys and scoped tokens, durable once a call returns."""
+
+    @abstractmethod
+    def create(
+        self,
+        name: str,
+        type: str,
+        params: dict[str, Any],
+        exportable: bool,
+        secret: bytes,
+        public: bytes | None,
+    ) -> KeyInfo:
+        """Store version 1 of a new key; `KeyExistsError` if the name is taken."""
+
+    @abstractmethod
+    def rotate(self, name: str, secret: bytes, public: bytes | None, created_at: float) -> KeyInfo:
+        """Add the next version atomically: concurrent rotations get distinct versions.
+
+        `created_at` is that of the key the secret was drawn for (drawing can take seconds):
+        `KeyChangedError` if the name now stands for another key, or `KeyNotFoundError`.
+        """
+
+    @abstractmethod
+    def get(self, name: str) -> KeyInfo:
+        """Metadata of a key with its versions; `KeyNotFoundError` if absent."""
+
+    @abstractmethod
+    def list(
+        self,
+        after: str | None = None,
+        limit: int | None = None,
+        patterns: Sequence[str] | None = None,
+    ) -> Sequence[KeyInfo]:
+        """Metadata of the keys named after `after` (all when None) that match one of the glob
+        `patterns` (any key when None; see `app.store.patterns`), in name order, at most
+        `limit` of them (all when None); without the version list."""
+
+    @abstractmethod
+    def material(self, name: str, version: int | None = None) -> KeyMaterial:
+        """Unwrapped material of one version (the latest when `version` is None)."""
+
+    @abstractmethod
+    def delete(self, name: str) -> None:
+        """Remove a key and every version of it; `KeyNotFoundError` if absent."""
+
+    @abstractmethod
+    def add_token(self, token: TokenRecord) -> None:
+        """Store a scoped token."""
+
+    @abstractmethod
+    def token_by_hash(self, token_hash: bytes) -> TokenRecord | None:
+        """The token whose SHA-256 is `token_hash`, if any."""
+
+    @abstractmethod
+    def list_tokens(self) -> Sequence[TokenRecord]:
+        """Every scoped token, oldest first."""
+
+    @abstractmethod
+    def delete_token(self, token_id: str) -> bool:
+        """Revoke a token; False if there was none with that id."""
+
+    @abstractmethod
+    def ping(self) -> None:
+        """Raise if the store cannot be reached."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections."""

@@ -1,0 +1,353 @@
+"""The key store over SQL, shared by the SQLite and PostgreSQL backends.
+
+The backends differ only in how they connect, how a write transaction takes its lock, the
+placeholder style and one column type; the queries and the wrapping live here once.
+
+A store remembers its root key by a check value wrapped under it, and opens under no other: a
+process started with the wrong root key would otherwise serve 500s on every stored key and,
+worse, add versions no other process can read.
+"""
+
+import json
+import time
+from abc import abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from app.store.base import (
+    KeyChangedError,
+    KeyExistsError,
+    KeyInfo,
+    KeyMaterial,
+    KeyNotFoundError,
+    KeyStore,
+    KeyVersionInfo,
+    RootKeyMismatchError,
+    TokenRecord,
+    VersionNotFoundError,
+)
+from app.store.wrapping import KeyWrapper, UnwrapError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS keys (
+    name TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    params TEXT NOT NULL,
+    exportable INTEGER NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    latest_version INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS key_versions (
+    name TEXT NOT NULL REFERENCES keys(name) ON DELETE CASCADE,
+    version INTEGER NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    wrapped {blob} NOT NULL,
+    public {blob},
+    PRIMARY KEY (name, version)
+);
+CREATE TABLE IF NOT EXISTS root_key_check (
+    id INTEGER PRIMARY KEY,
+    wrapped {blob} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tokens (
+    id TEXT PRIMARY KEY,
+    token_hash {blob} NOT NULL UNIQUE,
+    description TEXT NOT NULL,
+    key_patterns TEXT NOT NULL,
+    operations TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    expires_at DOUBLE PRECISION
+)
+"""
+
+KEY_COLUMNS = "name, type, params, exportable, created_at, updated_at, latest_version"
+TOKEN_COLUMNS = "id, token_hash, description, key_patterns, operations, created_at, expires_at"
+# The check value, and its wrapping identity: no key has an empty name or version 0.
+ROOT_KEY_CHECK = b"cipherd root key check"
+ROOT_KEY_CHECK_IDENTITY = ("", 0, "root-key-check")
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the store uses, with `?` placeholders on every backend."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> object: ...
+    def fetchone(self) -> tuple[Any, ...] | None: ...
+    def fetchall(self) -> list[tuple[Any, ...]]: ...
+
+
+class SqlKeyStore(KeyStore):
+    BLOB_TYPE = "BLOB"
+    # Appended to the SELECT that reads a key row inside a write transaction, to hold it.
+    ROW_LOCK = ""
+    # What the driver raises when an INSERT hits a unique constraint.
+    INTEGRITY_ERROR: type[Exception]
+
+    def __init__(self, wrapper: KeyWrapper) -> None:
+        self._wrapper = wrapper
+
+    @abstractmethod
+    def _name_matches(self, globs: Sequence[str]) -> tuple[str, list[str]]:
+        """A condition, and its parameters, that `name` matches one of the token globs."""
+
+    @abstractmethod
+    def _transaction(self, write: bool) -> AbstractContextManager[Cursor]:
+        """A cursor inside one transaction; `write` transactions serialise with each other."""
+
+    def _lock_schema(self, cursor: Cursor) -> None:
+        """Serialise schema creation between processes starting at once."""
+
+    def _create_schema(self) -> None:
+        """The tables, and the check that the root key is this store's (RootKeyMismatchError)."""
+        with self._transaction(write=True) as cursor:
+            self._lock_schema(cursor)
+            for statement in SCHEMA.format(blob=self.BLOB_TYPE).split(";"):
+                if statement.strip():
+                    cursor.execute(statement)
+            self._check_root_key(cursor)
+
+    def _check_root_key(self, cursor: Cursor) -> None:
+        identity = ROOT_KEY_CHECK_IDENTITY
+        cursor.execute("SELECT wrapped FROM root_key_check WHERE id = 1")
+        row = cursor.fetchone()
+        if row is not None:
+            if not self._opens(bytes(row[0]), *identity):
+                raise RootKeyMismatchError()
+            return
+        # A store made before the check value: any one of its secrets tells.
+        cursor.execute(
+            "SELECT v.wrapped, v.name, v.version, k.type FROM key_versions v"
+            " JOIN keys k ON k.name = v.name LIMIT 1"
+        )
+        secret = cursor.fetchone()
+        if secret is not None and not self._opens(bytes(secret[0]), *secret[1:]):
+            raise RootKeyMismatchError()
+        cursor.execute(
+            "INSERT INTO root_key_check (id, wrapped) VALUES (1, ?)",
+            (self._wrapper.wrap(ROOT_KEY_CHECK, *identity),),
+        )
+
+    def _opens(self, wrapped: bytes, name: str, version: int, key_type: str) -> bool:
+        try:
+            self._wrapper.unwrap(wrapped, name, version, key_type)
+        except UnwrapError:
+            return False
+        return True
+
+    def _lock_key_row(self, cursor: Cursor, name: str) -> tuple[Any, ...] | None:
+        cursor.execute(f"SELECT {KEY_COLUMNS} FROM keys WHERE name = ?{self.ROW_LOCK}", (name,))
+        return cursor.fetchone()
+
+    def create(
+        self,
+        name: str,
+        type: str,
+        params: dict[str, Any],
+        exportable: bool,
+        secret: bytes,
+        public: bytes | None,
+    ) -> KeyInfo:
+        now = time.time()
+        wrapped = self._wrapper.wrap(secret, name, 1, type)
+        try:
+            return self._insert_key(name, type, params, exportable, wrapped, public, now)
+        except self.INTEGRITY_ERROR:
+            # Another replica created the same name between our check and our insert.
+            raise KeyExistsError(name) from None
+
+    def _insert_key(
+        self,
+        name: str,
+        type: str,
+        params: dict[str, Any],
+        exportable: bool,
+        wrapped: bytes,
+        public: bytes | None,
+        now: float,
+    ) -> KeyInfo:
+        with self._transaction(write=True) as cursor:
+            cursor.execute("SELECT 1 FROM keys WHERE name = ?", (name,))
+            if cursor.fetchone() is not None:
+                raise KeyExistsError(name)
+            cursor.execute(
+                f"INSERT INTO keys ({KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 1)",
+                (name, type, json.dumps(params), int(exportable), now, now),
+            )
+            cursor.execute(
+                "INSERT INTO key_versions (name, version, created_at, wrapped, public)"
+                " VALUES (?, 1, ?, ?, ?)",
+                (name, now, wrapped, public),
+            )
+            return self._info(cursor, name)
+
+    def rotate(self, name: str, secret: bytes, public: bytes | None, created_at: float) -> KeyInfo:
+        now = time.time()
+        with self._transaction(write=True) as cursor:
+            row = self._lock_key_row(cursor, name)
+            if row is None:
+                raise KeyNotFoundError(name)
+            if row[4] != created_at:
+                raise KeyChangedError(name)
+            key_type, version = row[1], row[6] + 1
+            wrapped = self._wrapper.wrap(secret, name, version, key_type)
+            cursor.execute(
+                "INSERT INTO key_versions (name, version, created_at, wrapped, public)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (name, version, now, wrapped, public),
+            )
+            cursor.execute(
+                "UPDATE keys SET latest_version = ?, updated_at = ? WHERE name = ?",
+                (version, now, name),
+            )
+            return self._info(cursor, name)
+
+    def get(self, name: str) -> KeyInfo:
+        with self._transaction(write=False) as cursor:
+            return self._info(cursor, name)
+
+    def list(
+        self,
+        after: str | None = None,
+        limit: int | None = None,
+        patterns: Sequence[str] | None = None,
+    ) -> Sequence[KeyInfo]:
+        # Keyset paging: a page starts after the last name of the previous one, so keys created
+        # or deleted meanwhile shift nothing.
+        conditions: list[str] = []
+        params: list[Any] = []
+        if after is not None:
+            conditions.append("name > ?")
+            params.append(after)
+        if patterns is not None:
+            condition, pattern_params = self._name_matches(patterns) if patterns else ("FALSE", [])
+            conditions.append(condition)
+            params.extend(pattern_params)
+        query = f"SELECT {KEY_COLUMNS} FROM keys"
+        if conditions:
+            query += " WHERE " + " AND ".join(conditions)
+        query += " ORDER BY name"
+        if limit is not None:
+            query += " LIMIT ?"
+            params.append(limit)
+        with self._transaction(write=False) as cursor:
+            cursor.execute(query, params)
+            return [_key_info(row) for row in cursor.fetchall()]
+
+    def material(self, name: str, version: int | None = None) -> KeyMaterial:
+        with self._transaction(write=False) as cursor:
+            cursor.execute(
+                "SELECT type, params, latest_version, exportable FROM keys WHERE name = ?", (name,)
+            )
+            key = cursor.fetchone()
+            if key is None:
+                raise KeyNotFoundError(name)
+            key_type, params, latest, exportable = key
+            wanted = latest if version is None else version
+            if not 1 <= wanted <= latest:
+                # Not stored, and past what an INTEGER column can even be asked for.
+                raise VersionNotFoundError(name, wanted)
+            cursor.execute(
+                "SELECT wrapped, public FROM key_versions WHERE name = ? AND version = ?",
+                (name, wanted),
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise VersionNotFoundError(name, wanted)
+        wrapped, public = row
+        return KeyMaterial(
+            name=name,
+            type=key_type,
+            version=wanted,
+            params=json.loads(params),
+            secret=self._wrapper.unwrap(bytes(wrapped), name, wanted, key_type),
+            public=None if public is None else bytes(public),
+            exportable=bool(exportable),
+        )
+
+    def delete(self, name: str) -> None:
+        with self._transaction(write=True) as cursor:
+            if self._lock_key_row(cursor, name) is None:
+                raise KeyNotFoundError(name)
+            cursor.execute("DELETE FROM key_versions WHERE name = ?", (name,))
+            cursor.execute("DELETE FROM keys WHERE name = ?", (name,))
+
+    def add_token(self, token: TokenRecord) -> None:
+        with self._transaction(write=True) as cursor:
+            cursor.execute(
+                f"INSERT INTO tokens ({TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    token.id,
+                    token.token_hash,
+                    token.description,
+                    json.dumps(list(token.key_patterns)),
+                    json.dumps(list(token.operations)),
+                    token.created_at,
+                    token.expires_at,
+                ),
+            )
+
+    def token_by_hash(self, token_hash: bytes) -> TokenRecord | None:
+        with self._transaction(write=False) as cursor:
+            cursor.execute(
+                f"SELECT {TOKEN_COLUMNS} FROM tokens WHERE token_hash = ?", (token_hash,)
+            )
+            row = cursor.fetchone()
+        return None if row is None else _token(row)
+
+    def list_tokens(self) -> Sequence[TokenRecord]:
+        with self._transaction(write=False) as cursor:
+            cursor.execute(f"SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY created_at, id")
+            return [_token(row) for row in cursor.fetchall()]
+
+    def delete_token(self, token_id: str) -> bool:
+        with self._transaction(write=True) as cursor:
+            cursor.execute("SELECT 1 FROM tokens WHERE id = ?", (token_id,))
+            if cursor.fetchone() is None:
+                return False
+            cursor.execute("DELETE FROM tokens WHERE id = ?", (token_id,))
+            return True
+
+    def ping(self) -> None:
+        with self._transaction(write=False) as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+
+    def _info(self, cursor: Cursor, name: str) -> KeyInfo:
+        cursor.execute(f"SELECT {KEY_COLUMNS} FROM keys WHERE name = ?", (name,))
+        row = cursor.fetchone()
+        if row is None:
+            raise KeyNotFoundError(name)
+        cursor.execute(
+            "SELECT version, created_at FROM key_versions WHERE name = ? ORDER BY version",
+            (name,),
+        )
+        versions = tuple(KeyVersionInfo(v, created) for v, created in cursor.fetchall())
+        return _key_info(row, versions)
+
+
+def _key_info(row: tuple[Any, ...], versions: tuple[KeyVersionInfo, ...] = ()) -> KeyInfo:
+    name, key_type, params, exportable, created_at, updated_at, latest = row
+    return KeyInfo(
+        name=name,
+        type=key_type,
+        params=json.loads(params),
+        exportable=bool(exportable),
+        created_at=created_at,
+        updated_at=updated_at,
+        latest_version=latest,
+        versions=versions,
+    )
+
+
+def _token(row: tuple[Any, ...]) -> TokenRecord:
+    token_id, token_hash, description, patterns, operations, created_at, expires_at = row
+    return TokenRecord(
+        id=token_id,
+        token_hash=bytes(token_hash),
+        description=description,
+        key_patterns=tuple(json.loads(patterns)),
+        operations=tuple(json.loads(operations)),
+        created_at=created_at,
+        expires_at=expires_at,
+    )

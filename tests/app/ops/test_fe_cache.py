@@ -1,0 +1,37 @@
+"""The FE caches of a service process: what they keep, report and refuse to do inline."""
+
+import pytest
+
+from app.ops.fe_cache import INLINE_GIANT_STEPS, Cold, FeCaches, LruCache
+from core.fe import group
+from core.fe.dlog import MAX_BABY_STEPS
+
+
+def test_a_failed_build_leaves_nothing_behind() -> None:
+    """A malformed functional key fails to build: its build lock must not stay, one per bad
+    request, for good."""
+    cache = LruCache("test", 10, in_bytes=False)
+
+    def fail() -> None:
+        raise ValueError("malformed")
+
+    for attempt in range(100):
+        with pytest.raises(ValueError):
+            cache.get(attempt, fail, lambda _: 1)
+    assert cache._building == {}
+
+
+def test_a_long_search_is_no_work_for_the_event_loop() -> None:
+    """A cached table of the widest ranges still needs up to thousands of giant steps for a
+    value outside them: warm or not, that search goes to a thread (`Cold`)."""
+    curve = group.curve(group.DEFAULT_CURVE)
+    caches = FeCaches(64 << 20, 4)
+    short = 2 * MAX_BABY_STEPS * INLINE_GIANT_STEPS
+    wide = 2**32
+    base_id = f"gT:{curve.name}".encode()
+    built = caches.table(base_id, curve.gt_generator, 0, wide)
+    assert built.baby_steps == MAX_BABY_STEPS
+    warm = caches.table(base_id, curve.gt_generator, 5, 5 + short, warm_only=True)
+    assert warm.find(curve.gt_generator() ** 7) == 7
+    with pytest.raises(Cold):
+        caches.table(base_id, curve.gt_generator, 5, 5 + wide, warm_only=True)

@@ -17,9 +17,11 @@ test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest --cov=core/fe --cov-report=term-missing:skip-covered \
 		--cov-fail-under=100
 
+# ruff (style and lints) and mypy (types, configured in pyproject.toml).
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 openapi: $(VENV)/.installed
 	$(VENV)/bin/cipherd openapi > openapi.yaml

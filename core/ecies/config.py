@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 CURVES = ("secp256k1", "x25519", "ed25519")
 SYMMETRIC_ALGORITHMS = ("aes-256-gcm", "xchacha20")
-AES_NONCE_LENGTHS = (12, 16)
+AES_NONCE_LENGTHS: tuple[int, ...] = (12, 16)
 XCHACHA20_NONCE_LENGTH = 24
 
 

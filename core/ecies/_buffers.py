@@ -1,10 +1,9 @@
 """Output buffers that become `bytes` without a copy.
 
-`bytes(bytearray)` copies: for a 200 MiB payload that is about 0.1 s and 200 MiB more memory,
-which alone would double the cost of AES-256-GCM (measured on the development machine:
-100 MiB through AES-GCM into a fresh buffer 0.056 s; into a `bytearray` 0.067 s because the
-bytearray is zero-filled first; a `bytes()` copy of it another 0.05 s). So the payload is
-written straight into a new, uninitialised `bytes` object made with the CPython C API
+`bytes(bytearray)` copies: for a large payload that costs as much time as AES-256-GCM itself
+and as much memory again as the payload, and a `bytearray` is zero-filled first besides
+(bench/README.md, "Figures behind choices in the code"). So the payload is written straight
+into a new, uninitialised `bytes` object made with the CPython C API
 `PyBytes_FromStringAndSize(NULL, n)`, which is exactly how C extensions build their results:
 the object is filled in before any other code can see it, and only then returned. This needs
 CPython (`ctypes.pythonapi`), which is what cipherd runs on.

@@ -40,8 +40,8 @@ def parse(encoded: bytes) -> Point:
 
 
 def base_multiple(scalar: bytes) -> Point:
-    """scalar·G for a secret key, from libsecp256k1's precomputed table of G: 12.7 µs, where
-    an arbitrary point takes 22 µs (development machine)."""
+    """scalar·G for a secret key, from libsecp256k1's precomputed table of G: about half the
+    time of a multiplication of an arbitrary point (bench/README.md)."""
     point = ffi.new("secp256k1_pubkey *")
     if not lib.secp256k1_ec_pubkey_create(_CONTEXT, point, scalar):
         raise InvalidKeyError("secp256k1 secret key must be in [1, n-1]")

@@ -2,11 +2,10 @@
 
 The payload puts the tag *before* the ciphertext, while an AEAD gives `ct || tag`. For a large
 message `seal_into` and `open_into` work on memoryviews of the payload and never build that
-intermediate, so nothing is copied to reorder it. Setting that up costs about 4 µs (the cipher
-objects, the output buffer, the views), more than AES-256-GCM of the message itself up to
-tens of KiB, so messages up to `ONE_SHOT_BYTES` go through `seal` and `unseal`, one call each,
-and are reordered with a copy (measured on the development machine, AES-256-GCM: 1 KiB in
-1.8 µs against 5.3 µs in place, 64 KiB in 5.7 against 8.4 µs).
+intermediate, so nothing is copied to reorder it. Setting that up (the cipher objects, the
+output buffer, the views) costs more than AES-256-GCM of the message itself up to tens of KiB,
+so messages up to `ONE_SHOT_BYTES` go through `seal` and `unseal`, one call each, and are
+reordered with a copy (bench/README.md has the figures).
 
 * AES-256-GCM (12- or 16-byte nonce) is OpenSSL's through `cryptography`: `AESGCM` one-shot,
   `Cipher(...).encryptor().update_into` in place.
@@ -15,10 +14,10 @@ and are reordered with a copy (measured on the development machine, AES-256-GCM:
   `00000000 || nonce[16:24]`: `ChaCha20Poly1305` one-shot, and in place assembled from
   OpenSSL's ChaCha20 and Poly1305. HChaCha20 is not exposed by OpenSSL, but it is the ChaCha20
   block function without the final addition of the input state, so it is recovered from one
-  keystream block by subtracting the (known) input words. Measured on 100 MiB on the
-  development machine: the in-place construction 0.085 s, OpenSSL's fused ChaCha20-Poly1305
-  0.083 s, libsodium's XChaCha20-Poly1305 through PyNaCl 0.165 s (slower, and it returns
-  `ct || tag`, which would need another copy).
+  keystream block by subtracting the (known) input words. On large messages the in-place
+  construction runs as fast as OpenSSL's fused ChaCha20-Poly1305, and about twice as fast as
+  libsodium's XChaCha20-Poly1305 through PyNaCl, which also returns `ct || tag` and would need
+  another copy (bench/README.md).
 """
 
 import struct

@@ -32,9 +32,10 @@ WORKDIR /data
 VOLUME ["/data"]
 EXPOSE 8000
 # Probes the port given to `cipherd serve` (read from PID 1's command line, whether that is
-# cipherd itself or the --init process in front of it), 8000 by default.
+# cipherd itself or the --init process in front of it), 8000 by default, over TLS when
+# CIPHERD_TLS_CERT_FILE is set (app/server/probe.py).
 HEALTHCHECK --interval=15s --timeout=4s --start-period=10s --retries=3 \
-  CMD ["python", "-c", "import urllib.request as u; a = open('/proc/1/cmdline').read().split('\\0'); p = next((x[7:] for x in a if x.startswith('--port=')), a[a.index('--port') + 1] if '--port' in a else '8000'); u.urlopen(f'http://127.0.0.1:{p}/healthz', timeout=3)"]
+  CMD ["python", "-m", "app.server.probe", "/healthz"]
 # uvicorn ends on SIGTERM within its 3 s graceful-shutdown limit.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["cipherd", "serve", "--host", "0.0.0.0"]

@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -19,14 +20,17 @@ from pydantic import BaseModel, ValidationError
 from app.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from app.server.tls import TlsFiles
     from app.store import KeyStore
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 MAX_WORKERS = 256
 
 
-def uvicorn_options(host: str, port: int) -> dict[str, Any]:
+def uvicorn_options(host: str, port: int, tls: "TlsFiles | None" = None) -> dict[str, Any]:
     """How every worker runs uvicorn (`bench/ecies_floor.py` runs a probe app the same way)."""
+    from app.server.tls import uvicorn_tls_options
+
     return {
         "app": "app.main:create_app",
         "factory": True,
@@ -39,7 +43,27 @@ def uvicorn_options(host: str, port: int) -> dict[str, Any]:
         # parser or loop fails at start instead of halving throughput unnoticed (h11, asyncio).
         "http": "httptools",
         "loop": "uvloop",
+        **uvicorn_tls_options(tls),
     }
+
+
+def _tls_files(args: argparse.Namespace, settings: Settings) -> "TlsFiles | None":
+    """The TLS files from the flags, else the settings; checked by building a context once."""
+    from app.server.tls import TlsError, TlsFiles, server_context
+
+    cert = args.tls_cert_file or settings.tls_cert_file
+    key = args.tls_key_file or settings.tls_key_file
+    client_ca = args.tls_client_ca_file or settings.tls_client_ca_file
+    if cert is None and key is None:
+        if client_ca is not None:
+            raise TlsError("CIPHERD_TLS_CLIENT_CA_FILE needs CIPHERD_TLS_CERT_FILE and _KEY_FILE")
+        return None
+    if cert is None or key is None:
+        missing = "CIPHERD_TLS_CERT_FILE" if cert is None else "CIPHERD_TLS_KEY_FILE"
+        raise TlsError(f"{missing} is needed with the other TLS file")
+    files = TlsFiles(Path(cert), Path(key), None if client_ca is None else Path(client_ca))
+    server_context(files)
+    return files
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
@@ -55,6 +79,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
     # once: a wrong database URL or an unreachable database stops here, in one line.
     load_root_key(settings)
     load_admin_token(settings)
+    tls = _tls_files(args, settings)
     _store(settings).close()
     if args.workers > 1:
         metrics_dir = settings.data_dir / "metrics"
@@ -63,7 +88,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     if not settings.admin_token:
         logging.getLogger("cipherd").warning("admin token: in %s", settings.admin_token_file)
-    options = uvicorn_options(args.host, args.port)
+    options = uvicorn_options(args.host, args.port, tls)
     if args.workers > 1:
         supervisor = Supervisor(options, args.workers, settings.worker_unresponsive_seconds)
         sys.exit(supervisor.run())
@@ -181,6 +206,12 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=_int_in(0, 65535), default=8000)
     # Each worker is a process with its own caches: far more than cores is a typo.
     serve.add_argument("--workers", type=_int_in(1, MAX_WORKERS), default=1)
+    for flag, what in (
+        ("--tls-cert-file", "PEM certificate chain: serve HTTPS (CIPHERD_TLS_CERT_FILE)"),
+        ("--tls-key-file", "PEM private key of the certificate (CIPHERD_TLS_KEY_FILE)"),
+        ("--tls-client-ca-file", "require client certificates from these CAs"),
+    ):
+        serve.add_argument(flag, type=Path, help=what)
     serve.set_defaults(run=_serve)
 
     commands.add_parser("openapi", help="print the OpenAPI document as YAML").set_defaults(
@@ -226,13 +257,14 @@ def _settings() -> Settings:
 def main(argv: Sequence[str] | None = None) -> None:
     from app.ops.errors import Problem
     from app.server.bootstrap import BootstrapError
+    from app.server.tls import TlsError
     from app.store import KeyStoreError
 
     args = parser().parse_args(argv)
     try:
         args.run(args, _settings())
         sys.stdout.flush()
-    except (BootstrapError, KeyStoreError, Problem) as exc:
+    except (BootstrapError, KeyStoreError, Problem, TlsError) as exc:
         raise SystemExit(str(exc)) from None
     except BrokenPipeError:
         # The reader left (`cipherd tokens list | head`): nothing is wrong, and nothing more can

@@ -26,6 +26,11 @@ class Settings(BaseSettings):
     root_key: str | None = Field(None, description="base64 of the 32-byte root key")
     root_key_file: Path | None = Field(None, description="file holding the base64 root key")
     admin_token: str | None = Field(None, description="the admin bearer token")
+    tls_cert_file: Path | None = Field(None, description="PEM certificate chain: serve HTTPS")
+    tls_key_file: Path | None = Field(None, description="PEM private key of the certificate")
+    tls_client_ca_file: Path | None = Field(
+        None, description="PEM CA certificates: every client must present a certificate from one"
+    )
 
     max_body_bytes: int = Field(
         256 * 1024 * 1024, ge=1024, description="request body limit, raw bytes"

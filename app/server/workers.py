@@ -11,7 +11,8 @@ clients do. (That spreading is Linux's; other systems accept the option but may 
 
 The supervising process binds the address first, so that a port in use fails at once and port 0
 picks one port for all, and holds it (bound, never listening) while it restarts any worker that
-dies. SIGTERM or SIGINT stops the workers gracefully; so does the supervisor's own death.
+dies. SIGTERM or SIGINT stops the workers gracefully; so does the supervisor's own death. SIGHUP
+is passed on to every worker (each reloads its TLS files).
 
 A worker that hangs is worse here than behind a shared socket: its socket still listens, so the
 kernel goes on giving it a share of the new connections, which wait forever. Each worker's event
@@ -88,6 +89,9 @@ class _HeartbeatServer(uvicorn.Server):
 def _worker(options: dict[str, Any], heartbeat: c_double) -> None:
     """One worker process: its own socket on the shared address, then uvicorn's server."""
     threading.Thread(target=_stop_with_supervisor, name="supervisor-watch", daemon=True).start()
+    # The supervisor passes SIGHUP on; without TLS there is nothing to reload, and with it the
+    # handler is installed once the context is built.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     config = uvicorn.Config(**options)
     try:
         sock = listening_socket(config.host, config.port)
@@ -119,6 +123,7 @@ class Supervisor:
             self.options["port"] = reserved.getsockname()[1]
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, self._stop)
+            signal.signal(signal.SIGHUP, self._forward)
             log.info(
                 "serving on %s:%s with %d workers",
                 self.options["host"],
@@ -179,6 +184,12 @@ class Supervisor:
 
     def _stop(self, signum: int, frame: FrameType | None) -> None:
         self.stopping = True
+
+    def _forward(self, signum: int, frame: FrameType | None) -> None:
+        """SIGHUP (reload the TLS files) goes on to every live worker."""
+        for process in self.processes:
+            if process.pid is not None and process.is_alive():
+                os.kill(process.pid, signum)
 
     def _shut_down(self) -> None:
         """SIGTERM to every worker (uvicorn's graceful shutdown), SIGKILL to any left after

@@ -320,15 +320,19 @@ def test_two_workers_serve_and_stop_cleanly(image: str, volume: str) -> None:
         assert (logs.stdout + logs.stderr).count("Finished server process") == 2
 
 
-def compose_config(password: str, token: str) -> dict:
-    """The compose file as podman-compose resolves it, with these values in the environment."""
+def compose_config(
+    password: str, token: str, files: tuple[Path, ...] = (COMPOSE_FILE,), **env: str
+) -> dict:
+    """The compose files as podman-compose resolves them, with these values in the
+    environment."""
+    options = [word for path in files for word in ("-f", str(path))]
     resolved = subprocess.run(
-        [sys.executable, "-m", "podman_compose", "-f", str(COMPOSE_FILE), "config"],
+        [sys.executable, "-m", "podman_compose", *options, "config"],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
-        env={**os.environ, "POSTGRES_PASSWORD": password, "CIPHERD_ADMIN_TOKEN": token},
+        env={**os.environ, "POSTGRES_PASSWORD": password, "CIPHERD_ADMIN_TOKEN": token, **env},
     )
     assert resolved.returncode == 0, resolved.stderr
     return yaml.safe_load(resolved.stdout)
@@ -355,6 +359,10 @@ def test_compose_file_is_valid_and_complete() -> None:
     assert app["environment"]["CIPHERD_ROOT_KEY_FILE"] == "/run/secrets/cipherd_root_key"
     assert app["secrets"] == ["cipherd_root_key"]
     assert config["secrets"]["cipherd_root_key"]["file"]
+    # Published on the host's loopback unless told otherwise.
+    assert app["ports"] == ["127.0.0.1:8000:8000"]
+    wider = compose_config("pw", "compose-admin-token-0123", CIPHERD_PUBLISH="0.0.0.0:9443")
+    assert wider["services"]["cipherd"]["ports"] == ["0.0.0.0:9443:8000"]
 
     # Without a database password the file refuses to resolve rather than start open.
     missing = subprocess.run(
@@ -367,6 +375,18 @@ def test_compose_file_is_valid_and_complete() -> None:
     )
     assert missing.returncode != 0
     assert "POSTGRES_PASSWORD" in missing.stderr
+
+
+def test_compose_tls_file_adds_the_certificate_and_key() -> None:
+    tls_file = COMPOSE_FILE.with_name("compose.tls.yaml")
+    config = compose_config("pw", "compose-admin-token-0123", (COMPOSE_FILE, tls_file))
+    app = config["services"]["cipherd"]
+    assert app["environment"]["CIPHERD_TLS_CERT_FILE"] == "/run/secrets/cipherd_tls_cert"
+    assert app["environment"]["CIPHERD_TLS_KEY_FILE"] == "/run/secrets/cipherd_tls_key"
+    assert app["environment"]["CIPHERD_ROOT_KEY_FILE"] == "/run/secrets/cipherd_root_key"
+    assert set(app["secrets"]) == {"cipherd_root_key", "cipherd_tls_cert", "cipherd_tls_key"}
+    assert {"cipherd_tls_cert", "cipherd_tls_key"} <= set(config["secrets"])
+    assert app["healthcheck"]["test"] == ["CMD", "python", "-m", "app.server.probe", "/readyz"]
 
 
 def run_options(service: dict) -> tuple[str, ...]:

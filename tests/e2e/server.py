@@ -11,9 +11,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -83,11 +83,14 @@ class Server:
     log_path: Path
     command: list[str]
     env: dict[str, str]
+    # httpx options of every client (`verify`, `cert` for a TLS server).
+    client_options: dict[str, object] = field(default_factory=dict)
 
     def client(self, token: str | None = None, **kwargs: object) -> httpx.Client:
         """An HTTP client for this server with the admin token (or `token`)."""
         headers = {"Authorization": f"Bearer {token or self.admin_token}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kwargs)  # type: ignore[arg-type]
+        options = {"timeout": 30, **self.client_options, **kwargs}
+        return httpx.Client(base_url=self.url, headers=headers, **options)  # type: ignore[arg-type]
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -117,7 +120,7 @@ def _environment(data_dir: Path, settings: Mapping[str, str]) -> dict[str, str]:
     return env | {"CIPHERD_DATA_DIR": str(data_dir), **settings}
 
 
-def _command(port: int, workers_count: int) -> list[str]:
+def _command(port: int, workers_count: int, extra: Sequence[str] = ()) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -127,6 +130,7 @@ def _command(port: int, workers_count: int) -> list[str]:
         str(port),
         "--workers",
         str(workers_count),
+        *extra,
     ]
 
 
@@ -151,17 +155,20 @@ def start(
     env: Mapping[str, str] | None = None,
     log_path: Path | None = None,
     port: int | None = None,
+    args: Sequence[str] = (),
+    client_options: Mapping[str, object] | None = None,
 ) -> Server:
     """Start `cipherd serve` on a free loopback port and wait until it is ready.
 
     `env` adds or overrides CIPHERD_* settings; without CIPHERD_ADMIN_TOKEN in it the server
-    generates one into the data directory and this reads it from there.
+    generates one into the data directory and this reads it from there. `args` go to `serve`;
+    `client_options` (httpx's `verify` and `cert`) make the server's URL https.
     """
     port = port or free_port()
     full_env = _environment(data_dir, {"CIPHERD_LOG_LEVEL": "WARNING", **(env or {})})
     log_path = log_path or data_dir.parent / f"server-{port}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    command = _command(port, workers_count)
+    command = _command(port, workers_count, args)
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             command,
@@ -170,8 +177,11 @@ def start(
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so kill() reaches the workers
         )
-    url = f"http://127.0.0.1:{port}"
-    server = Server(url, "", process, data_dir, log_path, command, full_env)
+    scheme = "https" if client_options is not None else "http"
+    url = f"{scheme}://127.0.0.1:{port}"
+    server = Server(
+        url, "", process, data_dir, log_path, command, full_env, dict(client_options or {})
+    )
     try:
         _wait_ready(server, workers_count)
     except BaseException:
@@ -193,6 +203,8 @@ def restart(server: Server) -> Server:
         env=server.env,
         log_path=server.log_path,
         port=port,
+        args=server.command[server.command.index("--workers") + 2 :],
+        client_options=server.client_options if server.url.startswith("https") else None,
     )
 
 
@@ -202,7 +214,8 @@ def _wait_ready(server: Server, workers_count: int) -> None:
         if server.process.poll() is not None:
             raise ServerError(f"server exited with {server.process.returncode}: {_tail(server)}")
         try:
-            ready = httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200
+            answer = httpx.get(f"{server.url}/readyz", timeout=1, **server.client_options)  # type: ignore[arg-type]
+            ready = answer.status_code == 200
         except httpx.HTTPError:
             ready = False
         if ready and (

@@ -56,7 +56,7 @@ _KEY_NAME = re.compile(KEY_NAME_PATTERN)
 _KEY_NAME_ADAPTER: TypeAdapter[str] = TypeAdapter(KeyName)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made on every request, and a frozen one costs more to build
 class KeyCall:
     """What a key operation's handler is given: the key's name, the caller and the services of
     this process."""

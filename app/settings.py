@@ -65,6 +65,12 @@ class Settings(BaseSettings):
 
     fe_max_dimension: int = Field(128, ge=1, description="largest FE dimension a key may have")
     fe_max_range: int = Field(2**32, ge=1, description="widest decrypt range hi - lo")
+    fe_max_request_work: int = Field(
+        2000,
+        ge=1,
+        description="estimated FE work of one batch or many-ciphertext request, in units of "
+        "about one pairing",
+    )
     fe_table_cache_bytes: int = Field(
         256 * 1024 * 1024, ge=0, description="memory for cached discrete-log tables"
     )

@@ -39,5 +39,5 @@ class Services:
             auth=Authenticator(store, admin_token, settings.token_cache_seconds),
             ecies=Ecies(keyring),
             aez=Aez(keyring),
-            fe=Fe(keyring, caches, settings.fe_max_range),
+            fe=Fe(keyring, caches, settings.fe_max_range, settings.fe_max_request_work),
         )

@@ -7,17 +7,18 @@ secret: it checks every point it receives, then reuses cached discrete-log table
 keys. Limits on dimension and range are checked before any work.
 """
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.ops.ecies import Sealed
-from app.ops.errors import invalid_input, wrong_key_type
+from app.ops.errors import Problem, invalid_input, wrong_key_type
 from app.ops.fe_cache import Cold, FeCaches
 from app.ops.keyring import Keyring
 from app.ops.work import in_thread
 from app.server.metrics import timed
 from app.store import KeyMaterial
-from core.errors import KeyMismatchError
+from core.errors import EncodingError, KeyMismatchError
 from core.fe import encoding, group
 from core.fe.schemes import SCHEMES, Scheme
 
@@ -28,6 +29,25 @@ from core.fe.schemes import SCHEMES, Scheme
 INLINE_CIPHERTEXT_BYTES = 1024
 
 Decrypt = Callable[[bytes], int | None]
+
+# A request's FE work is estimated before it starts, in units of about one pairing: one
+# decryption pairs about n + 2 times (n² more group operations for a quadratic scheme), and a
+# search per pair (bjk, kim) over a range of width w takes about 2·√w steps in gT, 512 of which
+# cost about one pairing; an encryption or a functional key about n exponentiations.
+SEARCH_STEPS_PER_UNIT = 512
+
+
+def decrypt_work(scheme: Scheme, n: int, lo: int, hi: int) -> int:
+    """The estimated work of one decryption at dimension n over [lo, hi]."""
+    work = n + 2 + (n * n // 64 if scheme.quadratic else 0)
+    if scheme.base_kind == "per-pair":
+        work += 2 * math.isqrt(hi - lo + 1) // SEARCH_STEPS_PER_UNIT + 1
+    return work
+
+
+def make_work(n: int) -> int:
+    """The estimated work of one encryption or functional key at dimension n."""
+    return n + 1
 
 
 def _scheme(material: KeyMaterial) -> Scheme:
@@ -40,18 +60,63 @@ def _scheme(material: KeyMaterial) -> Scheme:
 class Fe:
     """Functional encryption with the master keys of one keyring."""
 
-    def __init__(self, keyring: Keyring, caches: FeCaches, max_range: int) -> None:
+    def __init__(
+        self, keyring: Keyring, caches: FeCaches, max_range: int, max_request_work: int
+    ) -> None:
         self.keyring = keyring
         self.caches = caches
         self.max_range = max_range
+        self.max_request_work = max_request_work
 
     def _material(self, name: str, version: int | None) -> tuple[KeyMaterial, Scheme]:
         material = self.keyring.material(name, version)
         return material, _scheme(material)
 
-    def check(self, name: str) -> None:
-        """Fail unless `name` is an FE key: what a batch checks before any item."""
-        self._material(name, None)
+    def charge(self, name: str, makes: int = 0, decrypts: Sequence[Sequence[int]] = ()) -> None:
+        """Fail unless `name` is an FE key, and refuse a request whose work is over
+        CIPHERD_FE_MAX_REQUEST_WORK before any of it is done: `makes` encryptions or
+        functional keys, and one decryption per bounds in `decrypts`, at the latest version's
+        dimension (an item of a version of another dimension fails on its own)."""
+        material, scheme = self._material(name, None)
+        n = material.params["dimension"]
+        work = makes * make_work(n)
+        for lo, hi in decrypts:
+            if 0 <= hi - lo <= self.max_range:  # else the item fails on its own, unsearched
+                work += decrypt_work(scheme, n, lo, hi)
+        if work > self.max_request_work:
+            raise Problem(
+                422,
+                "too-much-work",
+                "Too much work",
+                f"this request would take about {work} units of FE work (one unit is about one "
+                f"pairing), over this service's maximum of {self.max_request_work} per request "
+                "(CIPHERD_FE_MAX_REQUEST_WORK): split it, or narrow its bounds",
+            )
+
+    def _header(
+        self, cls: Any, data: bytes, material: KeyMaterial, scheme: Scheme, field: str
+    ) -> None:
+        """Check an encoding's header against the key before any of its points is decoded:
+        scheme and kind, curve, dimension, master id and total length. A ciphertext that
+        claims n = 100,000 is refused here, not after 100,000 points were decoded."""
+        try:
+            header = cls.header_of(data)
+        except EncodingError as exc:
+            raise invalid_input(f"{field}: {exc}") from None
+        name = material.name
+        dimension = material.params["dimension"]
+        if header.n != dimension:
+            raise invalid_input(
+                f"{field}: dimension {header.n}, but key {name!r} has dimension {dimension}"
+            )
+        curve = group.curve(scheme.curve).name
+        if header.curve != curve:
+            raise invalid_input(f"{field}: made on {header.curve}, but key {name!r} is {curve}")
+        if not encoding.same_id(header.master_id, encoding.read_master_id(material.secret)):
+            raise KeyMismatchError(
+                f"{field}: not made under version {material.version} of key {name!r}; "
+                "for one made under an earlier version, pass its key_version"
+            )
 
     def _master_key(self, scheme: Scheme, material: KeyMaterial) -> Any:
         return self.caches.decoded(
@@ -133,25 +198,9 @@ class Fe:
         scheme = _scheme(material)
         if warm_only and scheme.base_kind == "per-pair":
             raise Cold
+        self._header(scheme.module.Key, functional_key, material, scheme, "functional_key")
         key = caches.functional_key(scheme, functional_key, warm_only)
-        dimension = material.params["dimension"]
-        if key.n != dimension:
-            raise invalid_input(
-                f"functional_key: dimension {key.n}, but key {name!r} has dimension {dimension}"
-            )
         curve = group.curve(scheme.curve)
-        if key.curve != curve.name:
-            raise invalid_input(
-                f"functional_key: made on {key.curve}, but key {name!r} is {curve.name}"
-            )
-        if scheme.base_kind == "master" and not encoding.same_id(
-            key.master_id, encoding.read_master_id(material.secret)
-        ):
-            # Its base is the version's: with another version's, the search would find nothing.
-            raise KeyMismatchError(
-                f"functional_key: not made under version {material.version} of key {name!r}; "
-                "for one made under an earlier version, pass its key_version"
-            )
         if scheme.base_kind == "per-pair":
 
             def find(ct: Any) -> int | None:
@@ -171,11 +220,8 @@ class Fe:
                 return value
 
         def decrypt(data: bytes) -> int | None:
+            self._header(scheme.module.Ciphertext, data, material, scheme, "ciphertext")
             ciphertext = scheme.ciphertext(data)
-            if ciphertext.curve != curve.name:
-                raise invalid_input(
-                    f"ciphertext: made on {ciphertext.curve}, but key {name!r} is {curve.name}"
-                )
             with timed("fe", f"{scheme.name}.decrypt"):
                 return find(ciphertext)
 

@@ -46,14 +46,20 @@ class FeDecryptRequest(RequestBody):
     bounds: Annotated[list[I64], Field(min_length=2, max_length=2)] = Field(
         description="[lo, hi]: the result is searched in this range, both ends included"
     )
-    key_version: KeyVersion = Field(None, description="tao only: whose decryption base to use")
+    key_version: KeyVersion = Field(
+        None,
+        description="the version the functional key and ciphertext come from (default: latest)",
+    )
 
 
 class FeDecryptManyRequest(RequestBody):
     functional_key: Base64Bytes
     ciphertexts: Items[Base64Bytes]
     bounds: Annotated[list[I64], Field(min_length=2, max_length=2)]
-    key_version: KeyVersion = Field(None, description="tao only: whose decryption base to use")
+    key_version: KeyVersion = Field(
+        None,
+        description="the version the functional key and ciphertext come from (default: latest)",
+    )
 
     @property
     def items(self) -> list[bytes]:
@@ -122,7 +128,7 @@ def _keygen_one(call: KeyCall, item: FeKeygenRequest) -> FeKeygenResult:
 
 
 def _keygen_batch(call: KeyCall, batch: FeKeygenBatch) -> FeKeygenBatchResponse:
-    call.services.fe.check(call.name)
+    call.services.fe.charge(call.name, makes=len(batch.items))
     return FeKeygenBatchResponse(
         results=run_each(batch.items, lambda item: _keygen_one(call, item), FeKeygenResult)
     )
@@ -134,7 +140,7 @@ def _encrypt_one(call: KeyCall, item: FeEncryptRequest) -> FeEncryptResult:
 
 
 def _encrypt_batch(call: KeyCall, batch: FeEncryptBatch) -> FeEncryptBatchResponse:
-    call.services.fe.check(call.name)
+    call.services.fe.charge(call.name, makes=len(batch.items))
     return FeEncryptBatchResponse(
         results=run_each(batch.items, lambda item: _encrypt_one(call, item), FeEncryptResult)
     )
@@ -142,7 +148,7 @@ def _encrypt_batch(call: KeyCall, batch: FeEncryptBatch) -> FeEncryptBatchRespon
 
 def _decrypt_batch(call: KeyCall, batch: FeDecryptBatch) -> FeDecryptBatchResponse:
     fe = call.services.fe
-    fe.check(call.name)
+    fe.charge(call.name, decrypts=[item.bounds for item in batch.items])
 
     def one(item: FeDecryptRequest) -> FeDecryptResult:
         decrypt = fe.decryptor(call.name, item.functional_key, item.bounds, item.key_version)
@@ -152,6 +158,7 @@ def _decrypt_batch(call: KeyCall, batch: FeDecryptBatch) -> FeDecryptBatchRespon
 
 
 def _decrypt_many(call: KeyCall, body: FeDecryptManyRequest) -> FeDecryptBatchResponse:
+    call.services.fe.charge(call.name, decrypts=[body.bounds] * len(body.items))
     decrypt = call.services.fe.decryptor(
         call.name, body.functional_key, body.bounds, body.key_version
     )

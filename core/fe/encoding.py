@@ -144,6 +144,17 @@ def _nest(items: list[Any], shape: tuple[int, ...]) -> Any:
     return tuple(_nest(items[i * width : (i + 1) * width], shape[1:]) for i in range(shape[0]))
 
 
+@dataclass(frozen=True)
+class Header:
+    """What an encoding's header says: its curve, its dimension n, the id of the master key it
+    comes from (`UNKNOWN_MASTER` for formats 1 and 2) and the header's own size."""
+
+    curve: str
+    n: int
+    master_id: bytes
+    size: int
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class Encoded:
     """Base of the FE dataclasses: to_bytes/from_bytes, equality by encoding, no secret repr.
@@ -186,9 +197,10 @@ class Encoded:
         return b"".join(out)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> Self:
-        """Decode and validate; any malformed input raises `EncodingError`."""
-        data = bytes(data)
+    def header_of(cls, data: bytes) -> Header:
+        """The header of an encoding of this class, checked against the class (scheme, kind),
+        with its curve known and the total length the header's n and curve fix: what a caller
+        compares with its key before any point is decoded. `EncodingError` otherwise."""
         if len(data) < _HEADER_V1.size:
             raise EncodingError("truncated header")
         if data[:3] != MAGIC:
@@ -216,13 +228,22 @@ class Encoded:
         c = group.curve(names[curve_id])
         if n < 1:
             raise EncodingError("dimension must be at least 1")
-        shapes = [shape(n) for _, shape in cls.LAYOUT]
-        sizes = [codec.size(c) for codec, _ in cls.LAYOUT]
         expected = header.size + sum(
-            size * _count(s) for size, s in zip(sizes, shapes, strict=True)
+            codec.size(c) * _count(shape(n)) for codec, shape in cls.LAYOUT
         )
         if len(data) != expected:
             raise EncodingError(f"encoding has {len(data)} bytes where {expected} are needed")
+        return Header(c.name, n, master_id, header.size)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Self:
+        """Decode and validate; any malformed input raises `EncodingError`."""
+        data = bytes(data)
+        header = cls.header_of(data)
+        c = group.curve(header.curve)
+        n, master_id = header.n, header.master_id
+        shapes = [shape(n) for _, shape in cls.LAYOUT]
+        sizes = [codec.size(c) for codec, _ in cls.LAYOUT]
         values: list[Any] = [n]
         offset = header.size
         for (codec, _), s, size in zip(cls.LAYOUT, shapes, sizes, strict=True):

@@ -261,3 +261,31 @@ def test_the_master_id_is_read_from_the_header_alone(rng: random.Random) -> None
         assert encoding.read_master_id(other) == encoding.UNKNOWN_MASTER
     assert encoding.same_id(msk.master_id, encoding.UNKNOWN_MASTER)
     assert not encoding.same_id(msk.master_id, tao.setup(2, rng).master_id)
+
+
+def test_the_header_and_length_are_read_without_decoding_a_point(rng: random.Random) -> None:
+    """A ciphertext header claiming n = 100,000 with that many bytes of junk where its points
+    should be: `header_of` answers n, curve and master id from the header alone (no point is
+    decoded, so junk passes), and refuses a length other than the one n fixes."""
+    msk = lin.setup(4, rng)
+    data = lin.encrypt(msk, [1, 2, 3, 4], rng=rng).to_bytes()
+    header = lin.Ciphertext.header_of(data)
+    assert (header.curve, header.n, header.master_id, header.size) == (
+        group.BLS12_381,
+        4,
+        msk.master_id,
+        HEADER,
+    )
+    longer = lin.encrypt(lin.setup(5, rng), [1, 2, 3, 4, 5], rng=rng).to_bytes()
+    per_n = len(longer) - len(data)
+    fixed = len(data) - HEADER - 4 * per_n
+    claim = bytearray(data[:HEADER])
+    claim[7:11] = (100_000).to_bytes(4, "big")
+    junk = b"\xff" * (fixed + per_n * 100_000)
+    assert lin.Ciphertext.header_of(bytes(claim) + junk).n == 100_000
+    with pytest.raises(EncodingError, match="bytes where"):
+        lin.Ciphertext.header_of(bytes(claim) + junk[:-1])
+    with pytest.raises(EncodingError, match="bytes where"):
+        lin.Ciphertext.from_bytes(bytes(claim) + junk[:-1])
+    with pytest.raises(EncodingError, match="not a Key"):
+        lin.Key.header_of(data)

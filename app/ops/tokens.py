@@ -9,15 +9,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.ops.auth import Authenticator, Operation, hash_token, new_scoped_token
 from app.ops.errors import Problem
 from app.ops.keys import timestamp
 from app.store import KeyStore, TokenRecord
+from app.store.patterns import PatternError, parse
 
 # A glob over key names: their characters and fnmatch's `*`, `?`, `[seq]` and `[!seq]`. Anything
-# else could never match a name, and a NUL is not even storable in PostgreSQL text.
+# else could never match a name, and a NUL is not even storable in PostgreSQL text; the grammar
+# of `app.store.patterns` then checks the form.
 KEY_PATTERN = r"^[A-Za-z0-9._*?\[\]!-]{1,128}$"
 
 
@@ -34,6 +36,17 @@ class TokenCreate(BaseModel):
     )
     operations: list[Operation] = Field(min_length=1)
     ttl_seconds: int | None = Field(None, ge=1, le=10 * 365 * 86400)
+
+    @field_validator("keys")
+    @classmethod
+    def _in_the_grammar(cls, keys: list[str]) -> list[str]:
+        """Each pattern in the grammar both stores match by (`app.store.patterns`), once."""
+        for glob in keys:
+            try:
+                parse(glob)
+            except PatternError as exc:
+                raise ValueError(str(exc)) from None
+        return list(dict.fromkeys(keys))
 
 
 class TokenOut(BaseModel):

@@ -1,57 +1,151 @@
-"""Token scopes (fnmatch globs over key names) as the stores' own matching, so that a key
-listing filters in the database: a narrow token pages through a large store without the service
-reading every row past its page.
+"""Token scopes (globs over key names): one grammar, from which both stores' matching is built, so
+that a key listing filters in the database and a pattern that is accepted works on both.
 
-A glob is read as `*`, `?`, bracket sets `[abc]`, `[a-z]`, `[!abc]` whose members are characters
-of key names, and literal characters; anything else (a `[` without such a set) is a literal.
-Patterns of that form match exactly as `fnmatch.fnmatchcase` does, which stays the access
-decision: a token issued before patterns were checked can only see fewer keys listed, never more.
+The grammar: `*` (any run of characters), `?` (one character), a bracket set `[...]` or its
+negation `[!...]` whose members are key-name characters and ranges `x-y` of letters or digits
+with x at most y (a `-` of its own only as the set's first or last member), and key-name
+characters standing for themselves. Nothing else: a `[` that opens no such set, a range such as
+`[z-a]` or `[a-z-9]`, or a character no key name has is refused when a token is created, where
+PostgreSQL's regular expressions would otherwise refuse it at every listing. Patterns of this
+form match exactly as `fnmatch.fnmatchcase` does, which stays the access decision. A stored
+pattern outside the grammar (a token issued before it was checked) lists no key.
 """
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
-_SET = re.compile(r"\[(!?)([A-Za-z0-9._-]+)\]")
+# The characters of key names (app.ops.keys.KEY_NAME_PATTERN).
+NAME_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+# The most wildcards (`*`, `?` and sets) one pattern may have: each multiplies the work of
+# matching it against every name.
+MAX_WILDCARDS = 16
+
+_SET = re.compile(r"\[(!?)([^\]]*)\]")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 
 
-def _parts(glob: str) -> Iterator[tuple[str, str]]:
-    """("any" | "one" | "set" | "not-set" | "literal", text) for each piece of `glob`."""
+class PatternError(ValueError):
+    """A glob outside the grammar; the message says what is wrong with it."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a glob: "any" (`*`), "one" (`?`), "literal" (`chars` is the character) or
+    "set" (`ranges` are its members as (first, last) pairs, `negated` for `[!...]`)."""
+
+    kind: str
+    chars: str = ""
+    ranges: tuple[tuple[str, str], ...] = ()
+    negated: bool = False
+
+
+GlobParts = tuple[Part, ...]
+
+
+def _members(glob: str, text: str) -> tuple[tuple[str, str], ...]:
+    if not text:
+        raise PatternError(f"{glob!r}: an empty set []")
+    ranges = []
+    i = 0
+    while i < len(text):
+        first = text[i]
+        if first not in NAME_CHARACTERS:
+            raise PatternError(f"{glob!r}: {first!r} in a set is no key-name character")
+        if first == "-" and 0 < i < len(text) - 1:
+            raise PatternError(
+                f"{glob!r}: a '-' in a set must be its first or last member, or join a range"
+            )
+        if first != "-" and i + 2 < len(text) and text[i + 1] == "-":
+            last = text[i + 2]
+            if first not in _ALNUM or last not in _ALNUM:
+                raise PatternError(f"{glob!r}: a range {first}-{last} must join letters or digits")
+            if first > last:
+                raise PatternError(f"{glob!r}: the range {first}-{last} is empty")
+            ranges.append((first, last))
+            i += 3
+        else:
+            ranges.append((first, first))
+            i += 1
+    return tuple(ranges)
+
+
+def parse(glob: str) -> GlobParts:
+    """The parts of `glob`, or `PatternError` if it is outside the grammar."""
+    parts: list[Part] = []
     i = 0
     while i < len(glob):
         char = glob[i]
-        bracket = _SET.match(glob, i) if char == "[" else None
-        if bracket is not None:
-            yield ("not-set" if bracket[1] else "set"), bracket[2]
+        if char == "[":
+            bracket = _SET.match(glob, i)
+            if bracket is None:
+                raise PatternError(f"{glob!r}: a '[' that no ']' closes")
+            parts.append(Part("set", ranges=_members(glob, bracket[2]), negated=bool(bracket[1])))
             i = bracket.end()
             continue
-        yield {"*": "any", "?": "one"}.get(char, "literal"), char
+        if char == "*":
+            parts.append(Part("any"))
+        elif char == "?":
+            parts.append(Part("one"))
+        elif char in NAME_CHARACTERS:
+            parts.append(Part("literal", char))
+        else:
+            raise PatternError(f"{glob!r}: {char!r} is neither a wildcard nor a key-name character")
         i += 1
+    wildcards = sum(part.kind != "literal" for part in parts)
+    if wildcards > MAX_WILDCARDS:
+        raise PatternError(f"{glob!r}: {wildcards} wildcards, where at most {MAX_WILDCARDS} are")
+    return tuple(parts)
 
 
-def sqlite_glob(glob: str) -> str:
+def usable(globs: Iterable[str]) -> list[GlobParts]:
+    """The parts of each glob within the grammar; a stored one outside it matches nothing."""
+    parsed = []
+    for glob in globs:
+        try:
+            parsed.append(parse(glob))
+        except PatternError:
+            continue
+    return parsed
+
+
+def _render(
+    parts: GlobParts, any_: str, one: str, negation: str, escape: Callable[[str], str]
+) -> str:
+    out = []
+    for part in parts:
+        if part.kind == "any":
+            out.append(any_)
+        elif part.kind == "one":
+            out.append(one)
+        elif part.kind == "literal":
+            out.append(escape(part.chars))
+        else:
+            # A lone '-' goes first, where every dialect reads it as itself.
+            members = sorted(part.ranges, key=lambda r: r != ("-", "-"))
+            inner = "".join(escape(a) if a == b else f"{a}-{b}" for a, b in members)
+            out.append(f"[{negation if part.negated else ''}{inner}]")
+    return "".join(out)
+
+
+def _glob_literal(char: str) -> str:
+    return char  # no key-name character is special to GLOB outside a set
+
+
+def _regex_literal(char: str) -> str:
+    return char if char in _ALNUM else f"\\{char}"
+
+
+def sqlite_glob(parts: GlobParts) -> str:
     """The pattern for SQLite's GLOB operator (case-sensitive, `[^...]` for a negated set)."""
-    rendered: dict[str, Callable[[str], str]] = {
-        "any": lambda _: "*",
-        "one": lambda _: "?",
-        "set": lambda members: f"[{members}]",
-        "not-set": lambda members: f"[^{members}]",
-        "literal": lambda char: f"[{char}]" if char in "*?[" else char,
-    }
-    return "".join(rendered[kind](text) for kind, text in _parts(glob))
+    return _render(parts, "*", "?", "^", _glob_literal)
 
 
-def postgres_regex(globs: Sequence[str]) -> str:
+def postgres_regex(globs: Sequence[GlobParts]) -> str:
     """One anchored regular expression for PostgreSQL's `~` operator matching any of `globs`.
 
     One, not one per glob: PostgreSQL keeps only a few compiled expressions per session, and a
     token of many patterns made it compile them afresh for every row (bench/README.md).
     """
-    rendered: dict[str, Callable[[str], str]] = {
-        "any": lambda _: ".*",
-        "one": lambda _: ".",
-        "set": lambda members: f"[{members}]",
-        "not-set": lambda members: f"[^{members}]",
-        "literal": lambda char: char if char.isalnum() else f"\\{char}",
-    }
-    alternatives = ("".join(rendered[kind](text) for kind, text in _parts(g)) for g in globs)
+    alternatives = (_render(g, ".*", ".", "^", _regex_literal) for g in globs)
     return "^(" + "|".join(alternatives) + ")$"

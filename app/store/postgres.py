@@ -22,7 +22,7 @@ from psycopg.errors import IdleInTransactionSessionTimeout
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from app.store.base import LOCK_WAIT_SECONDS, KeyStoreError, StoreUnavailableError
-from app.store.patterns import postgres_regex
+from app.store.patterns import GlobParts, postgres_regex
 from app.store.sql import Cursor, SqlKeyStore
 from app.store.wrapping import KeyWrapper
 
@@ -35,6 +35,10 @@ STORE_WAIT_SECONDS = 5.0
 # mid-rotation) before it ends it and frees its locks. Without it (and LOCK_WAIT_SECONDS) one
 # frozen replica would stall every other replica's writes to that key indefinitely.
 IDLE_IN_TRANSACTION_SECONDS = 30.0
+# The longest any one statement of ours may run before PostgreSQL cancels it (a 503 to the
+# client): longer than LOCK_WAIT_SECONDS, so that a wait for a lock still ends as a lock timeout,
+# and short enough that no query can hold a pooled connection for long.
+STATEMENT_SECONDS = LOCK_WAIT_SECONDS + 5
 
 # libpq's words for refusals that stay refusals, however long a start waits.
 _FINAL_REFUSAL = re.compile(
@@ -89,7 +93,7 @@ class PostgresKeyStore(SqlKeyStore):
         )
         self._create_schema()
 
-    def _name_matches(self, globs: Sequence[str]) -> tuple[str, list[str]]:
+    def _name_matches(self, globs: Sequence[GlobParts]) -> tuple[str, list[str]]:
         return "name ~ ?", [postgres_regex(globs)]
 
     def _lock_schema(self, cursor: Cursor) -> None:
@@ -113,8 +117,9 @@ class PostgresKeyStore(SqlKeyStore):
 
 
 def _configure(connection: psycopg.Connection) -> None:
-    """Session limits of every pooled connection (see LOCK_WAIT_SECONDS)."""
+    """Session limits of every pooled connection (see LOCK_WAIT_SECONDS, STATEMENT_SECONDS)."""
     connection.execute(f"SET lock_timeout = {round(LOCK_WAIT_SECONDS * 1000)}")
+    connection.execute(f"SET statement_timeout = {round(STATEMENT_SECONDS * 1000)}")
     idle_ms = round(IDLE_IN_TRANSACTION_SECONDS * 1000)
     connection.execute(f"SET idle_in_transaction_session_timeout = {idle_ms}")
     connection.commit()

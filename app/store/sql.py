@@ -27,6 +27,7 @@ from app.store.base import (
     TokenRecord,
     VersionNotFoundError,
 )
+from app.store.patterns import GlobParts, usable
 from app.store.wrapping import KeyWrapper, UnwrapError
 
 SCHEMA = """
@@ -88,7 +89,7 @@ class SqlKeyStore(KeyStore):
         self._wrapper = wrapper
 
     @abstractmethod
-    def _name_matches(self, globs: Sequence[str]) -> tuple[str, list[str]]:
+    def _name_matches(self, globs: Sequence[GlobParts]) -> tuple[str, list[str]]:
         """A condition, and its parameters, that `name` matches one of the token globs."""
 
     @abstractmethod
@@ -220,7 +221,8 @@ class SqlKeyStore(KeyStore):
             conditions.append("name > ?")
             params.append(after)
         if patterns is not None:
-            condition, pattern_params = self._name_matches(patterns) if patterns else ("FALSE", [])
+            globs = usable(patterns)
+            condition, pattern_params = self._name_matches(globs) if globs else ("FALSE", [])
             conditions.append(condition)
             params.extend(pattern_params)
         query = f"SELECT {KEY_COLUMNS} FROM keys"

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from app.store.base import LOCK_WAIT_SECONDS, KeyStoreError, StoreUnavailableError
-from app.store.patterns import sqlite_glob
+from app.store.patterns import GlobParts, sqlite_glob
 from app.store.sql import Cursor, SqlKeyStore
 from app.store.wrapping import KeyWrapper
 
@@ -39,7 +39,7 @@ class SqliteKeyStore(SqlKeyStore):
         except (OSError, sqlite3.DatabaseError) as exc:
             raise KeyStoreError(f"cannot open the SQLite store {path}: {exc}") from exc
 
-    def _name_matches(self, globs: Sequence[str]) -> tuple[str, list[str]]:
+    def _name_matches(self, globs: Sequence[GlobParts]) -> tuple[str, list[str]]:
         return "(" + " OR ".join(["name GLOB ?"] * len(globs)) + ")", list(map(sqlite_glob, globs))
 
     def _connection(self) -> sqlite3.Connection:

@@ -3,14 +3,18 @@ unbounded work or get more than it should: each is refused or bounded, and an or
 on the same worker is answered meanwhile."""
 
 import base64
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
+from tests.conftest import POSTGRES_URL
 from tests.e2e.server import Server, running
 
 pytestmark = pytest.mark.e2e
@@ -153,3 +157,105 @@ def test_row1_every_field_of_the_header_is_checked_against_the_key(server: Serve
         raw[6] = 2  # BN254
         curve = admin.post("/v1/fe/row1-fields/decrypt", json={**call, "ciphertext": b64(raw)})
         assert curve.status_code == 422, curve.text
+
+
+@pytest.fixture(scope="module")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server on a PostgreSQL database of its own."""
+    name = f"cipherd_abuse_{secrets.token_hex(4)}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    url = f"{POSTGRES_URL.rsplit('/', 1)[0]}/{name}"
+    try:
+        data_dir = tmp_path_factory.mktemp("abuse-pg") / "data"
+        with running(data_dir, env={"CIPHERD_DATABASE_URL": url}) as started:
+            started.env["TEST_DATABASE_URL"] = url
+            yield started
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_row5_a_pattern_outside_the_grammar_is_refused_at_creation(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    """`[a-z-9]*` and `[z-a]` are 422 at token creation on both stores; a listing with every
+    accepted form answers 200 on both, and one with a pattern stored before the grammar (put
+    in the table directly) lists nothing rather than answering 500."""
+    server: Server = request.getfixturevalue("server" if backend == "sqlite" else "postgres_server")
+    with server.client() as admin:
+        for name in ("orders-1", "orders-x", "a9", "Zed", "b-c"):
+            admin.post("/v1/keys", json={"name": f"row5-{name}", "type": "aez"})
+        for bad in (
+            ["orders-*", "[a-z-9]*"],
+            ["[z-a]"],
+            ["a["],
+            ["row5-(x)"],
+            ["*" + "?" * 126 + "*"],
+        ):
+            refused = admin.post("/v1/tokens", json={"keys": bad, "operations": ["read"]})
+            assert refused.status_code == 422, (bad, refused.text)
+            assert refused.json()["type"] == PROBLEM + "invalid-input"
+        globs = ["row5-orders-*", "row5-[a-c]?", "row5-[!o-z]*", "row5-[-b]-c", "row5-Z[a-z]d"]
+        created = admin.post(
+            "/v1/tokens", json={"keys": [*globs, globs[0]], "operations": ["read"]}
+        )
+        assert created.status_code == 201 and created.json()["keys"] == globs  # once each
+        with server.client(created.json()["token"]) as reader:
+            listing = reader.get("/v1/keys")
+            assert listing.status_code == 200, listing.text
+            names = [k["name"] for k in listing.json()["keys"]]
+        assert names == ["row5-Zed", "row5-a9", "row5-b-c", "row5-orders-1", "row5-orders-x"]
+        if backend == "postgresql":
+            legacy = admin.post("/v1/tokens", json={"keys": ["row5-x"], "operations": ["read"]})
+            with psycopg.connect(server.env["TEST_DATABASE_URL"], autocommit=True) as db:
+                db.execute(
+                    "UPDATE tokens SET key_patterns = %s WHERE id = %s",
+                    ('["orders-*", "[a-z-9]*"]', legacy.json()["id"]),
+                )
+            with server.client(legacy.json()["token"]) as reader:
+                assert reader.get("/v1/keys").json()["keys"] == []
+
+
+def test_row6_many_wildcard_patterns_do_not_drain_the_postgresql_pool(
+    postgres_server: Server,
+) -> None:
+    """A token of 100 patterns of the most wildcards allowed, 2,000 keys, 12 concurrent
+    listings on PostgreSQL: each listing answers, and another caller's request meanwhile gets
+    200, not 503. The pattern of the attack (126 `?`) is refused at creation."""
+    server = postgres_server
+    with server.client() as admin:
+        with ThreadPoolExecutor(8) as pool:
+            statuses = list(
+                pool.map(
+                    lambda i: (
+                        admin.post(
+                            "/v1/keys", json={"name": f"row6-{i:04d}", "type": "aez"}
+                        ).status_code
+                    ),
+                    range(2000),
+                )
+            )
+        assert statuses == [201] * 2000
+        wild = "*" + "?" * 14 + "*"
+        patterns = [f"{chr(97 + i % 26)}{i}{wild}" for i in range(99)] + [wild]
+        token = admin.post("/v1/tokens", json={"keys": patterns, "operations": ["read"]})
+        assert token.status_code == 201, token.text
+
+        def listing(_: int) -> tuple[int, float]:
+            started = time.monotonic()
+            with server.client(token.json()["token"]) as reader:
+                status = reader.get("/v1/keys", params={"limit": 1000}).status_code
+            return status, time.monotonic() - started
+
+        with ThreadPoolExecutor(12) as pool:
+            listings = [pool.submit(listing, i) for i in range(24)]
+            time.sleep(0.2)
+            started = time.monotonic()
+            ordinary = admin.get("/v1/keys/row6-0001")
+            ordinary_seconds = time.monotonic() - started
+            results = [future.result() for future in listings]
+    assert ordinary.status_code == 200 and ordinary_seconds < ORDINARY_SECONDS
+    assert [status for status, _ in results] == [200] * 24
+    assert max(seconds for _, seconds in results) < 10

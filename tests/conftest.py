@@ -64,5 +64,7 @@ def postgres_database() -> Iterator[str]:
 def postgres_url(postgres_database: str) -> Iterator[str]:
     """The session's PostgreSQL database, emptied before each test."""
     with psycopg.connect(postgres_database, autocommit=True) as connection:
-        connection.execute("DROP TABLE IF EXISTS key_versions, keys, tokens, root_key_check")
+        # Every table, whatever the schema has grown to hold.
+        connection.execute("DROP SCHEMA public CASCADE")
+        connection.execute("CREATE SCHEMA public")
     yield postgres_database

@@ -76,6 +76,7 @@ def problem_response(
         **(headers or {}),
         **{
             401: {"WWW-Authenticate": "Bearer"},
+            429: {"Retry-After": str(RETRY_AFTER_SECONDS)},
             503: {"Retry-After": str(RETRY_AFTER_SECONDS)},
         }.get(problem.status, {}),
     }

@@ -41,6 +41,12 @@ class Principal:
     key_patterns: tuple[str, ...] = ()
     operations: frozenset[str] = frozenset()
 
+    @property
+    def id(self) -> str:
+        """Who this is in records (the ledger, the audit trail): the token's id, or `admin`;
+        never a token."""
+        return self.token_id or "admin"
+
     def allows(self, operation: Operation, key_name: str | None) -> bool:
         if self.admin:
             return True

@@ -8,16 +8,20 @@ keys. Limits on dimension and range are checked before any work.
 """
 
 import math
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from app.ops.ecies import Sealed
-from app.ops.errors import Problem, invalid_input, wrong_key_type
+from app.ops.errors import KNOWN_ERRORS, Problem, invalid_input, wrong_key_type
 from app.ops.fe_cache import Cold, FeCaches
+from app.ops.fe_policy import FunctionPolicy, KeygenRequest, decide, flatten
 from app.ops.keyring import Keyring
 from app.ops.work import in_thread
 from app.server.metrics import timed
-from app.store import KeyMaterial
+from app.store import FunctionRecord, KeyMaterial
 from core.errors import EncodingError, KeyMismatchError
 from core.fe import encoding, group
 from core.fe.schemes import SCHEMES, Scheme
@@ -48,6 +52,16 @@ def decrypt_work(scheme: Scheme, n: int, lo: int, hi: int) -> int:
 def make_work(n: int) -> int:
     """The estimated work of one encryption or functional key at dimension n."""
     return n + 1
+
+
+@dataclass(frozen=True)
+class Released:
+    """The ledger of one FE key version: what was released, the rank of its span, the cap."""
+
+    version: int
+    functions: list[FunctionRecord]
+    rank: int
+    max_rank: int | None
 
 
 def _scheme(material: KeyMaterial) -> Scheme:
@@ -123,23 +137,65 @@ class Fe:
             "master", scheme, material.name, material.version, material.secret, scheme.master_key
         )
 
-    def keygen(
-        self,
-        name: str,
-        y: Sequence[int] | None,
-        f: Sequence[Sequence[int]] | None,
-        version: int | None,
-    ) -> Sealed:
-        """A functional key for y (inner product) or F (quadratic)."""
-        material, scheme = self._material(name, version)
-        function = f if scheme.quadratic else y
-        if function is None:
-            wanted = "f (an n×n matrix)" if scheme.quadratic else "y (a vector)"
-            raise invalid_input(f"key type {material.type} takes {wanted}")
-        msk = self._master_key(scheme, material)
-        with timed("fe", f"{scheme.name}.keygen"):
-            key = scheme.keygen(msk, function)
-        return Sealed(key.to_bytes(), material.version)
+    def keygen(self, principal: str, request: KeygenRequest) -> Sealed:
+        """A functional key for y (inner product) or F (quadratic), if the key's policy
+        releases it (`app.ops.fe_policy`)."""
+        (outcome,) = self.keygen_many(principal, [request])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def keygen_many(
+        self, principal: str, requests: Sequence[KeygenRequest]
+    ) -> list[Sealed | Exception]:
+        """Functional keys for many functions, in order: one outcome per request, a key or the
+        error that refused it.
+
+        Each key is made first; then the key's function policy decides on all of them in one
+        store transaction per key version, in order, and records those it releases in the
+        ledger in the same transaction. A key leaves the service only once its release is
+        recorded; one that is refused was made for nothing, which bounds the cost of a refusal
+        by that of a keygen.
+        """
+        outcomes: list[Sealed | Exception | None] = [None] * len(requests)
+        pending: dict[tuple[str, int], list[tuple[int, list[int], Any, Sealed]]] = {}
+        for index, request in enumerate(requests):
+            try:
+                material, scheme = self._material(request.name, request.version)
+                function = request.f if scheme.quadratic else request.y
+                if function is None:
+                    wanted = "f (an n×n matrix)" if scheme.quadratic else "y (a vector)"
+                    raise invalid_input(f"key type {material.type} takes {wanted}")
+                vector = flatten(function)
+                FunctionPolicy.from_json(material.params.get("fe_policy")).check_function(vector)
+                msk = self._master_key(scheme, material)
+                with timed("fe", f"{scheme.name}.keygen"):
+                    key = scheme.keygen(msk, function)
+                pending.setdefault((request.name, material.version), []).append(
+                    (
+                        index,
+                        vector,
+                        function,
+                        Sealed(key.to_bytes(), material.version),
+                    )
+                )
+            except KNOWN_ERRORS as exc:
+                outcomes[index] = exc
+        for (name, version), made in pending.items():
+            decided = self.keyring.store.release_functions(
+                name, version, partial(decide, principal=principal, made=made, now=time.time())
+            )
+            for (index, _, _, key), refusal in zip(made, decided, strict=True):
+                outcomes[index] = key if refusal is None else refusal
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def functions(self, name: str, version: int | None) -> Released:
+        """The functions released under one version of an FE key (the latest by default)."""
+        material, _ = self._material(name, version)
+        records = self.keyring.store.functions(name, material.version)
+        policy = FunctionPolicy.from_json(material.params.get("fe_policy"))
+        rank = records[-1].rank if records else 0
+        return Released(material.version, list(records), rank, policy.max_rank)
 
     def encrypt(
         self, name: str, x: Sequence[int], y: Sequence[int] | None, version: int | None

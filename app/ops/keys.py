@@ -71,6 +71,41 @@ KeyTypeName = Annotated[
 ]
 
 
+class KeygenQuota(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    count: StrictInt = Field(ge=1, description="functional keys per token")
+    period_seconds: StrictInt = Field(ge=1, le=10 * 365 * 86400)
+
+
+FunctionEntries = Annotated[list[StrictInt], Field(min_length=1, max_length=4096)]
+
+
+class FePolicy(BaseModel):
+    """What the holders of an FE key's functional keys may learn (README, "What FE reveals")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_rank: StrictInt | None = Field(
+        None,
+        ge=0,
+        description="the largest rank over the rationals of all functions (y, or F as n² "
+        "entries) released under one key version",
+    )
+    allowed_functions: (
+        Annotated[list[FunctionEntries | list[FunctionEntries]], Field(max_length=1024)] | None
+    ) = Field(None, description="only these functions (y vectors or F matrices) get keys")
+    allow_multiples: StrictBool = Field(
+        False, description="allowed_functions admits their non-zero multiples too"
+    )
+    keygen_quota: KeygenQuota | None = Field(
+        None, description="functional keys per token per period"
+    )
+    max_abs_entry: StrictInt | None = Field(
+        None, ge=0, description="the largest absolute value of an entry of y or F"
+    )
+
+
 # What `POST /v1/keys` and `cipherd keys create` take (a docstring would reach the OpenAPI
 # document as the schema's description).
 class KeyCreate(BaseModel):
@@ -88,6 +123,7 @@ class KeyCreate(BaseModel):
         "120-128-bit security) or bn254 (faster, about 100-bit security)",
     )
     exportable: StrictBool = Field(False, description="whether the admin may export the secret")
+    fe_policy: FePolicy | None = Field(None, description="FE key types only: the function policy")
 
 
 class KeyVersionOut(BaseModel):
@@ -100,6 +136,7 @@ class KeyOut(BaseModel):
     type: str
     dimension: int | None = None
     curve: str | None = Field(None, description="FE key types: the pairing curve")
+    fe_policy: FePolicy | None = Field(None, description="FE key types: the function policy")
     exportable: bool
     created_at: datetime
     updated_at: datetime
@@ -120,6 +157,7 @@ def key_out(info: KeyInfo, with_versions: bool) -> KeyOut:
         dimension=info.params.get("dimension"),
         # FE keys made before the choice of curve are BLS12-381 keys.
         curve=info.params.get("curve", DEFAULT_CURVE) if "dimension" in info.params else None,
+        fe_policy=info.params.get("fe_policy"),
         exportable=info.exportable,
         created_at=timestamp(info.created_at),
         updated_at=timestamp(info.updated_at),
@@ -142,6 +180,8 @@ def _creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
             raise invalid_input(f"dimension: only FE key types take a dimension, not {body.type}")
         if body.curve is not None:
             raise invalid_input(f"curve: only FE key types take a curve, not {body.type}")
+        if body.fe_policy is not None:
+            raise invalid_input(f"fe_policy: only FE key types take one, not {body.type}")
         return {}
     if body.dimension is None:
         raise invalid_input(f"dimension: key type {body.type} needs a dimension")
@@ -150,7 +190,26 @@ def _creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
             f"dimension: {body.dimension} is over this service's maximum of "
             f"{settings.fe_max_dimension} (CIPHERD_FE_MAX_DIMENSION)"
         )
-    return {"dimension": body.dimension, "curve": body.curve or DEFAULT_CURVE}
+    params: dict[str, Any] = {"dimension": body.dimension, "curve": body.curve or DEFAULT_CURVE}
+    if body.fe_policy is not None:
+        params["fe_policy"] = checked_fe_policy(body.fe_policy, body.type, body.dimension)
+    return params
+
+
+def checked_fe_policy(policy: FePolicy, key_type: str, dimension: int) -> dict[str, Any]:
+    """The policy as stored, once its functions have the key's shape (422 otherwise)."""
+    quadratic = key_type.startswith("qfe-")
+    for index, function in enumerate(policy.allowed_functions or []):
+        if quadratic:
+            shaped = len(function) == dimension and all(
+                isinstance(row, list) and len(row) == dimension for row in function
+            )
+        else:
+            shaped = len(function) == dimension and all(isinstance(e, int) for e in function)
+        if not shaped:
+            wanted = f"an {dimension}×{dimension} matrix" if quadratic else f"{dimension} entries"
+            raise invalid_input(f"fe_policy.allowed_functions.{index}: needs {wanted}")
+    return policy.model_dump(exclude_none=True)
 
 
 def create(store: KeyStore, body: KeyCreate, settings: Settings) -> KeyOut:

@@ -1,22 +1,27 @@
 """Functional-encryption routes: keygen, encrypt, decrypt with a server-held master key, single
 or in batches, and one functional key against many ciphertexts (`app.ops.fe`)."""
 
+from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field, StrictInt, model_validator
 
 from app.http.batch import Items, run_each
-from app.http.operation import BatchForm, Family, KeyCall
-from app.http.problems import ProblemDetail
+from app.http.deps import KeyName, ServicesDep, key_access
+from app.http.operation import BatchForm, Family, KeyCall, operation_id
+from app.http.problems import ERROR_RESPONSES, ProblemDetail, problem_detail
 from app.http.schemas import Base64Bytes, KeyVersion, RequestBody
 from app.ops.auth import Operation
+from app.ops.fe_policy import KeygenRequest
+from app.ops.keys import timestamp
 from app.ops.work import in_thread
 
 family = Family("fe")
 router: APIRouter = family.router
 
 I64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
+Version = Annotated[int | None, Query(ge=1, description="key version; default: the latest")]
 Vector = Annotated[list[I64], Field(min_length=1, max_length=4096)]
 
 
@@ -122,15 +127,21 @@ class FeDecryptBatchResponse(BaseModel):
     results: list[FeDecryptResult]
 
 
-def _keygen_one(call: KeyCall, item: FeKeygenRequest) -> FeKeygenResult:
-    key = call.services.fe.keygen(call.name, item.y, item.f, item.key_version)
-    return FeKeygenResult(functional_key=key.data, key_version=key.version)
+def _wanted(call: KeyCall, item: FeKeygenRequest) -> KeygenRequest:
+    return KeygenRequest(call.name, item.y, item.f, item.key_version)
 
 
 def _keygen_batch(call: KeyCall, batch: FeKeygenBatch) -> FeKeygenBatchResponse:
-    call.services.fe.charge(call.name, makes=len(batch.items))
+    fe = call.services.fe
+    fe.charge(call.name, makes=len(batch.items))
+    outcomes = fe.keygen_many(call.principal.id, [_wanted(call, item) for item in batch.items])
     return FeKeygenBatchResponse(
-        results=run_each(batch.items, lambda item: _keygen_one(call, item), FeKeygenResult)
+        results=[
+            FeKeygenResult(error=problem_detail(outcome))
+            if isinstance(outcome, Exception)
+            else FeKeygenResult(functional_key=outcome.data, key_version=outcome.version)
+            for outcome in outcomes
+        ]
     )
 
 
@@ -178,7 +189,7 @@ def _decrypt_many(call: KeyCall, body: FeDecryptManyRequest) -> FeDecryptBatchRe
     batch=BatchForm("Many functional keys", FeKeygenBatch, FeKeygenBatchResponse, _keygen_batch),
 )
 async def keygen(call: KeyCall, body: FeKeygenRequest) -> FeFunctionalKey:
-    key = await in_thread(call.services.fe.keygen, call.name, body.y, body.f, body.key_version)
+    key = await in_thread(call.services.fe.keygen, call.principal.id, _wanted(call, body))
     return FeFunctionalKey(functional_key=key.data, key_version=key.version)
 
 
@@ -230,3 +241,45 @@ family.batch(
         keep_nulls=True,
     ),
 )
+
+
+class FeReleasedFunction(BaseModel):
+    function: list[int] | list[list[int]] = Field(description="y, or F row by row")
+    principal: str = Field(description="the token's id, or admin")
+    time: datetime
+    key_version: int
+    rank: int = Field(description="the rank of all functions released under the version, after")
+
+
+class FeFunctions(BaseModel):
+    functions: list[FeReleasedFunction]
+    key_version: int
+    rank: int = Field(description="the rank over the rationals of the functions' span")
+    max_rank: int | None = Field(description="the key's budget (fe_policy.max_rank), if any")
+
+
+@router.get(
+    "/{name}/functions",
+    response_model=FeFunctions,
+    summary="The functions released under an FE key version, and their rank",
+    responses=ERROR_RESPONSES,
+    dependencies=[key_access(Operation.READ)],
+    generate_unique_id_function=operation_id,
+)
+def functions(name: KeyName, services: ServicesDep, key_version: Version = None) -> FeFunctions:
+    released = services.fe.functions(name, key_version)
+    return FeFunctions(
+        functions=[
+            FeReleasedFunction(
+                function=record.function,
+                principal=record.principal,
+                time=timestamp(record.time),
+                key_version=record.version,
+                rank=record.rank,
+            )
+            for record in released.functions
+        ],
+        key_version=released.version,
+        rank=released.rank,
+        max_rank=released.max_rank,
+    )

@@ -4,6 +4,8 @@ wrapping of stored secrets under the root key."""
 from pathlib import Path
 
 from app.store.base import (
+    FunctionLedger,
+    FunctionRecord,
     KeyChangedError,
     KeyExistsError,
     KeyInfo,
@@ -34,6 +36,8 @@ def open_store(url: str, wrapper: KeyWrapper) -> KeyStore:
 
 
 __all__ = [
+    "FunctionLedger",
+    "FunctionRecord",
     "KeyChangedError",
     "KeyExistsError",
     "KeyInfo",

@@ -6,9 +6,11 @@ the root key by a `KeyWrapper`.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+DecisionT = TypeVar("DecisionT")
 
 # How long a write waits for a lock another process holds (its rotation of the same key, or for
 # SQLite any write) before it gives up with StoreUnavailableError, a 503 the client retries.
@@ -111,6 +113,38 @@ class TokenRecord:
     expires_at: float | None
 
 
+@dataclass(frozen=True)
+class FunctionRecord:
+    """One function released under an FE key version: who asked, when, and the rank of all
+    functions released under that version once it was."""
+
+    version: int
+    seq: int
+    function: Any
+    principal: str
+    time: float
+    rank: int
+
+
+class FunctionLedger(ABC):
+    """The functions released under one FE key version, inside the transaction that decides on
+    more: `basis` is the echelon basis of their span (rows of integers) that the decision reads
+    and replaces, `params` the key's parameters as they are now (its policy among them),
+    `record` adds a release."""
+
+    basis: list[list[int]]
+    params: dict[str, Any]
+
+    @abstractmethod
+    def released_since(self, principal: str, since: float) -> int:
+        """How many functions `principal` was released under this key (any version) after
+        `since`, those recorded in this transaction included."""
+
+    @abstractmethod
+    def record(self, function: Any, principal: str, time: float, rank: int) -> None:
+        """Record one released function (JSON-serialisable)."""
+
+
 class KeyStore(ABC):
     """Named, versioned keys and scoped tokens, durable once a call returns."""
 
@@ -156,6 +190,23 @@ class KeyStore(ABC):
     @abstractmethod
     def delete(self, name: str) -> None:
         """Remove a key and every version of it; `KeyNotFoundError` if absent."""
+
+    @abstractmethod
+    def set_params(self, name: str, changes: dict[str, Any]) -> KeyInfo:
+        """Change some of a key's parameters (a value of None removes one); `KeyNotFoundError`
+        if absent."""
+
+    @abstractmethod
+    def release_functions(
+        self, name: str, version: int, decide: Callable[[FunctionLedger], DecisionT]
+    ) -> DecisionT:
+        """Run `decide` on the ledger of one key version in one write transaction, serialised
+        with every other decision on that version on every replica, and store what it recorded
+        (nothing if it raises)."""
+
+    @abstractmethod
+    def functions(self, name: str, version: int | None) -> Sequence[FunctionRecord]:
+        """The functions released under a key (one version, or all), in order."""
 
     @abstractmethod
     def add_token(self, token: TokenRecord) -> None:

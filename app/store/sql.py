@@ -11,11 +11,14 @@ worse, add versions no other process can read.
 import json
 import time
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from app.store.base import (
+    DecisionT,
+    FunctionLedger,
+    FunctionRecord,
     KeyChangedError,
     KeyExistsError,
     KeyInfo,
@@ -60,6 +63,24 @@ CREATE TABLE IF NOT EXISTS tokens (
     operations TEXT NOT NULL,
     created_at DOUBLE PRECISION NOT NULL,
     expires_at DOUBLE PRECISION
+);
+CREATE TABLE IF NOT EXISTS fe_bases (
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    basis TEXT NOT NULL,
+    PRIMARY KEY (name, version),
+    FOREIGN KEY (name, version) REFERENCES key_versions(name, version) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS fe_functions (
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    function TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    time DOUBLE PRECISION NOT NULL,
+    rank INTEGER NOT NULL,
+    PRIMARY KEY (name, version, seq),
+    FOREIGN KEY (name, version) REFERENCES key_versions(name, version) ON DELETE CASCADE
 )
 """
 
@@ -267,10 +288,66 @@ class SqlKeyStore(KeyStore):
             exportable=bool(exportable),
         )
 
+    def set_params(self, name: str, changes: dict[str, Any]) -> KeyInfo:
+        with self._transaction(write=True) as cursor:
+            row = self._lock_key_row(cursor, name)
+            if row is None:
+                raise KeyNotFoundError(name)
+            params = {**json.loads(row[2]), **changes}
+            params = {key: value for key, value in params.items() if value is not None}
+            cursor.execute(
+                "UPDATE keys SET params = ?, updated_at = ? WHERE name = ?",
+                (json.dumps(params), time.time(), name),
+            )
+            return self._info(cursor, name)
+
+    def release_functions(
+        self, name: str, version: int, decide: Callable[[FunctionLedger], DecisionT]
+    ) -> DecisionT:
+        with self._transaction(write=True) as cursor:
+            # The basis row is the lock that serialises decisions on this key version, on
+            # every replica: created if missing, then held until the commit.
+            cursor.execute(
+                "INSERT INTO fe_bases (name, version, basis) VALUES (?, ?, '[]')"
+                " ON CONFLICT DO NOTHING",
+                (name, version),
+            )
+            cursor.execute(
+                f"SELECT basis FROM fe_bases WHERE name = ? AND version = ?{self.ROW_LOCK}",
+                (name, version),
+            )
+            row = cursor.fetchone()
+            assert row is not None
+            cursor.execute("SELECT params FROM keys WHERE name = ?", (name,))
+            key = cursor.fetchone()
+            if key is None:
+                raise KeyNotFoundError(name)
+            ledger = _SqlLedger(cursor, name, version, json.loads(row[0]), json.loads(key[0]))
+            decision = decide(ledger)
+            ledger.write()
+            return decision
+
+    def functions(self, name: str, version: int | None) -> Sequence[FunctionRecord]:
+        query = (
+            "SELECT version, seq, function, principal, time, rank FROM fe_functions WHERE name = ?"
+        )
+        params: list[Any] = [name]
+        if version is not None:
+            query += " AND version = ?"
+            params.append(version)
+        with self._transaction(write=False) as cursor:
+            cursor.execute(query + " ORDER BY version, seq", params)
+            return [
+                FunctionRecord(v, seq, json.loads(function), principal, time_, rank)
+                for v, seq, function, principal, time_, rank in cursor.fetchall()
+            ]
+
     def delete(self, name: str) -> None:
         with self._transaction(write=True) as cursor:
             if self._lock_key_row(cursor, name) is None:
                 raise KeyNotFoundError(name)
+            cursor.execute("DELETE FROM fe_functions WHERE name = ?", (name,))
+            cursor.execute("DELETE FROM fe_bases WHERE name = ?", (name,))
             cursor.execute("DELETE FROM key_versions WHERE name = ?", (name,))
             cursor.execute("DELETE FROM keys WHERE name = ?", (name,))
 
@@ -326,6 +403,60 @@ class SqlKeyStore(KeyStore):
         )
         versions = tuple(KeyVersionInfo(v, created) for v, created in cursor.fetchall())
         return _key_info(row, versions)
+
+
+class _SqlLedger(FunctionLedger):
+    """The function ledger of one key version inside a store transaction."""
+
+    def __init__(
+        self,
+        cursor: Cursor,
+        name: str,
+        version: int,
+        basis: list[list[int]],
+        params: dict[str, Any],
+    ) -> None:
+        self._cursor = cursor
+        self._name = name
+        self._version = version
+        self.basis = basis
+        self.params = params
+        self._records: list[tuple[Any, str, float, int]] = []
+
+    def released_since(self, principal: str, since: float) -> int:
+        self._cursor.execute(
+            "SELECT COUNT(*) FROM fe_functions WHERE name = ? AND principal = ? AND time > ?",
+            (self._name, principal, since),
+        )
+        row = self._cursor.fetchone()
+        return (int(row[0]) if row else 0) + sum(
+            1 for _, who, when, _ in self._records if who == principal and when > since
+        )
+
+    def record(self, function: Any, principal: str, time: float, rank: int) -> None:
+        self._records.append((function, principal, time, rank))
+
+    def write(self) -> None:
+        """Store what was decided: the records, then the basis they leave."""
+        if not self._records:
+            return
+        self._cursor.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM fe_functions WHERE name = ? AND version = ?",
+            (self._name, self._version),
+        )
+        row = self._cursor.fetchone()
+        seq = int(row[0]) if row else 0
+        for function, principal, when, rank in self._records:
+            seq += 1
+            self._cursor.execute(
+                "INSERT INTO fe_functions (name, version, seq, function, principal, time, rank)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (self._name, self._version, seq, json.dumps(function), principal, when, rank),
+            )
+        self._cursor.execute(
+            "UPDATE fe_bases SET basis = ? WHERE name = ? AND version = ?",
+            (json.dumps(self.basis), self._name, self._version),
+        )
 
 
 def _key_info(row: tuple[Any, ...], versions: tuple[KeyVersionInfo, ...] = ()) -> KeyInfo:

@@ -1,0 +1,134 @@
+"""FE function policies over HTTP: the unit-vector attack, allowlists, quotas, entry bounds,
+QFE matrices, batch keygen and the ledger."""
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.app.ops.test_fe_policy import rank_over_q
+
+
+def create(client: TestClient, name: str, key_type: str, n: int, policy: dict | None) -> dict:
+    body = {"name": name, "type": key_type, "dimension": n}
+    if policy is not None:
+        body["fe_policy"] = policy
+    response = client.post("/v1/keys", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def unit(n: int, i: int) -> list[int]:
+    return [int(j == i) for j in range(n)]
+
+
+def ledger_rank(client: TestClient, name: str) -> tuple[dict, int]:
+    ledger = client.get(f"/v1/fe/{name}/functions").json()
+    vectors = [
+        [entry for row in f["function"] for entry in row]
+        if isinstance(f["function"][0], list)
+        else f["function"]
+        for f in ledger["functions"]
+    ]
+    return ledger, rank_over_q(vectors)
+
+
+@pytest.mark.parametrize("key_type", ["ipfe-opt", "ipfe-lin", "ipfe-bjk"])
+def test_the_unit_vector_attack_stops_at_the_budget(client: TestClient, key_type: str) -> None:
+    n = 5
+    key = create(client, "fe", key_type, n, {"max_rank": n - 2})
+    assert key["fe_policy"]["max_rank"] == n - 2
+    assert client.get("/v1/keys/fe").json()["fe_policy"] == key["fe_policy"]
+    answers = [client.post("/v1/fe/fe/keygen", json={"y": unit(n, i)}) for i in range(n)]
+    assert [a.status_code for a in answers] == [200] * (n - 2) + [403, 403]
+    for refused in answers[n - 2 :]:
+        problem = refused.json()
+        assert problem["type"] == "urn:cipherd:problem:leakage-budget-exceeded"
+        assert f"max_rank is {n - 2}" in problem["detail"]
+        assert "functional_key" not in problem
+    # In the span of what was released: nothing new, served.
+    for y in ([1, 1, 0, 0, 0], [0, -7, 3, 0, 0], [0, 0, 0, 0, 0]):
+        assert client.post("/v1/fe/fe/keygen", json={"y": y}).status_code == 200
+    assert client.post("/v1/fe/fe/keygen", json={"y": [1, 0, 0, 1, 0]}).status_code == 403
+    ledger, rank = ledger_rank(client, "fe")
+    assert ledger["rank"] == rank == n - 2 and ledger["max_rank"] == n - 2
+    assert len(ledger["functions"]) == n - 2 + 3  # each release once, no refusal
+    assert [f["rank"] for f in ledger["functions"]] == [1, 2, 3, 3, 3, 3]
+    assert {f["principal"] for f in ledger["functions"]} == {"admin"}
+
+
+def test_batch_keygen_decides_item_by_item_in_order(client: TestClient) -> None:
+    create(client, "fe", "ipfe-opt", 4, {"max_rank": 2})
+    items = [
+        {"y": y} for y in ([1, 0, 0, 0], [2, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [1, 1, 0, 0])
+    ]
+    results = client.post("/v1/fe/fe/keygen/batch", json={"items": items}).json()["results"]
+    assert ["functional_key" in r for r in results] == [True, True, True, False, True]
+    assert results[3]["error"]["type"] == "urn:cipherd:problem:leakage-budget-exceeded"
+    ledger, rank = ledger_rank(client, "fe")
+    assert rank == ledger["rank"] == 2 and len(ledger["functions"]) == 4
+
+
+def test_quadratic_matrices_count_as_vectors_of_n_squared(client: TestClient) -> None:
+    create(client, "q", "qfe-sgp", 2, {"max_rank": 2})
+    identity, swap, other = [[1, 0], [0, 1]], [[0, 1], [1, 0]], [[1, 0], [0, 0]]
+    assert client.post("/v1/fe/q/keygen", json={"f": identity}).status_code == 200
+    assert client.post("/v1/fe/q/keygen", json={"f": swap}).status_code == 200
+    assert client.post("/v1/fe/q/keygen", json={"f": [[2, 3], [3, 2]]}).status_code == 200
+    assert client.post("/v1/fe/q/keygen", json={"f": other}).status_code == 403
+    assert ledger_rank(client, "q")[1] == 2
+
+
+def test_allowlist_entry_bound_and_quota(client: TestClient) -> None:
+    policy = {
+        "allowed_functions": [[1, 1, 1]],
+        "allow_multiples": True,
+        "max_abs_entry": 5,
+        "keygen_quota": {"count": 2, "period_seconds": 3600},
+    }
+    create(client, "fe", "ipfe-kks", 3, policy)
+    token = client.post("/v1/tokens", json={"keys": ["fe"], "operations": ["keygen", "read"]})
+    analyst = {"Authorization": f"Bearer {token.json()['token']}"}
+    refused = client.post("/v1/fe/fe/keygen", json={"y": [1, 2, 3]}, headers=analyst)
+    assert (refused.status_code, refused.json()["type"]) == (
+        403,
+        "urn:cipherd:problem:function-not-allowed",
+    )
+    too_big = client.post("/v1/fe/fe/keygen", json={"y": [6, 6, 6]}, headers=analyst)
+    assert too_big.status_code == 403 and "max_abs_entry" in too_big.json()["detail"]
+    for y in ([1, 1, 1], [-2, -2, -2]):
+        assert client.post("/v1/fe/fe/keygen", json={"y": y}, headers=analyst).status_code == 200
+    over = client.post("/v1/fe/fe/keygen", json={"y": [1, 1, 1]}, headers=analyst)
+    assert over.status_code == 429 and over.headers["Retry-After"]
+    assert over.json()["type"] == "urn:cipherd:problem:keygen-quota-exceeded"
+    assert client.post("/v1/fe/fe/keygen", json={"y": [3, 3, 3]}).status_code == 200  # admin
+    ledger = client.get("/v1/fe/fe/functions", headers=analyst)
+    assert ledger.status_code == 200 and len(ledger.json()["functions"]) == 3
+
+
+def test_policies_are_checked_at_creation(client: TestClient) -> None:
+    for body, where in (
+        ({"type": "aez", "fe_policy": {"max_rank": 1}}, "fe_policy: only FE key types"),
+        (
+            {"type": "ipfe-opt", "dimension": 3, "fe_policy": {"allowed_functions": [[1, 2]]}},
+            "fe_policy.allowed_functions.0: needs 3 entries",
+        ),
+        (
+            {"type": "qfe-sgp", "dimension": 2, "fe_policy": {"allowed_functions": [[1, 2]]}},
+            "needs an 2×2 matrix",
+        ),
+        ({"type": "ipfe-opt", "dimension": 3, "fe_policy": {"max_rank": -1}}, "max_rank"),
+        ({"type": "ipfe-opt", "dimension": 3, "fe_policy": {"budget": 1}}, "budget"),
+    ):
+        response = client.post("/v1/keys", json={"name": "k", **body})
+        assert response.status_code == 422 and where in response.json()["detail"], response.text
+    assert client.get("/v1/keys").json()["keys"] == []
+
+
+def test_without_a_policy_every_release_is_still_in_the_ledger(client: TestClient) -> None:
+    create(client, "fe", "ipfe-tao", 3, None)
+    for y in ([1, 0, 0], [0, 1, 0], [1, 1, 0]):
+        assert client.post("/v1/fe/fe/keygen", json={"y": y}).status_code == 200
+    ledger, rank = ledger_rank(client, "fe")
+    assert (ledger["rank"], rank, ledger["max_rank"]) == (2, 2, None)
+    client.post("/v1/keys/fe/rotate").raise_for_status()
+    assert client.get("/v1/fe/fe/functions").json()["functions"] == []  # the new version's
+    assert len(client.get("/v1/fe/fe/functions?key_version=1").json()["functions"]) == 3

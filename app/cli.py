@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -109,10 +110,10 @@ def _openapi(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def _store(settings: Settings) -> "KeyStore":
-    from app.server.bootstrap import load_root_key
-    from app.store import KeyWrapper, open_store
+    from app.server.bootstrap import root_key
+    from app.store import open_store
 
-    return open_store(settings.resolved_database_url, KeyWrapper(load_root_key(settings)))
+    return open_store(settings.resolved_database_url, partial(root_key, settings))
 
 
 def _print(value: object) -> None:
@@ -182,6 +183,50 @@ def _tokens(args: argparse.Namespace, settings: Settings) -> None:
         store.close()
 
 
+def _keyring(args: argparse.Namespace, settings: Settings) -> None:
+    from app.ops import root
+
+    store = _store(settings)
+    try:
+        if args.action == "status":
+            _print(_json(root.keyring_status(store)))
+            return
+        rotated = root.rotate_keyring(store)
+        print(json.dumps(_json(rotated)), flush=True)
+        # The service's processes rewrap too; this one reports the progress until none is left.
+        rewrap = root.Rewrap(store, settings.keyring_rewrap_per_second)
+        for status in rewrap.passes():
+            print(json.dumps(_json(status)), flush=True)
+    finally:
+        store.close()
+
+
+def _root(args: argparse.Namespace, settings: Settings) -> None:
+    from app.ops import root
+    from app.server.bootstrap import (
+        read_root_key_file,
+        replace_generated_root_key,
+        uses_generated_root_key,
+    )
+    from app.store import KeyWrapper
+
+    new_key = read_root_key_file(args.new_root_key_file)
+    store = _store(settings)
+    try:
+        terms = root.rotate_root(store, KeyWrapper(new_key))
+    finally:
+        store.close()
+    if uses_generated_root_key(settings):
+        replace_generated_root_key(settings, new_key)
+        where = f"written to {settings.generated_root_key_file}"
+    else:
+        where = (
+            "give it to every process from now on (CIPHERD_ROOT_KEY_FILE's file, say): running "
+            "ones read it again by themselves, one still given the old root key will not start"
+        )
+    _print({"terms_rewrapped": terms, "new_root_key": where})
+
+
 def _int_in(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: an integer from `low` to `high`."""
 
@@ -243,6 +288,22 @@ def parser() -> argparse.ArgumentParser:
     tokens.add_parser("list")
     tokens.add_parser("revoke").add_argument("id")
     commands.choices["tokens"].set_defaults(run=_tokens)
+
+    keyring = commands.add_parser(
+        "keyring", help="the keyring of data-encryption keys under the root key"
+    ).add_subparsers(dest="action", required=True)
+    keyring.add_parser("status")
+    keyring.add_parser("rotate", help="add a term and rewrap every key version onto it")
+    commands.choices["keyring"].set_defaults(run=_keyring)
+
+    root = commands.add_parser("root", help="the root key").add_subparsers(
+        dest="action", required=True
+    )
+    root_rotate = root.add_parser("rotate", help="rewrap the keyring under a new root key")
+    root_rotate.add_argument(
+        "--new-root-key-file", type=Path, required=True, help="the new root key, base64"
+    )
+    commands.choices["root"].set_defaults(run=_root)
     return top
 
 

@@ -7,6 +7,7 @@ none generates key material of its own.
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 
@@ -15,21 +16,23 @@ from app.http.middleware import ObserveMiddleware
 from app.http.operation import install_routes
 from app.http.problems import install_handlers
 from app.ops import Services
-from app.routers import aez, ecies, fe, health, keys, tokens
-from app.server.bootstrap import load_admin_token, load_root_key
+from app.routers import aez, ecies, fe, health, keys, sys, tokens
+from app.server.bootstrap import load_admin_token, root_key
 from app.server.logs import configure_logging
 from app.settings import Settings, get_settings
-from app.store import KeyWrapper, open_store
+from app.store import open_store
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(settings.log_format, settings.log_level)
-    store = open_store(settings.resolved_database_url, KeyWrapper(load_root_key(settings)))
+    store = open_store(settings.resolved_database_url, partial(root_key, settings))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services.rewrap.start()
         yield
+        services.rewrap.stop()
         store.close()
 
     app = FastAPI(
@@ -41,7 +44,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
         lifespan=lifespan,
     )
-    app.state.services = Services.build(settings, store, load_admin_token(settings))
+    services = Services.build(settings, store, load_admin_token(settings))
+    app.state.services = services
     install_handlers(app)
     app.add_middleware(
         ObserveMiddleware,
@@ -50,6 +54,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_routes(
         app,
-        [family.router for family in (ecies, aez, fe, keys, tokens, health)],
+        [family.router for family in (ecies, aez, fe, keys, tokens, sys, health)],
     )
     return app

@@ -60,6 +60,9 @@ class Settings(BaseSettings):
         allow_inf_nan=False,
         description="a worker whose event loop stalls this long is killed and replaced",
     )
+    keyring_rewrap_per_second: int = Field(
+        200, ge=1, le=100_000, description="key versions each process rewraps a second at most"
+    )
     log_format: str = Field("json", description="json or text")
     log_level: str = Field("INFO")
 

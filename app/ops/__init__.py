@@ -14,6 +14,7 @@ from app.ops.ecies import Ecies
 from app.ops.fe import Fe
 from app.ops.fe_cache import FeCaches
 from app.ops.keyring import Keyring
+from app.ops.root import Rewrap
 from app.settings import Settings
 from app.store import KeyStore
 
@@ -27,6 +28,7 @@ class Services:
     ecies: Ecies
     aez: Aez
     fe: Fe
+    rewrap: Rewrap
 
     @classmethod
     def build(cls, settings: Settings, store: KeyStore, admin_token: str) -> "Services":
@@ -40,4 +42,5 @@ class Services:
             ecies=Ecies(keyring),
             aez=Aez(keyring),
             fe=Fe(keyring, caches, settings.fe_max_range, settings.fe_max_request_work),
+            rewrap=Rewrap(store, settings.keyring_rewrap_per_second),
         )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.settings import Settings
+from app.store import KeyWrapper, RootKey
 
 ROOT_KEY_BYTES = 32
 # What a client can send after "Bearer ": printable ASCII without spaces.
@@ -63,21 +64,52 @@ def _decode_root_key(text: str, origin: str) -> bytes:
     return key
 
 
+def read_root_key_file(path: Path) -> bytes:
+    """A root key from a file holding its base64, as `CIPHERD_ROOT_KEY_FILE` names one."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise BootstrapError(f"cannot read {path}: {exc.strerror}") from exc
+    return _decode_root_key(text, str(path))
+
+
+def uses_generated_root_key(settings: Settings) -> bool:
+    """Whether the root key is the embedded default's, generated into the data directory."""
+    return not settings.root_key and not settings.root_key_file
+
+
+def replace_generated_root_key(settings: Settings, key: bytes) -> None:
+    """Put `key` in place of the generated root key file, atomically (after a root rotation)."""
+    path = settings.generated_root_key_file
+    staged = path.with_name(path.name + ".new")
+    try:
+        fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(base64.b64encode(key).decode() + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(staged, path)
+    except OSError as exc:
+        raise BootstrapError(f"cannot replace {path}: {exc.strerror}") from exc
+
+
 def load_root_key(settings: Settings) -> bytes:
-    """The 32-byte key that wraps every stored secret."""
+    """The 32-byte key that wraps the keyring."""
     if settings.root_key:
         return _decode_root_key(settings.root_key, "CIPHERD_ROOT_KEY")
     if settings.root_key_file:
-        try:
-            text = settings.root_key_file.read_text()
-        except OSError as exc:
-            raise BootstrapError(f"cannot read {settings.root_key_file}: {exc.strerror}") from exc
-        return _decode_root_key(text, str(settings.root_key_file))
+        return read_root_key_file(settings.root_key_file)
     path = settings.generated_root_key_file
     text = _read_or_create(
         path, lambda: base64.b64encode(secrets.token_bytes(ROOT_KEY_BYTES)).decode()
     )
     return _decode_root_key(text, str(path))
+
+
+def root_key(settings: Settings) -> RootKey:
+    """The root key the settings name, as the store uses it: read anew on every call, so that a
+    process takes up a rotated root key from the same source."""
+    return KeyWrapper(load_root_key(settings))
 
 
 def load_admin_token(settings: Settings) -> str:

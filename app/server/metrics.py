@@ -62,6 +62,21 @@ CACHE_BUILD_SECONDS = Histogram(
     buckets=LATENCY_BUCKETS,
 )
 
+KEYRING_TERM = Gauge(
+    "cipherd_keyring_term",
+    "the keyring's newest term, which new key versions are wrapped under",
+    multiprocess_mode="livemax",
+)
+KEYRING_VERSIONS = Gauge(
+    "cipherd_keyring_versions",
+    "key versions in the store, by whether they are wrapped under the newest term",
+    ["term"],
+    multiprocess_mode="livemostrecent",
+)
+KEYRING_REWRAPPED = Counter(
+    "cipherd_keyring_rewrapped_versions",
+    "key versions this service moved to the newest keyring term",
+)
 
 # Label children by label values, so that a request does not look them up under the metric's
 # lock each time. Bounded: the route and method of an unmatched request come from the client.

@@ -19,19 +19,21 @@ from app.store.base import (
     TokenRecord,
     VersionNotFoundError,
 )
+from app.store.hierarchy import KeyringStatus, RootKey, RootKeyLoader
 from app.store.wrapping import KeyWrapper, UnwrapError
 
 
-def open_store(url: str, wrapper: KeyWrapper) -> KeyStore:
-    """The backend a `CIPHERD_DATABASE_URL` names."""
+def open_store(url: str, load_root: RootKeyLoader) -> KeyStore:
+    """The backend a `CIPHERD_DATABASE_URL` names; `load_root` reads the root key (again when
+    the store says it was rotated)."""
     if url.startswith("sqlite:///"):
         from app.store.sqlite import SqliteKeyStore
 
-        return SqliteKeyStore(Path(url.removeprefix("sqlite:///")), wrapper)
+        return SqliteKeyStore(Path(url.removeprefix("sqlite:///")), load_root)
     if url.startswith(("postgresql://", "postgres://")):
         from app.store.postgres import PostgresKeyStore
 
-        return PostgresKeyStore(url, wrapper)
+        return PostgresKeyStore(url, load_root)
     raise KeyStoreError("CIPHERD_DATABASE_URL must start with sqlite:/// or postgresql://")
 
 
@@ -47,6 +49,9 @@ __all__ = [
     "KeyStoreError",
     "KeyVersionInfo",
     "KeyWrapper",
+    "KeyringStatus",
+    "RootKey",
+    "RootKeyLoader",
     "RootKeyMismatchError",
     "StoreUnavailableError",
     "TokenRecord",

@@ -2,13 +2,16 @@
 
 Routers talk to a `KeyStore`, never to SQL. Secret material crosses this interface only in the
 clear on the way in (`create`, `rotate`) and out (`material`); the backend stores it wrapped under
-the root key by a `KeyWrapper`.
+a term of the keyring, which the root key wraps (`app.store.hierarchy`).
 """
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from app.store.hierarchy import KeyringStatus, RootKey
 
 DecisionT = TypeVar("DecisionT")
 
@@ -31,8 +34,10 @@ class RootKeyMismatchError(KeyStoreError):
 
     def __init__(self) -> None:
         super().__init__(
-            "the root key does not open this key store: its secrets were wrapped under another "
-            "root key (check CIPHERD_ROOT_KEY, CIPHERD_ROOT_KEY_FILE or the data directory)"
+            "the root key does not open this key store: its keyring is wrapped under another "
+            "root key (check CIPHERD_ROOT_KEY, CIPHERD_ROOT_KEY_FILE, the "
+            "CIPHERD_ROOT_KEY_PKCS11_* settings or the data directory; after "
+            "`cipherd root rotate`, give the new root key)"
         )
 
 
@@ -207,6 +212,28 @@ class KeyStore(ABC):
     @abstractmethod
     def functions(self, name: str, version: int | None) -> Sequence[FunctionRecord]:
         """The functions released under a key (one version, or all), in order."""
+
+    @abstractmethod
+    def keyring_status(self) -> "KeyringStatus":
+        """The keyring's newest term and how many versions are still under older ones."""
+
+    @abstractmethod
+    def rotate_keyring(self) -> "KeyringStatus":
+        """Add a term, which every write from now on uses (in every replica)."""
+
+    @abstractmethod
+    def rotate_root(self, new_root: "RootKey") -> int:
+        """Rewrap the keyring (only it) under `new_root`; the number of terms rewrapped."""
+
+    @abstractmethod
+    def rewrap_keyring(self, limit: int) -> "tuple[int, KeyringStatus]":
+        """Move up to `limit` versions from older terms to the newest, in one transaction;
+        how many moved, and the status after."""
+
+    @abstractmethod
+    def refresh_root(self) -> None:
+        """Take up a root key rotated by another process (asking the root key source again);
+        `RootKeyMismatchError` if the source still gives a key that does not open the store."""
 
     @abstractmethod
     def add_token(self, token: TokenRecord) -> None:

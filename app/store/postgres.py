@@ -22,9 +22,9 @@ from psycopg.errors import IdleInTransactionSessionTimeout
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from app.store.base import LOCK_WAIT_SECONDS, KeyStoreError, StoreUnavailableError
+from app.store.hierarchy import RootKeyLoader
 from app.store.patterns import GlobParts, postgres_regex
 from app.store.sql import Cursor, SqlKeyStore
-from app.store.wrapping import KeyWrapper
 
 SCHEMA_LOCK_ID = 0x63697068  # advisory lock taken while creating tables
 # How long a start waits for PostgreSQL: long enough for one started beside it (compose).
@@ -71,16 +71,17 @@ class _QmarkCursor:
 class PostgresKeyStore(SqlKeyStore):
     BLOB_TYPE = "BYTEA"
     ROW_LOCK = " FOR UPDATE"
+    SKIP_LOCKED = " FOR UPDATE OF v SKIP LOCKED"
     INTEGRITY_ERROR = psycopg.IntegrityError
 
     def __init__(
         self,
         url: str,
-        wrapper: KeyWrapper,
+        load_root: RootKeyLoader,
         pool_size: int = 8,
         connect_seconds: float = CONNECT_SECONDS,
     ) -> None:
-        super().__init__(wrapper)
+        super().__init__(load_root)
         _first_connection(url, connect_seconds)
         self._pool = ConnectionPool(
             url,
@@ -98,6 +99,14 @@ class PostgresKeyStore(SqlKeyStore):
 
     def _lock_schema(self, cursor: Cursor) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK_ID,))
+
+    def _has_column(self, cursor: Cursor, table: str, column: str) -> bool:
+        cursor.execute(
+            "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()"
+            " AND table_name = ? AND column_name = ?",
+            (table, column),
+        )
+        return cursor.fetchone() is not None
 
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[Cursor]:

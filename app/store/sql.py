@@ -5,10 +5,13 @@ placeholder style and one column type; the queries and the wrapping live here on
 
 A store remembers its root key by a check value wrapped under it, and opens under no other: a
 process started with the wrong root key would otherwise serve 500s on every stored key and,
-worse, add versions no other process can read.
+worse, add versions no other process can read. Key versions are wrapped under the keyring's terms
+(`app.store.hierarchy`); a store whose versions are wrapped directly under the root key (made
+before the keyring existed) is moved onto the first term when it is first opened.
 """
 
 import json
+import logging
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
@@ -30,8 +33,18 @@ from app.store.base import (
     TokenRecord,
     VersionNotFoundError,
 )
+from app.store.hierarchy import (
+    ROOT_KEY_CHECK,
+    ROOT_KEY_CHECK_IDENTITY,
+    KeyringStatus,
+    RootKey,
+    RootKeyLoader,
+    Terms,
+    opens,
+)
 from app.store.patterns import GlobParts, usable
-from app.store.wrapping import KeyWrapper, UnwrapError
+
+log = logging.getLogger("cipherd.keystore")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS keys (
@@ -49,11 +62,17 @@ CREATE TABLE IF NOT EXISTS key_versions (
     created_at DOUBLE PRECISION NOT NULL,
     wrapped {blob} NOT NULL,
     public {blob},
+    term INTEGER,
     PRIMARY KEY (name, version)
 );
 CREATE TABLE IF NOT EXISTS root_key_check (
     id INTEGER PRIMARY KEY,
     wrapped {blob} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS keyring (
+    term INTEGER PRIMARY KEY,
+    wrapped {blob} NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL
 );
 CREATE TABLE IF NOT EXISTS tokens (
     id TEXT PRIMARY KEY,
@@ -86,9 +105,6 @@ CREATE TABLE IF NOT EXISTS fe_functions (
 
 KEY_COLUMNS = "name, type, params, exportable, created_at, updated_at, latest_version"
 TOKEN_COLUMNS = "id, token_hash, description, key_patterns, operations, created_at, expires_at"
-# The check value, and its wrapping identity: no key has an empty name or version 0.
-ROOT_KEY_CHECK = b"cipherd root key check"
-ROOT_KEY_CHECK_IDENTITY = ("", 0, "root-key-check")
 
 
 class Cursor(Protocol):
@@ -103,11 +119,14 @@ class SqlKeyStore(KeyStore):
     BLOB_TYPE = "BLOB"
     # Appended to the SELECT that reads a key row inside a write transaction, to hold it.
     ROW_LOCK = ""
+    # Appended to the SELECT of versions to rewrap: replicas rewrapping at once take
+    # different rows instead of queueing on the same ones.
+    SKIP_LOCKED = ""
     # What the driver raises when an INSERT hits a unique constraint.
     INTEGRITY_ERROR: type[Exception]
 
-    def __init__(self, wrapper: KeyWrapper) -> None:
-        self._wrapper = wrapper
+    def __init__(self, load_root: RootKeyLoader) -> None:
+        self._terms = Terms(load_root)
 
     @abstractmethod
     def _name_matches(self, globs: Sequence[GlobParts]) -> tuple[str, list[str]]:
@@ -120,6 +139,10 @@ class SqlKeyStore(KeyStore):
     def _lock_schema(self, cursor: Cursor) -> None:
         """Serialise schema creation between processes starting at once."""
 
+    @abstractmethod
+    def _has_column(self, cursor: Cursor, table: str, column: str) -> bool:
+        """Whether `table` has `column` (stores made by older code lack some)."""
+
     def _create_schema(self) -> None:
         """The tables, and the check that the root key is this store's (RootKeyMismatchError)."""
         with self._transaction(write=True) as cursor:
@@ -127,15 +150,18 @@ class SqlKeyStore(KeyStore):
             for statement in SCHEMA.format(blob=self.BLOB_TYPE).split(";"):
                 if statement.strip():
                     cursor.execute(statement)
+            if not self._has_column(cursor, "key_versions", "term"):
+                cursor.execute("ALTER TABLE key_versions ADD COLUMN term INTEGER")
             self._check_root_key(cursor)
+            cursor.execute("SELECT 1 FROM keyring LIMIT 1")
+            if cursor.fetchone() is None:
+                self._terms.add_term(cursor)
+            self._migrate_to_keyring(cursor)
 
     def _check_root_key(self, cursor: Cursor) -> None:
-        identity = ROOT_KEY_CHECK_IDENTITY
-        cursor.execute("SELECT wrapped FROM root_key_check WHERE id = 1")
-        row = cursor.fetchone()
-        if row is not None:
-            if not self._opens(bytes(row[0]), *identity):
-                raise RootKeyMismatchError()
+        cursor.execute("SELECT 1 FROM root_key_check WHERE id = 1")
+        if cursor.fetchone() is not None:
+            self._terms.check_root(cursor)
             return
         # A store made before the check value: any one of its secrets tells.
         cursor.execute(
@@ -143,19 +169,32 @@ class SqlKeyStore(KeyStore):
             " JOIN keys k ON k.name = v.name LIMIT 1"
         )
         secret = cursor.fetchone()
-        if secret is not None and not self._opens(bytes(secret[0]), *secret[1:]):
+        root = self._terms.root
+        if secret is not None and not opens(root, bytes(secret[0]), *secret[1:]):
             raise RootKeyMismatchError()
         cursor.execute(
             "INSERT INTO root_key_check (id, wrapped) VALUES (1, ?)",
-            (self._wrapper.wrap(ROOT_KEY_CHECK, *identity),),
+            (root.wrap(ROOT_KEY_CHECK, *ROOT_KEY_CHECK_IDENTITY),),
         )
 
-    def _opens(self, wrapped: bytes, name: str, version: int, key_type: str) -> bool:
-        try:
-            self._wrapper.unwrap(wrapped, name, version, key_type)
-        except UnwrapError:
-            return False
-        return True
+    def _migrate_to_keyring(self, cursor: Cursor) -> None:
+        """Versions wrapped directly under the root key (term NULL) rewrapped under the newest
+        term, in the transaction that opens the store: all of them or none."""
+        cursor.execute(
+            "SELECT v.name, v.version, v.wrapped, k.type FROM key_versions v"
+            " JOIN keys k ON k.name = v.name WHERE v.term IS NULL"
+        )
+        legacy = cursor.fetchall()
+        if not legacy:
+            return
+        term, wrapper = self._terms.current(cursor)
+        for name, version, wrapped, key_type in legacy:
+            secret = self._terms.root.unwrap(bytes(wrapped), name, version, key_type)
+            cursor.execute(
+                "UPDATE key_versions SET wrapped = ?, term = ? WHERE name = ? AND version = ?",
+                (wrapper.wrap(secret, name, version, key_type), term, name, version),
+            )
+        log.info("%d key versions moved under keyring term %d", len(legacy), term)
 
     def _lock_key_row(self, cursor: Cursor, name: str) -> tuple[Any, ...] | None:
         cursor.execute(f"SELECT {KEY_COLUMNS} FROM keys WHERE name = ?{self.ROW_LOCK}", (name,))
@@ -171,9 +210,8 @@ class SqlKeyStore(KeyStore):
         public: bytes | None,
     ) -> KeyInfo:
         now = time.time()
-        wrapped = self._wrapper.wrap(secret, name, 1, type)
         try:
-            return self._insert_key(name, type, params, exportable, wrapped, public, now)
+            return self._insert_key(name, type, params, exportable, secret, public, now)
         except self.INTEGRITY_ERROR:
             # Another replica created the same name between our check and our insert.
             raise KeyExistsError(name) from None
@@ -184,7 +222,7 @@ class SqlKeyStore(KeyStore):
         type: str,
         params: dict[str, Any],
         exportable: bool,
-        wrapped: bytes,
+        secret: bytes,
         public: bytes | None,
         now: float,
     ) -> KeyInfo:
@@ -192,14 +230,15 @@ class SqlKeyStore(KeyStore):
             cursor.execute("SELECT 1 FROM keys WHERE name = ?", (name,))
             if cursor.fetchone() is not None:
                 raise KeyExistsError(name)
+            term, wrapper = self._terms.current(cursor)
             cursor.execute(
                 f"INSERT INTO keys ({KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 1)",
                 (name, type, json.dumps(params), int(exportable), now, now),
             )
             cursor.execute(
-                "INSERT INTO key_versions (name, version, created_at, wrapped, public)"
-                " VALUES (?, 1, ?, ?, ?)",
-                (name, now, wrapped, public),
+                "INSERT INTO key_versions (name, version, created_at, wrapped, public, term)"
+                " VALUES (?, 1, ?, ?, ?, ?)",
+                (name, now, wrapper.wrap(secret, name, 1, type), public, term),
             )
             return self._info(cursor, name)
 
@@ -212,11 +251,11 @@ class SqlKeyStore(KeyStore):
             if row[4] != created_at:
                 raise KeyChangedError(name)
             key_type, version = row[1], row[6] + 1
-            wrapped = self._wrapper.wrap(secret, name, version, key_type)
+            term, wrapper = self._terms.current(cursor)
             cursor.execute(
-                "INSERT INTO key_versions (name, version, created_at, wrapped, public)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (name, version, now, wrapped, public),
+                "INSERT INTO key_versions (name, version, created_at, wrapped, public, term)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (name, version, now, wrapper.wrap(secret, name, version, key_type), public, term),
             )
             cursor.execute(
                 "UPDATE keys SET latest_version = ?, updated_at = ? WHERE name = ?",
@@ -271,19 +310,20 @@ class SqlKeyStore(KeyStore):
                 # Not stored, and past what an INTEGER column can even be asked for.
                 raise VersionNotFoundError(name, wanted)
             cursor.execute(
-                "SELECT wrapped, public FROM key_versions WHERE name = ? AND version = ?",
+                "SELECT wrapped, public, term FROM key_versions WHERE name = ? AND version = ?",
                 (name, wanted),
             )
             row = cursor.fetchone()
-        if row is None:
-            raise VersionNotFoundError(name, wanted)
-        wrapped, public = row
+            if row is None:
+                raise VersionNotFoundError(name, wanted)
+            wrapped, public, term = row
+            wrapper = self._terms.wrapper(cursor, term)
         return KeyMaterial(
             name=name,
             type=key_type,
             version=wanted,
             params=json.loads(params),
-            secret=self._wrapper.unwrap(bytes(wrapped), name, wanted, key_type),
+            secret=wrapper.unwrap(bytes(wrapped), name, wanted, key_type),
             public=None if public is None else bytes(public),
             exportable=bool(exportable),
         )
@@ -350,6 +390,63 @@ class SqlKeyStore(KeyStore):
             cursor.execute("DELETE FROM fe_bases WHERE name = ?", (name,))
             cursor.execute("DELETE FROM key_versions WHERE name = ?", (name,))
             cursor.execute("DELETE FROM keys WHERE name = ?", (name,))
+
+    def keyring_status(self) -> KeyringStatus:
+        with self._transaction(write=False) as cursor:
+            return self._keyring_status(cursor)
+
+    def _keyring_status(self, cursor: Cursor) -> KeyringStatus:
+        cursor.execute("SELECT MAX(term) FROM keyring")
+        row = cursor.fetchone()
+        term = int(row[0]) if row is not None and row[0] is not None else 0
+        cursor.execute(
+            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN term < ? THEN 1 ELSE 0 END), 0)"
+            " FROM key_versions",
+            (term,),
+        )
+        counts = cursor.fetchone()
+        assert counts is not None
+        return KeyringStatus(term, int(counts[0]), int(counts[1]))
+
+    def rotate_keyring(self) -> KeyringStatus:
+        with self._transaction(write=True) as cursor:
+            self._lock_keyring(cursor)
+            self._terms.add_term(cursor)
+            return self._keyring_status(cursor)
+
+    def rotate_root(self, new_root: RootKey) -> int:
+        with self._transaction(write=True) as cursor:
+            self._lock_keyring(cursor)
+            return self._terms.rewrap_root(cursor, new_root)
+
+    def rewrap_keyring(self, limit: int) -> tuple[int, KeyringStatus]:
+        with self._transaction(write=True) as cursor:
+            term, wrapper = self._terms.current(cursor)
+            cursor.execute(
+                "SELECT v.name, v.version, v.term, v.wrapped, k.type FROM key_versions v"
+                " JOIN keys k ON k.name = v.name WHERE v.term < ?"
+                f" ORDER BY v.name, v.version LIMIT ?{self.SKIP_LOCKED}",
+                (term, limit),
+            )
+            rows = cursor.fetchall()
+            for name, version, old_term, wrapped, key_type in rows:
+                secret = self._terms.wrapper(cursor, old_term).unwrap(
+                    bytes(wrapped), name, version, key_type
+                )
+                cursor.execute(
+                    "UPDATE key_versions SET wrapped = ?, term = ?"
+                    " WHERE name = ? AND version = ? AND term = ?",
+                    (wrapper.wrap(secret, name, version, key_type), term, name, version, old_term),
+                )
+            return len(rows), self._keyring_status(cursor)
+
+    def refresh_root(self) -> None:
+        with self._transaction(write=False) as cursor:
+            self._terms.check_root(cursor)
+
+    def _lock_keyring(self, cursor: Cursor) -> None:
+        """Serialise changes of the keyring (and of the root key) between replicas."""
+        cursor.execute(f"SELECT wrapped FROM root_key_check WHERE id = 1{self.ROW_LOCK}")
 
     def add_token(self, token: TokenRecord) -> None:
         with self._transaction(write=True) as cursor:

@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from app.store.base import LOCK_WAIT_SECONDS, KeyStoreError, StoreUnavailableError
+from app.store.hierarchy import RootKeyLoader
 from app.store.patterns import GlobParts, sqlite_glob
 from app.store.sql import Cursor, SqlKeyStore
-from app.store.wrapping import KeyWrapper
 
 _BUSY, _LOCKED = 5, 6  # SQLite's primary result codes for a lock held elsewhere
 
@@ -27,8 +27,8 @@ _BUSY, _LOCKED = 5, 6  # SQLite's primary result codes for a lock held elsewhere
 class SqliteKeyStore(SqlKeyStore):
     INTEGRITY_ERROR = sqlite3.IntegrityError
 
-    def __init__(self, path: Path, wrapper: KeyWrapper) -> None:
-        super().__init__(wrapper)
+    def __init__(self, path: Path, load_root: RootKeyLoader) -> None:
+        super().__init__(load_root)
         self._path = path
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -41,6 +41,10 @@ class SqliteKeyStore(SqlKeyStore):
 
     def _name_matches(self, globs: Sequence[GlobParts]) -> tuple[str, list[str]]:
         return "(" + " OR ".join(["name GLOB ?"] * len(globs)) + ")", list(map(sqlite_glob, globs))
+
+    def _has_column(self, cursor: Cursor, table: str, column: str) -> bool:
+        cursor.execute(f"PRAGMA table_info({table})")
+        return any(row[1] == column for row in cursor.fetchall())
 
     def _connection(self) -> sqlite3.Connection:
         connection = getattr(self._local, "connection", None)

@@ -109,7 +109,7 @@ def _eventually(check: object, seconds: float = 60) -> None:
 
 
 def test_connections_the_server_dropped_are_replaced(postgres_url: str) -> None:
-    store = PostgresKeyStore(postgres_url, KeyWrapper(ROOT_KEY))
+    store = PostgresKeyStore(postgres_url, lambda: KeyWrapper(ROOT_KEY))
     try:
         store.create("orders", "aez", {}, False, b"s" * 48, None)
         database = urlsplit(postgres_url).path.lstrip("/")
@@ -127,7 +127,7 @@ def test_connections_the_server_dropped_are_replaced(postgres_url: str) -> None:
 
 
 def test_an_outage_is_store_unavailable_and_passes(postgres_url: str, forwarder: Forwarder) -> None:
-    store = PostgresKeyStore(_through(postgres_url, forwarder), KeyWrapper(ROOT_KEY))
+    store = PostgresKeyStore(_through(postgres_url, forwarder), lambda: KeyWrapper(ROOT_KEY))
     try:
         created = store.create("orders", "aez", {}, False, b"s" * 48, None)
         forwarder.cut()
@@ -176,7 +176,7 @@ def test_a_lock_held_too_long_is_store_unavailable(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(postgres, "LOCK_WAIT_SECONDS", 0.5)
-    store = PostgresKeyStore(postgres_url, KeyWrapper(ROOT_KEY))
+    store = PostgresKeyStore(postgres_url, lambda: KeyWrapper(ROOT_KEY))
     locked, released = threading.Event(), threading.Event()
 
     def hold_the_row() -> None:
@@ -205,7 +205,7 @@ def test_a_session_frozen_in_a_transaction_is_ended_and_frees_its_locks(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(postgres, "IDLE_IN_TRANSACTION_SECONDS", 1.0)
-    frozen, other = (PostgresKeyStore(postgres_url, KeyWrapper(ROOT_KEY)) for _ in range(2))
+    frozen, other = (PostgresKeyStore(postgres_url, lambda: KeyWrapper(ROOT_KEY)) for _ in range(2))
     rotated, locked = threading.Event(), threading.Event()
     outcome: list[BaseException] = []
 

@@ -44,7 +44,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def store(store_url: str) -> Iterator[KeyStore]:
-    opened = open_store(store_url, KeyWrapper(ROOT_KEY))
+    opened = open_store(store_url, lambda: KeyWrapper(ROOT_KEY))
     yield opened
     opened.close()
 
@@ -205,7 +205,7 @@ def test_secrets_are_stored_wrapped(store: KeyStore, store_url: str) -> None:
 
 def test_wrapped_blob_is_bound_to_its_row(store_url: str) -> None:
     """A blob copied to another key's row does not unwrap: the AAD binds name and version."""
-    store = open_store(store_url, KeyWrapper(ROOT_KEY))
+    store = open_store(store_url, lambda: KeyWrapper(ROOT_KEY))
     try:
         store.create("a", "aez", {}, False, b"a" * 48, None)
         store.create("b", "aez", {}, False, b"b" * 48, None)
@@ -220,12 +220,12 @@ def test_wrapped_blob_is_bound_to_its_row(store_url: str) -> None:
 
 
 def test_a_store_opens_only_under_its_root_key(store_url: str) -> None:
-    first = open_store(store_url, KeyWrapper(ROOT_KEY))
+    first = open_store(store_url, lambda: KeyWrapper(ROOT_KEY))
     first.create("k", "aez", {}, False, b"k" * 48, None)
     first.close()
     with pytest.raises(RootKeyMismatchError, match="root key does not open this key store"):
-        open_store(store_url, KeyWrapper(bytes(32)))
-    again = open_store(store_url, KeyWrapper(ROOT_KEY))
+        open_store(store_url, lambda: KeyWrapper(bytes(32)))
+    again = open_store(store_url, lambda: KeyWrapper(ROOT_KEY))
     try:
         assert again.material("k").secret == b"k" * 48
     finally:
@@ -233,27 +233,34 @@ def test_a_store_opens_only_under_its_root_key(store_url: str) -> None:
 
 
 def test_an_empty_store_belongs_to_its_first_root_key(store_url: str) -> None:
-    open_store(store_url, KeyWrapper(ROOT_KEY)).close()
+    open_store(store_url, lambda: KeyWrapper(ROOT_KEY)).close()
     with pytest.raises(RootKeyMismatchError):
-        open_store(store_url, KeyWrapper(bytes(32)))
+        open_store(store_url, lambda: KeyWrapper(bytes(32)))
 
 
 @pytest.mark.parametrize("right_key", [True, False])
 def test_a_store_from_before_the_check_is_judged_by_its_secrets(
     store_url: str, right_key: bool
 ) -> None:
-    store = open_store(store_url, KeyWrapper(ROOT_KEY))
+    store = open_store(store_url, lambda: KeyWrapper(ROOT_KEY))
     store.create("k", "aez", {}, False, b"k" * 48, None)
     with store._transaction(write=True) as cursor:  # as such a store was made
         cursor.execute("DELETE FROM root_key_check")
+        cursor.execute("DELETE FROM keyring")
+        cursor.execute(
+            "UPDATE key_versions SET term = NULL, wrapped = ?",
+            (KeyWrapper(ROOT_KEY).wrap(b"k" * 48, "k", 1, "aez"),),
+        )
     store.close()
     if not right_key:
         with pytest.raises(RootKeyMismatchError):
-            open_store(store_url, KeyWrapper(bytes(32)))
+            open_store(store_url, lambda: KeyWrapper(bytes(32)))
         return
-    open_store(store_url, KeyWrapper(ROOT_KEY)).close()  # and now it has its check value
+    reopened = open_store(store_url, lambda: KeyWrapper(ROOT_KEY))  # now with its check value
+    assert reopened.material("k").secret == b"k" * 48
+    reopened.close()
     with pytest.raises(RootKeyMismatchError):
-        open_store(store_url, KeyWrapper(bytes(32)))
+        open_store(store_url, lambda: KeyWrapper(bytes(32)))
 
 
 def test_tokens(store: KeyStore) -> None:
@@ -294,7 +301,7 @@ def test_root_key_from_environment_must_be_32_bytes(tmp_path: Path) -> None:
 
 def test_an_unknown_database_url_is_refused(tmp_path: Path) -> None:
     with pytest.raises(KeyStoreError, match="must start with sqlite:/// or postgresql://"):
-        open_store(f"mysql://{tmp_path}", KeyWrapper(ROOT_KEY))
+        open_store(f"mysql://{tmp_path}", lambda: KeyWrapper(ROOT_KEY))
 
 
 @pytest.mark.postgres
@@ -314,7 +321,7 @@ def test_a_database_that_refuses_for_good_is_one_error_at_once(
     url = f"{POSTGRES_URL.rsplit('/', 1)[0]}{where}"
     url += ("&" if "?" in url else "?") + f"password={password}"
     with pytest.raises(KeyStoreError) as refused:
-        PostgresKeyStore(url, KeyWrapper(ROOT_KEY), connect_seconds=30)
+        PostgresKeyStore(url, lambda: KeyWrapper(ROOT_KEY), connect_seconds=30)
     assert str(refused.value).startswith("PostgreSQL refuses the connection: ")
     assert reason in str(refused.value)
     assert password not in str(refused.value)
@@ -332,7 +339,9 @@ def test_a_database_that_refuses_for_good_is_one_error_at_once(
 def test_a_malformed_url_is_refused_at_once_without_its_password(url: str) -> None:
     password = "pw-" + os.urandom(8).hex()
     with pytest.raises(KeyStoreError) as refused:
-        PostgresKeyStore(url.format(password=password), KeyWrapper(ROOT_KEY), connect_seconds=30)
+        PostgresKeyStore(
+            url.format(password=password), lambda: KeyWrapper(ROOT_KEY), connect_seconds=30
+        )
     assert str(refused.value).startswith("PostgreSQL refuses the connection: ")
     assert password not in str(refused.value)
 
@@ -340,12 +349,12 @@ def test_a_malformed_url_is_refused_at_once_without_its_password(url: str) -> No
 def test_a_database_not_answering_yet_is_waited_for() -> None:
     url = "postgresql://postgres@127.0.0.1:1/postgres"  # nothing listens there
     with pytest.raises(KeyStoreError, match=r"no connection to PostgreSQL within 1 s: .*refused"):
-        PostgresKeyStore(url, KeyWrapper(ROOT_KEY), connect_seconds=1)
+        PostgresKeyStore(url, lambda: KeyWrapper(ROOT_KEY), connect_seconds=1)
 
 
 def test_a_deleted_secret_leaves_no_trace_in_the_sqlite_files(tmp_path: Path) -> None:
     path = tmp_path / "store.sqlite3"
-    store = open_store(f"sqlite:///{path}", KeyWrapper(ROOT_KEY))
+    store = open_store(f"sqlite:///{path}", lambda: KeyWrapper(ROOT_KEY))
     try:
         store.create("gone", "aez", {}, True, b"g" * 48, None)
         store.create("kept", "aez", {}, True, b"k" * 48, None)
@@ -369,7 +378,7 @@ def test_a_delete_does_not_wait_for_a_reader_of_an_older_snapshot(tmp_path: Path
     import sqlite3
 
     path = tmp_path / "store.sqlite3"
-    store = open_store(f"sqlite:///{path}", KeyWrapper(ROOT_KEY))
+    store = open_store(f"sqlite:///{path}", lambda: KeyWrapper(ROOT_KEY))
     reader = sqlite3.connect(path, isolation_level=None)
     try:
         store.create("k", "aez", {}, False, b"a" * 48, None)
@@ -394,7 +403,7 @@ def test_a_write_lock_held_elsewhere_is_store_unavailable_not_an_error(
 
     monkeypatch.setattr(sqlite, "LOCK_WAIT_SECONDS", 0.5)
     path = tmp_path / "store.sqlite3"
-    store = open_store(f"sqlite:///{path}", KeyWrapper(ROOT_KEY))
+    store = open_store(f"sqlite:///{path}", lambda: KeyWrapper(ROOT_KEY))
     holder = sqlite3.connect(path, isolation_level=None)
     try:
         created = store.create("k", "aez", {}, False, b"a" * 48, None)

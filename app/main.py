@@ -12,6 +12,7 @@ from functools import partial
 from fastapi import FastAPI
 
 from app import __version__
+from app.http.docs import install_docs
 from app.http.middleware import ObserveMiddleware
 from app.http.operation import install_routes
 from app.http.problems import install_handlers
@@ -43,7 +44,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # a check to every request.
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
+    install_docs(app)
     services = Services.build(settings, store, load_admin_token(settings))
     app.state.services = services
     install_handlers(app)

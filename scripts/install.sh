@@ -2,7 +2,8 @@
 # Installs cipherd into a virtual environment. One script for developers, CI and the Docker image.
 #
 #   scripts/install.sh            runtime install (what the Docker image runs)
-#   scripts/install.sh --dev      editable install with the test dependencies and the npm peers
+#   scripts/install.sh --dev      editable install with the test dependencies, the npm peers and
+#                                 (as root, with apt) Debian's chromium for the /docs test
 #
 # CIPHERD_VENV chooses the environment (default: .venv in the repository), PYTHON the interpreter.
 # Versions come from constraints.txt, the set the tests last passed with (`make lock` renews it);
@@ -38,6 +39,9 @@ if [ "$mode" = "--dev" ]; then
     "${pip[@]}" install ${locked[@]+"${locked[@]}"} -e "$root[test]"
     if [ -f "$root/tests/interop/package.json" ]; then
         (cd "$root/tests/interop" && npm ci --silent --no-audit --no-fund)
+    fi
+    if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium
     fi
 else
     "${pip[@]}" install ${locked[@]+"${locked[@]}"} "$root"

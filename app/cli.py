@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from app.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from app.ops.audit import AuditTrail
     from app.server.tls import TlsFiles
     from app.store import KeyStore
 
@@ -138,11 +139,22 @@ def _checked(model: type[ModelT], values: dict[str, Any]) -> ModelT:
         raise _invalid(exc, lambda loc: ".".join(map(str, loc))) from None
 
 
+def _trail(store: "KeyStore", settings: Settings) -> "AuditTrail":
+    from app.ops.audit import AuditTrail
+
+    return AuditTrail(store, settings.audit_file, sync=settings.audit_sync == "full")
+
+
+# Who the audit trail says made a change from the command line.
+CLI_PRINCIPAL = "cli"
+
+
 def _keys(args: argparse.Namespace, settings: Settings) -> None:
     from app.ops import keys
     from app.ops.auth import ADMIN
 
     store = _store(settings)
+    trail = _trail(store, settings)
     try:
         if args.action == "list":
             page, _ = keys.readable_page(store, ADMIN, None, None)
@@ -150,12 +162,23 @@ def _keys(args: argparse.Namespace, settings: Settings) -> None:
         elif args.action == "create":
             fields = ("name", "type", "dimension", "curve", "exportable")
             body = _checked(keys.KeyCreate, {field: getattr(args, field) for field in fields})
-            _print(_json(keys.create(store, body, settings)))
+            created = keys.create(store, body, settings)
+            trail.record("keys_create_key", principal=CLI_PRINCIPAL, key=body.name, status=201)
+            _print(_json(created))
         elif args.action == "rotate":
-            _print(_json(keys.rotate(store, None, args.name)))
+            rotated = keys.rotate(store, None, args.name)
+            trail.record(
+                "keys_rotate_key",
+                principal=CLI_PRINCIPAL,
+                key=args.name,
+                key_version=rotated.latest_version,
+            )
+            _print(_json(rotated))
         elif args.action == "delete":
             keys.delete(store, None, args.name)
+            trail.record("keys_delete_key", principal=CLI_PRINCIPAL, key=args.name, status=204)
     finally:
+        trail.close()
         store.close()
 
 
@@ -163,6 +186,7 @@ def _tokens(args: argparse.Namespace, settings: Settings) -> None:
     from app.ops import tokens
 
     store = _store(settings)
+    trail = _trail(store, settings)
     try:
         if args.action == "create":
             body = _checked(
@@ -174,11 +198,70 @@ def _tokens(args: argparse.Namespace, settings: Settings) -> None:
                     "ttl_seconds": args.ttl,
                 },
             )
-            _print(_json(tokens.issue(store, body)))
+            created = tokens.issue(store, body)
+            trail.record(
+                "tokens_create_token",
+                principal=CLI_PRINCIPAL,
+                status=201,
+                details={"token": created.id, "keys": created.keys},
+            )
+            _print(_json(created))
         elif args.action == "list":
             _print([_json(record) for record in tokens.listing(store)])
         elif args.action == "revoke":
             tokens.revoke(store, None, args.id)
+            trail.record(
+                "tokens_delete_token",
+                principal=CLI_PRINCIPAL,
+                status=204,
+                details={"token": args.id},
+            )
+    finally:
+        trail.close()
+        store.close()
+
+
+def _audit(args: argparse.Namespace, settings: Settings) -> None:
+    from datetime import datetime
+
+    from app.ops import audit
+    from app.store import AuditQuery
+
+    store = _store(settings)
+    try:
+        if args.action == "verify":
+            count, faults = audit.verify(store)
+            if faults:
+                raise SystemExit("\n".join(f"audit trail does not verify: {f}" for f in faults))
+            chains = len(store.audit_heads())
+            _print({"verified": True, "records": count, "chains": chains})
+            return
+        statuses = {"success": (None, 399), "failure": (400, None)}
+        outcome = args.outcome
+        status_from, status_to = (
+            statuses[outcome]
+            if outcome in statuses
+            else (int(outcome), int(outcome))
+            if outcome
+            else (None, None)
+        )
+
+        def moment(text: str | None) -> float | None:
+            return None if text is None else datetime.fromisoformat(text).timestamp()
+
+        query = AuditQuery(
+            key=args.key,
+            principal=args.principal,
+            operation=args.operation,
+            status_from=status_from,
+            status_to=status_to,
+            since=moment(args.since),
+            until=moment(args.until),
+            after=None if args.after is None else audit.page_start(store, args.after),
+            limit=args.limit,
+        )
+        records, next_after = audit.listing(store, query)
+        _print({"records": records, "next": next_after})
     finally:
         store.close()
 
@@ -225,6 +308,24 @@ def _root(args: argparse.Namespace, settings: Settings) -> None:
             "ones read it again by themselves, one still given the old root key will not start"
         )
     _print({"terms_rewrapped": terms, "new_root_key": where})
+
+
+def _outcome(text: str) -> str:
+    """An argparse type: success, failure or a three-digit status."""
+    if text in ("success", "failure") or (text.isdecimal() and len(text) == 3):
+        return text
+    raise argparse.ArgumentTypeError("success, failure or a three-digit status")
+
+
+def _moment(text: str) -> str:
+    """An argparse type: an ISO 8601 time."""
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    return text
 
 
 def _int_in(low: int, high: int) -> Callable[[str], int]:
@@ -304,6 +405,20 @@ def parser() -> argparse.ArgumentParser:
         "--new-root-key-file", type=Path, required=True, help="the new root key, base64"
     )
     commands.choices["root"].set_defaults(run=_root)
+
+    audit = commands.add_parser("audit", help="read and check the audit trail").add_subparsers(
+        dest="action", required=True
+    )
+    audit.add_parser("verify", help="check every chain; exit 1 naming the first bad record")
+    audit_list = audit.add_parser("list", help="records, oldest first, as GET /v1/audit")
+    for option in ("key", "principal", "operation"):
+        audit_list.add_argument(f"--{option}")
+    audit_list.add_argument("--outcome", type=_outcome, help="success, failure or a status")
+    audit_list.add_argument("--since", type=_moment, help="ISO 8601 time")
+    audit_list.add_argument("--until", type=_moment, help="ISO 8601 time")
+    audit_list.add_argument("--limit", type=_int_in(1, 100_000), default=100)
+    audit_list.add_argument("--after", help="a page's `next`")
+    commands.choices["audit"].set_defaults(run=_audit)
     return top
 
 

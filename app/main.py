@@ -17,7 +17,7 @@ from app.http.middleware import ObserveMiddleware
 from app.http.operation import install_routes
 from app.http.problems import install_handlers
 from app.ops import Services
-from app.routers import aez, ecies, fe, health, keys, sys, tokens
+from app.routers import aez, audit, ecies, fe, health, keys, sys, tokens
 from app.server.bootstrap import load_admin_token, root_key
 from app.server.logs import configure_logging
 from app.settings import Settings, get_settings
@@ -28,12 +28,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(settings.log_format, settings.log_level)
     store = open_store(settings.resolved_database_url, partial(root_key, settings))
+    services = Services.build(settings, store, load_admin_token(settings))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services.rewrap.start()
         yield
         services.rewrap.stop()
+        services.audit.close()
         store.close()
 
     app = FastAPI(
@@ -48,16 +50,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     install_docs(app)
-    services = Services.build(settings, store, load_admin_token(settings))
     app.state.services = services
     install_handlers(app)
     app.add_middleware(
         ObserveMiddleware,
         max_body_bytes=settings.max_body_bytes,
         max_json_body_bytes=settings.max_json_body_bytes,
+        audit=services.audit,
     )
     install_routes(
         app,
-        [family.router for family in (ecies, aez, fe, keys, tokens, sys, health)],
+        [family.router for family in (ecies, aez, fe, keys, tokens, sys, audit, health)],
     )
     return app

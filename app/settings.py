@@ -6,6 +6,7 @@ their own `Settings` and hand it to `create_app`.
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -62,6 +63,15 @@ class Settings(BaseSettings):
     )
     keyring_rewrap_per_second: int = Field(
         200, ge=1, le=100_000, description="key versions each process rewraps a second at most"
+    )
+    audit_file: Path | None = Field(
+        None, description="a JSON-lines file every audit record is also appended to"
+    )
+    audit_sync: Literal["full", "normal"] = Field(
+        "full",
+        description="full: each group of audit records is on disk before its requests are "
+        "answered; normal: committed, flushed to disk later (survives a crash of the service, "
+        "not of the machine)",
     )
     log_format: str = Field("json", description="json or text")
     log_level: str = Field("INFO")

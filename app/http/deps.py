@@ -12,6 +12,7 @@ from starlette.types import Scope
 
 from app.http.body import header
 from app.ops import Services
+from app.ops.audit import AuditNote
 from app.ops.auth import Authenticator, Operation, Principal
 from app.ops.errors import forbidden
 from app.ops.keys import KEY_NAME_PATTERN
@@ -45,19 +46,28 @@ Token = Annotated[str | None, Security(bearer)]
 KeyName = Annotated[str, Path(pattern=KEY_NAME_PATTERN, description="the key's name")]
 
 
-async def principal_of(auth: Authenticator, token: str | None) -> Principal:
-    """The caller; a store query (a scoped token not cached) goes off the event loop."""
+def audit_note(scope: Scope) -> AuditNote:
+    """What this request's audit record will say, as learned so far (`app.http.middleware`
+    puts it in the request's state)."""
+    note: AuditNote = scope["state"]["audit"]
+    return note
+
+
+async def principal_of(scope: Scope, auth: Authenticator, token: str | None) -> Principal:
+    """The caller, noted for the audit record; a store query (a scoped token not cached) goes
+    off the event loop."""
     principal = auth.cached_principal(token)
     if principal is None:
         principal = await in_thread(auth.principal, token)
+    audit_note(scope).principal = principal.id
     return principal
 
 
 async def check_key_access(
-    auth: Authenticator, operation: Operation, name: str, token: str | None
+    scope: Scope, auth: Authenticator, operation: Operation, name: str, token: str | None
 ) -> Principal:
     """The caller, if allowed to do `operation` on key `name` (401, 403)."""
-    principal = await principal_of(auth, token)
+    principal = await principal_of(scope, auth, token)
     if not principal.allows(operation, name):
         raise forbidden(f"the token's scope has no {operation.value!r} for key {name!r}")
     return principal
@@ -69,9 +79,17 @@ def services(request: Request) -> Services:
 
 
 async def admin(request: Request, token: Token) -> Principal:
-    principal = await principal_of(services(request).auth, token)
+    principal = await principal_of(request.scope, services(request).auth, token)
     if not principal.admin:
         raise forbidden("this operation needs the admin token")
+    return principal
+
+
+async def admin_change(request: Request, token: Token) -> Principal:
+    """The admin, about to change keys or tokens: the change is made only if the audit trail
+    is writable right now (503 `audit-unavailable` if not), and its record follows it."""
+    principal = await admin(request, token)
+    await services(request).audit.ensure_writable()
     return principal
 
 
@@ -82,7 +100,9 @@ class KeyAccess:
         self.operation = operation
 
     async def __call__(self, request: Request, name: KeyName, token: Token) -> Principal:
-        return await check_key_access(services(request).auth, self.operation, name, token)
+        return await check_key_access(
+            request.scope, services(request).auth, self.operation, name, token
+        )
 
 
 class ServiceAccess:
@@ -92,7 +112,7 @@ class ServiceAccess:
         self.operation = operation
 
     async def __call__(self, request: Request, token: Token) -> Principal:
-        principal = await principal_of(services(request).auth, token)
+        principal = await principal_of(request.scope, services(request).auth, token)
         if not principal.allows(self.operation, None):
             raise forbidden(f"the token's scope has no {self.operation.value!r}")
         return principal
@@ -115,4 +135,5 @@ async def _services(request: Request) -> Services:
 
 
 Admin = Annotated[Principal, Depends(admin)]
+AdminChange = Annotated[Principal, Depends(admin_change)]
 ServicesDep = Annotated[Services, Depends(_services)]

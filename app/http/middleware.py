@@ -6,6 +6,7 @@ request on the hot path.
 """
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -16,7 +17,9 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.http.body import header
+from app.http.operation import operation_id
 from app.http.problems import BodyTooLarge, problem_response
+from app.ops.audit import AuditNote, AuditRecord, AuditTrail
 from app.ops.errors import Problem
 from app.server.logs import access_writer, request_id_var
 from app.server.metrics import request_metrics
@@ -26,6 +29,9 @@ log = logging.getLogger("cipherd.errors")
 # The status metrics and the access log give a request whose client left before it was answered
 # (as nginx logs it).
 CLIENT_CLOSED = 499
+
+# A key name longer than any valid one (a refused request's) is cut to this in its record.
+MAX_RECORDED_NAME = 128
 
 _CLIENT_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")
 
@@ -50,10 +56,17 @@ class BodyLimit:
 
 
 class ObserveMiddleware:
-    def __init__(self, app: ASGIApp, max_body_bytes: int, max_json_body_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_body_bytes: int,
+        max_json_body_bytes: int,
+        audit: AuditTrail | None = None,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.max_json_body_bytes = max_json_body_bytes
+        self.audit = audit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -65,8 +78,11 @@ class ObserveMiddleware:
             if client_id and _CLIENT_REQUEST_ID.fullmatch(client_id)
             else os.urandom(16).hex()
         )
-        scope.setdefault("state", {})["request_id"] = request_id
+        note = AuditNote()
+        state = scope.setdefault("state", {})
+        state["request_id"], state["audit"] = request_id, note
         context_token = request_id_var.set(request_id)
+        started_at = time.time()
         started = time.perf_counter()
         status = 500
         # Raw bytes go straight to the crypto; any other body is parsed first, and parsing a
@@ -89,14 +105,52 @@ class ObserveMiddleware:
                     raise BodyTooLarge(limit, body_limit.raw)
             return message
 
-        answered = False
+        answered = refused = False
         # HEAD is GET without the body (RFC 9110, 9.3.2): routed as GET, answered without it.
         head = scope["method"] == "HEAD"
         routed = {**scope, "method": "GET"} if head else scope
+        audit = self.audit
+
+        def record(answer_status: int) -> AuditRecord | None:
+            """This request's audit record, if its route is one that records."""
+            operation = _audited_operation(routed)
+            if operation is None:
+                return None
+            client = scope.get("client")
+            name = note.key or routed.get("path_params", {}).get("name")
+            token_id = routed.get("path_params", {}).get("token_id")
+            if token_id is not None:
+                note.details.setdefault("token", _recordable(token_id))
+            return AuditRecord(
+                time=started_at,
+                request_id=request_id,
+                client=client[0] if client else None,
+                principal=note.principal,
+                operation=operation,
+                key=None if name is None else _recordable(name),
+                key_version=note.key_version,
+                status=answer_status,
+                problem=note.problem,
+                details=note.details,
+            )
 
         async def tagging_send(message: Message) -> None:
-            nonlocal status, answered
+            nonlocal status, answered, refused
+            if refused:  # the answer the audit trail did not let through
+                return
             if message["type"] == "http.response.start":
+                entry = record(message["status"]) if audit is not None else None
+                if entry is not None:
+                    assert audit is not None
+                    try:
+                        await audit.write(entry)
+                    except Problem as problem:
+                        # A 503 already says that nothing was done and when to retry.
+                        if entry.status != 503:
+                            refused = True
+                            await _refuse(problem, request_id, send)
+                            status, answered = problem.status, True
+                            return
                 status, answered = message["status"], True
                 message["headers"] = [
                     *message.get("headers", []),
@@ -124,6 +178,7 @@ class ObserveMiddleware:
                 "the service stopped before this request finished; a write may or may not "
                 "have been applied",
             )
+            note.problem = problem.slug
             response = problem_response(problem, headers={"Connection": "close"})
             await response(routed, receive, tagging_send)
         except Exception as exc:
@@ -133,8 +188,14 @@ class ObserveMiddleware:
             if answered:  # all that is left is to drop the connection
                 raise
             problem = Problem(500, "internal", "Internal error", f"request {request_id} failed")
+            note.problem = problem.slug
             await problem_response(problem)(routed, receive, tagging_send)
         finally:
+            if not answered and audit is not None:
+                entry = record(status)
+                if entry is not None:  # a client that left: its request still gets its record
+                    with contextlib.suppress(Problem):
+                        await audit.write(entry)
             elapsed = time.perf_counter() - started
             path = _route_label(routed)
             method = scope["method"]
@@ -144,6 +205,50 @@ class ObserveMiddleware:
             seconds.observe(elapsed)
             access_writer.write(method, path, status, round(elapsed * 1000, 3), request_id)
             request_id_var.reset(context_token)
+
+
+def _recordable(text: str) -> str:
+    """A name from the path as its record can hold it, whatever a refused request sent: cut to
+    MAX_RECORDED_NAME, with control characters escaped (PostgreSQL text holds no NUL)."""
+    text = text[:MAX_RECORDED_NAME]
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+async def _refuse(problem: Problem, request_id: str, send: Send) -> None:
+    """Answer `problem` in place of a response whose audit record could not be written."""
+
+    async def tagged(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+        await send(message)
+
+    await problem_response(problem)({"type": "http"}, _no_body, tagged)
+
+
+async def _no_body() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+# Routes under /v1 name a key or a token or need a token, and so get an audit record; /healthz,
+# /readyz, /metrics and the documentation do not. Each route's operation name is its
+# operation id (`aez_encrypt`, `keys_delete_key`).
+_AUDITED_PREFIX = "/v1/"
+_operations: dict[int, str | None] = {}
+
+
+def _audited_operation(scope: Scope) -> str | None:
+    route: Any = scope.get("route")
+    if route is None:
+        return None
+    key = id(route)
+    try:
+        return _operations[key]
+    except KeyError:
+        operation = operation_id(route) if str(route.path).startswith(_AUDITED_PREFIX) else None
+        _operations[key] = operation
+        return operation
 
 
 # The methods metrics name; any other (PROPFIND, MKCOL, ...) counts as "other", so that a client

@@ -39,11 +39,12 @@ from app.http.body import (
     read_query,
     read_raw,
 )
-from app.http.deps import KeyName, bearer_token, check_key_access, key_access
+from app.http.deps import KeyName, audit_note, bearer_token, check_key_access, key_access
 from app.http.openapi import install_openapi
 from app.http.problems import ERROR_RESPONSES
 from app.http.schemas import RequestBody
 from app.ops import Services
+from app.ops.audit import AuditNote
 from app.ops.auth import Operation, Principal
 from app.ops.keys import KEY_NAME_PATTERN
 from app.ops.work import in_thread
@@ -64,6 +65,7 @@ class KeyCall:
     name: str
     principal: Principal
     services: Services
+    audit: AuditNote
 
 
 class RawQuery(RequestBody):
@@ -125,8 +127,10 @@ async def _key_call(request: Request, access: Operation) -> KeyCall:
     name = request.path_params["name"]
     _check_key_name(name)
     services: Services = request.app.state.services
-    principal = await check_key_access(services.auth, access, name, bearer_token(request.scope))
-    return KeyCall(name, principal, services)
+    principal = await check_key_access(
+        request.scope, services.auth, access, name, bearer_token(request.scope)
+    )
+    return KeyCall(name, principal, services, audit_note(request.scope))
 
 
 def _single(
@@ -146,9 +150,12 @@ def _single(
             # into bytes would double the memory of a large request.
             data = cast(bytes, await read_raw(request))
             answer: Any = await handler(call, query.request(data))  # type: ignore[arg-type]  # the raw query builds this operation's body type
+            audit_note(request.scope).key_version = answer.key_version
             return raw_response(*answer.raw())
         parsed = await read_json(request, body, raw_query)
-        return json_response(await handler(call, parsed))
+        answer = await handler(call, parsed)
+        audit_note(request.scope).key_version = getattr(answer, "key_version", None)
+        return json_response(answer)
 
     return handle
 
@@ -159,6 +166,8 @@ def _batch(access: Operation, form: BatchForm[Any, Any]) -> Handler:
         parsed: _Items = await read_json(request, form.body)
         check_batch_size(len(parsed.items), call.services.settings.max_batch_items)
         answer = await in_thread(form.run, call, parsed)
+        results = getattr(answer, "results", ())
+        audit_note(request.scope).versions([getattr(r, "key_version", None) for r in results])
         return json_response(answer, exclude_none=not form.keep_nulls)
 
     return handle

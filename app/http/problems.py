@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.http.body import OCTET_STREAM
+from app.http.deps import audit_note
 from app.ops.errors import (
     KNOWN_ERRORS,
     RETRY_AFTER_SECONDS,
@@ -69,8 +70,14 @@ class BodyTooLarge(StarletteHTTPException):
 
 
 def problem_response(
-    problem: Problem, extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    problem: Problem,
+    extra: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+    request: Request | None = None,
 ) -> JSONResponse:
+    """The answer to `problem`; its type is noted for the audit record of `request`."""
+    if request is not None:
+        audit_note(request.scope).problem = problem.slug
     body = problem.body() | (extra or {})
     headers = {
         **(headers or {}),
@@ -124,6 +131,7 @@ def install_handlers(app: FastAPI) -> None:
         return problem_response(
             invalid_input(f"{where}: {message}" if where else message),
             {"errors": errors},
+            request=request,
         )
 
     @app.exception_handler(StarletteHTTPException)
@@ -138,16 +146,17 @@ def install_handlers(app: FastAPI) -> None:
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
             headers["Allow"] = _allowed_methods(request)
-        return problem_response(problem, headers=headers)
+        return problem_response(problem, headers=headers, request=request)
 
     @app.exception_handler(BodyTooLarge)
     async def _too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
-        return problem_response(Problem(413, "body-too-large", "Body too large", exc.detail))
+        problem = Problem(413, "body-too-large", "Body too large", exc.detail)
+        return problem_response(problem, request=request)
 
     async def _known(request: Request, exc: Exception) -> JSONResponse:
         problem = problem_for(exc)
         assert problem is not None
-        return problem_response(problem)
+        return problem_response(problem, request=request)
 
     for known in KNOWN_ERRORS:
         app.add_exception_handler(known, _known)

@@ -9,6 +9,7 @@ verbs of `app.ops.keys` and `app.ops.tokens` on a store directly.
 from dataclasses import dataclass
 
 from app.ops.aez import Aez
+from app.ops.audit import AuditTrail
 from app.ops.auth import Authenticator
 from app.ops.ecies import Ecies
 from app.ops.fe import Fe
@@ -29,6 +30,7 @@ class Services:
     aez: Aez
     fe: Fe
     rewrap: Rewrap
+    audit: AuditTrail
 
     @classmethod
     def build(cls, settings: Settings, store: KeyStore, admin_token: str) -> "Services":
@@ -43,4 +45,5 @@ class Services:
             aez=Aez(keyring),
             fe=Fe(keyring, caches, settings.fe_max_range, settings.fe_max_request_work),
             rewrap=Rewrap(store, settings.keyring_rewrap_per_second),
+            audit=AuditTrail(store, settings.audit_file, sync=settings.audit_sync == "full"),
         )

@@ -7,6 +7,8 @@ secret: it checks every point it receives, then reuses cached discrete-log table
 keys. Limits on dimension and range are checked before any work.
 """
 
+import hashlib
+import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -136,6 +138,16 @@ class Fe:
         return self.caches.decoded(
             "master", scheme, material.name, material.version, material.secret, scheme.master_key
         )
+
+    @staticmethod
+    def released(y: Sequence[int] | None, f: Sequence[Sequence[int]] | None) -> dict[str, Any]:
+        """What the audit trail records of a function whose key is asked for: the SHA-256 of
+        its canonical JSON and its dimension (the vector's length, the matrix's rows)."""
+        function: Any = f if f is not None else y
+        if function is None:
+            return {}
+        digest = hashlib.sha256(json.dumps(function, separators=(",", ":")).encode()).hexdigest()
+        return {"function_sha256": digest, "dimension": len(function)}
 
     def keygen(self, principal: str, request: KeygenRequest) -> Sealed:
         """A functional key for y (inner product) or F (quadratic), if the key's policy

@@ -7,7 +7,15 @@ from fastapi import APIRouter, Query, Request, status
 from pydantic import BaseModel, Field
 
 from app.http.body import json_body, read_json
-from app.http.deps import Admin, KeyName, ServicesDep, key_access, service_access
+from app.http.deps import (
+    Admin,
+    AdminChange,
+    KeyName,
+    ServicesDep,
+    audit_note,
+    key_access,
+    service_access,
+)
 from app.http.operation import operation_id
 from app.http.schemas import Base64Bytes
 from app.ops import keys
@@ -53,8 +61,9 @@ class KeyExport(BaseModel):
     responses={409: {"description": "a key of that name exists already"}},
     openapi_extra=json_body(KeyCreate),
 )
-async def create_key(request: Request, services: ServicesDep, _: Admin) -> KeyOut:
+async def create_key(request: Request, services: ServicesDep, _: AdminChange) -> KeyOut:
     body = await read_json(request, KeyCreate)  # after the token check
+    audit_note(request.scope).key = body.name
     return await in_thread(keys.create, services.store, body, services.settings)
 
 
@@ -93,8 +102,10 @@ def get_key(name: KeyName, services: ServicesDep) -> KeyOut:
     summary="Add a new version; older versions still decrypt (admin)",
     responses={409: {"description": "the key was deleted or replaced during the rotation"}},
 )
-def rotate_key(name: KeyName, services: ServicesDep, _: Admin) -> KeyOut:
-    return keys.rotate(services.store, services.keyring, name)
+def rotate_key(request: Request, name: KeyName, services: ServicesDep, _: AdminChange) -> KeyOut:
+    key = keys.rotate(services.store, services.keyring, name)
+    audit_note(request.scope).key_version = key.latest_version
+    return key
 
 
 @router.delete(
@@ -102,7 +113,7 @@ def rotate_key(name: KeyName, services: ServicesDep, _: Admin) -> KeyOut:
     status_code=status.HTTP_204_NO_CONTENT,
     summary="Delete a key and every version of it, for good (admin)",
 )
-def delete_key(name: KeyName, services: ServicesDep, _: Admin) -> None:
+def delete_key(name: KeyName, services: ServicesDep, _: AdminChange) -> None:
     keys.delete(services.store, services.keyring, name)
 
 

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Path, Request, status
 from pydantic import BaseModel
 
 from app.http.body import json_body, read_json
-from app.http.deps import Admin, ServicesDep
+from app.http.deps import Admin, AdminChange, ServicesDep, audit_note
 from app.http.operation import operation_id
 from app.ops import tokens
 from app.ops.tokens import TokenCreate, TokenCreated, TokenOut
@@ -26,9 +26,13 @@ class TokenList(BaseModel):
     summary="Issue a scoped token (admin)",
     openapi_extra=json_body(TokenCreate),
 )
-async def create_token(request: Request, services: ServicesDep, _: Admin) -> TokenCreated:
+async def create_token(request: Request, services: ServicesDep, _: AdminChange) -> TokenCreated:
     body = await read_json(request, TokenCreate)  # after the token check
-    return await in_thread(tokens.issue, services.store, body)
+    created = await in_thread(tokens.issue, services.store, body)
+    audit_note(request.scope).details.update(
+        token=created.id, keys=created.keys, operations=[op.value for op in created.operations]
+    )
+    return created
 
 
 @router.get("", response_model=TokenList, summary="List scoped tokens (admin)")
@@ -40,6 +44,8 @@ def list_tokens(services: ServicesDep, _: Admin) -> TokenList:
     "/{token_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Revoke a scoped token (admin)"
 )
 def delete_token(
-    token_id: Annotated[str, Path(pattern=r"^[0-9a-f]{16}$")], services: ServicesDep, _: Admin
+    token_id: Annotated[str, Path(pattern=r"^[0-9a-f]{16}$")],
+    services: ServicesDep,
+    _: AdminChange,
 ) -> None:
     tokens.revoke(services.store, services.auth, token_id)

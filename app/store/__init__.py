@@ -4,6 +4,9 @@ wrapping of stored secrets under the root key."""
 from pathlib import Path
 
 from app.store.base import (
+    AuditHead,
+    AuditQuery,
+    AuditRow,
     FunctionLedger,
     FunctionRecord,
     KeyChangedError,
@@ -38,6 +41,9 @@ def open_store(url: str, load_root: RootKeyLoader) -> KeyStore:
 
 
 __all__ = [
+    "AuditHead",
+    "AuditQuery",
+    "AuditRow",
     "FunctionLedger",
     "FunctionRecord",
     "KeyChangedError",

@@ -150,6 +150,69 @@ class FunctionLedger(ABC):
         """Record one released function (JSON-serialisable)."""
 
 
+@dataclass(frozen=True)
+class AuditRow:
+    """One audit record as stored: text fields exactly as the MAC covers them (`key_version` and
+    `details` as canonical JSON), in chain `chain` at position `seq` (from 1)."""
+
+    chain: str
+    seq: int
+    time: float
+    request_id: str
+    client: str | None
+    principal: str | None
+    operation: str
+    key: str | None
+    key_version: str | None
+    status: int
+    problem: str | None
+    details: str
+    mac: bytes
+
+    def values(self) -> tuple[Any, ...]:
+        """The columns in table order (`dataclasses.astuple` deep-copies each: 25 µs a row)."""
+        return (
+            self.chain,
+            self.seq,
+            self.time,
+            self.request_id,
+            self.client,
+            self.principal,
+            self.operation,
+            self.key,
+            self.key_version,
+            self.status,
+            self.problem,
+            self.details,
+            self.mac,
+        )
+
+
+@dataclass(frozen=True)
+class AuditHead:
+    """The last position of a chain and a tag over it: a chain cut short no longer matches."""
+
+    chain: str
+    seq: int
+    tag: bytes
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """Which records to list: every condition given must hold; `after` is the (time, chain,
+    seq) of the last record of the previous page."""
+
+    key: str | None = None
+    principal: str | None = None
+    operation: str | None = None
+    status_from: int | None = None
+    status_to: int | None = None
+    since: float | None = None
+    until: float | None = None
+    after: tuple[float, str, int] | None = None
+    limit: int = 100
+
+
 class KeyStore(ABC):
     """Named, versioned keys and scoped tokens, durable once a call returns."""
 
@@ -250,6 +313,32 @@ class KeyStore(ABC):
     @abstractmethod
     def delete_token(self, token_id: str) -> bool:
         """Revoke a token; False if there was none with that id."""
+
+    @abstractmethod
+    def append_audit(self, rows: Sequence[AuditRow], head: AuditHead, sync: bool = True) -> None:
+        """Store audit records of one chain and its new head, in one transaction: on disk when
+        this returns, or with `sync` False committed but flushed to disk later (safe from a
+        crash of this process, not of the machine)."""
+
+    @abstractmethod
+    def audit_mac_key(self) -> bytes:
+        """The key of the audit trail's MACs: drawn once per store, kept wrapped in it."""
+
+    @abstractmethod
+    def audit_records(self, query: AuditQuery) -> Sequence[AuditRow]:
+        """Records matching `query`, oldest first (by time, chain, seq)."""
+
+    @abstractmethod
+    def audit_record(self, chain: str, seq: int) -> AuditRow | None:
+        """One record by its place in its chain."""
+
+    @abstractmethod
+    def audit_chain(self, chain: str, after_seq: int, limit: int) -> Sequence[AuditRow]:
+        """Up to `limit` records of `chain` after position `after_seq`, in chain order."""
+
+    @abstractmethod
+    def audit_heads(self) -> Sequence[AuditHead]:
+        """The head of every chain, and a head of seq 0 for a chain with records but no head."""
 
     @abstractmethod
     def ping(self) -> None:

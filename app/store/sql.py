@@ -12,6 +12,7 @@ before the keyring existed) is moved onto the first term when it is first opened
 
 import json
 import logging
+import os
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
@@ -19,6 +20,9 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from app.store.base import (
+    AuditHead,
+    AuditQuery,
+    AuditRow,
     DecisionT,
     FunctionLedger,
     FunctionRecord,
@@ -100,11 +104,46 @@ CREATE TABLE IF NOT EXISTS fe_functions (
     rank INTEGER NOT NULL,
     PRIMARY KEY (name, version, seq),
     FOREIGN KEY (name, version) REFERENCES key_versions(name, version) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS audit (
+    chain TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    time DOUBLE PRECISION NOT NULL,
+    request_id TEXT NOT NULL,
+    client TEXT,
+    principal TEXT,
+    operation TEXT NOT NULL,
+    key_name TEXT,
+    key_version TEXT,
+    status INTEGER NOT NULL,
+    problem TEXT,
+    details TEXT NOT NULL,
+    mac {blob} NOT NULL,
+    PRIMARY KEY (chain, seq)
+);
+CREATE INDEX IF NOT EXISTS audit_time ON audit (time, chain, seq);
+CREATE TABLE IF NOT EXISTS audit_heads (
+    chain TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    tag {blob} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS audit_key (
+    id INTEGER PRIMARY KEY,
+    wrapped {blob} NOT NULL
 )
 """
 
 KEY_COLUMNS = "name, type, params, exportable, created_at, updated_at, latest_version"
 TOKEN_COLUMNS = "id, token_hash, description, key_patterns, operations, created_at, expires_at"
+AUDIT_COLUMNS = (
+    "chain, seq, time, request_id, client, principal, operation, key_name, key_version, status,"
+    " problem, details, mac"
+)
+# The audit MAC key's wrapping identity: no key has an empty name or version 0.
+AUDIT_KEY_IDENTITY = ("", 0, "audit-mac-key")
+# 13 columns: under SQLite's oldest limit of 999 parameters per statement.
+AUDIT_ROWS_PER_INSERT = 76
+_AUDIT_PLACEHOLDERS = "(" + ", ".join(["?"] * 13) + ")"
 
 
 class Cursor(Protocol):
@@ -122,6 +161,9 @@ class SqlKeyStore(KeyStore):
     # Appended to the SELECT of versions to rewrap: replicas rewrapping at once take
     # different rows instead of queueing on the same ones.
     SKIP_LOCKED = ""
+    # Run first in an audit write that need not wait for the disk (`sync=False`), if the
+    # backend does it by a statement.
+    RELAXED_COMMIT = ""
     # What the driver raises when an INSERT hits a unique constraint.
     INTEGRITY_ERROR: type[Exception]
 
@@ -484,6 +526,101 @@ class SqlKeyStore(KeyStore):
             cursor.execute("DELETE FROM tokens WHERE id = ?", (token_id,))
             return True
 
+    def append_audit(self, rows: Sequence[AuditRow], head: AuditHead, sync: bool = True) -> None:
+        with self._transaction(write=True) as cursor:
+            if not sync and self.RELAXED_COMMIT:
+                cursor.execute(self.RELAXED_COMMIT)
+            if not rows:  # a check that the table takes writes: it inserts nothing
+                cursor.execute(
+                    f"INSERT INTO audit ({AUDIT_COLUMNS}) SELECT {AUDIT_COLUMNS} FROM audit"
+                    " WHERE 1 = 0"
+                )
+            # Many rows per statement: each statement is a trip through the driver, and for
+            # the writer thread a wait for the interpreter lock.
+            for start in range(0, len(rows), AUDIT_ROWS_PER_INSERT):
+                chunk = rows[start : start + AUDIT_ROWS_PER_INSERT]
+                cursor.execute(
+                    f"INSERT INTO audit ({AUDIT_COLUMNS}) VALUES "
+                    + ", ".join([_AUDIT_PLACEHOLDERS] * len(chunk)),
+                    [value for row in chunk for value in row.values()],
+                )
+            cursor.execute(
+                "INSERT INTO audit_heads (chain, seq, tag) VALUES (?, ?, ?)"
+                " ON CONFLICT (chain) DO UPDATE SET seq = excluded.seq, tag = excluded.tag",
+                (head.chain, head.seq, head.tag),
+            )
+
+    def audit_mac_key(self) -> bytes:
+        # Under the keyring's first term, which root rotations rewrap and no rewrap removes:
+        # the key, and every chain's MACs, outlive both.
+        with self._transaction(write=True) as cursor:
+            wrapper = self._terms.wrapper(cursor, 1)
+            cursor.execute("SELECT wrapped FROM audit_key WHERE id = 1")
+            row = cursor.fetchone()
+            if row is not None:
+                return wrapper.unwrap(bytes(row[0]), *AUDIT_KEY_IDENTITY)
+            secret = os.urandom(32)
+            cursor.execute(
+                "INSERT INTO audit_key (id, wrapped) VALUES (1, ?)",
+                (wrapper.wrap(secret, *AUDIT_KEY_IDENTITY),),
+            )
+            return secret
+
+    def audit_records(self, query: AuditQuery) -> Sequence[AuditRow]:
+        conditions: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("key_name = ?", query.key),
+            ("principal = ?", query.principal),
+            ("operation = ?", query.operation),
+            ("status >= ?", query.status_from),
+            ("status <= ?", query.status_to),
+            ("time >= ?", query.since),
+            ("time < ?", query.until),
+        ):
+            if value is not None:
+                conditions.append(column)
+                params.append(value)
+        if query.after is not None:
+            conditions.append("(time, chain, seq) > (?, ?, ?)")
+            params.extend(query.after)
+        sql = f"SELECT {AUDIT_COLUMNS} FROM audit"
+        if conditions:
+            sql += " WHERE " + " AND ".join(conditions)
+        sql += " ORDER BY time, chain, seq LIMIT ?"
+        params.append(query.limit)
+        with self._transaction(write=False) as cursor:
+            cursor.execute(sql, params)
+            return [_audit_row(row) for row in cursor.fetchall()]
+
+    def audit_record(self, chain: str, seq: int) -> AuditRow | None:
+        with self._transaction(write=False) as cursor:
+            cursor.execute(
+                f"SELECT {AUDIT_COLUMNS} FROM audit WHERE chain = ? AND seq = ?", (chain, seq)
+            )
+            row = cursor.fetchone()
+        return None if row is None else _audit_row(row)
+
+    def audit_chain(self, chain: str, after_seq: int, limit: int) -> Sequence[AuditRow]:
+        with self._transaction(write=False) as cursor:
+            cursor.execute(
+                f"SELECT {AUDIT_COLUMNS} FROM audit WHERE chain = ? AND seq > ?"
+                " ORDER BY seq LIMIT ?",
+                (chain, after_seq, limit),
+            )
+            return [_audit_row(row) for row in cursor.fetchall()]
+
+    def audit_heads(self) -> Sequence[AuditHead]:
+        with self._transaction(write=False) as cursor:
+            cursor.execute("SELECT chain, seq, tag FROM audit_heads ORDER BY chain")
+            heads = {
+                chain: AuditHead(chain, seq, bytes(tag)) for chain, seq, tag in cursor.fetchall()
+            }
+            cursor.execute("SELECT DISTINCT chain FROM audit")
+            for (chain,) in cursor.fetchall():
+                heads.setdefault(chain, AuditHead(chain, 0, b""))
+        return sorted(heads.values(), key=lambda head: head.chain)
+
     def ping(self) -> None:
         with self._transaction(write=False) as cursor:
             cursor.execute("SELECT 1")
@@ -568,6 +705,10 @@ def _key_info(row: tuple[Any, ...], versions: tuple[KeyVersionInfo, ...] = ()) -
         latest_version=latest,
         versions=versions,
     )
+
+
+def _audit_row(row: tuple[Any, ...]) -> AuditRow:
+    return AuditRow(*row[:12], mac=bytes(row[12]))  # type: ignore[misc]  # twelve text and number columns, then the MAC
 
 
 def _token(row: tuple[Any, ...]) -> TokenRecord:

@@ -16,7 +16,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.store.base import LOCK_WAIT_SECONDS, KeyStoreError, StoreUnavailableError
+from app.store.base import (
+    LOCK_WAIT_SECONDS,
+    AuditHead,
+    AuditRow,
+    KeyStoreError,
+    StoreUnavailableError,
+)
 from app.store.hierarchy import RootKeyLoader
 from app.store.patterns import GlobParts, sqlite_glob
 from app.store.sql import Cursor, SqlKeyStore
@@ -86,6 +92,18 @@ class SqliteKeyStore(SqlKeyStore):
             ) from None
         finally:
             cursor.close()
+
+    def append_audit(self, rows: Sequence[AuditRow], head: AuditHead, sync: bool = True) -> None:
+        if sync:
+            super().append_audit(rows, head)
+            return
+        # In WAL mode, NORMAL commits to the log without waiting for the disk.
+        connection = self._connection()
+        connection.execute("PRAGMA synchronous = NORMAL")
+        try:
+            super().append_audit(rows, head, sync=False)
+        finally:
+            connection.execute("PRAGMA synchronous = FULL")
 
     def delete(self, name: str) -> None:
         super().delete(name)

@@ -1,0 +1,84 @@
+"""The audit trail, read by the admin: `GET /v1/audit` with filters, paged (`app.ops.audit`)."""
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from app.http.deps import Admin, ServicesDep
+from app.http.operation import operation_id
+from app.ops import audit
+from app.ops.audit import AuditQuery
+from app.ops.errors import invalid_input
+
+router = APIRouter(prefix="/v1/audit", tags=["audit"], generate_unique_id_function=operation_id)
+MAX_PAGE = 1000
+# `outcome`: success (status below 400), failure (400 and above), or one status code.
+_OUTCOMES = {"success": (None, 399), "failure": (400, None)}
+
+
+class AuditRecordOut(BaseModel):
+    time: datetime
+    request_id: str
+    client: str | None = Field(description="the client's address")
+    principal: str | None = Field(
+        description="`admin`, a scoped token's id, `system` for the service's own actions, "
+        "or null when no valid token was given"
+    )
+    operation: str = Field(description="the route's operation id, e.g. `aez_encrypt`")
+    key: str | None
+    key_version: int | list[int] | None
+    status: int
+    outcome: str = Field(description="`success` (status below 400) or `failure`")
+    problem: str | None = Field(description="the problem type's slug of a refusal")
+    details: dict[str, Any]
+    chain: str
+    seq: int
+    mac: str = Field(description="HMAC-SHA256 over the record and its chain's previous one, hex")
+
+
+class AuditPage(BaseModel):
+    records: list[AuditRecordOut]
+    next: str | None = Field(None, description="pass as `after` for the next page; null at the end")
+
+
+def _statuses(outcome: str | None) -> tuple[int | None, int | None]:
+    if outcome is None:
+        return None, None
+    if outcome in _OUTCOMES:
+        return _OUTCOMES[outcome]
+    if outcome.isdecimal() and len(outcome) == 3:
+        return int(outcome), int(outcome)
+    raise invalid_input("outcome: success, failure or a three-digit status")
+
+
+@router.get("", response_model=AuditPage, summary="Audit records, oldest first (admin)")
+def list_audit(
+    services: ServicesDep,
+    _: Admin,
+    key: Annotated[str | None, Query(max_length=128)] = None,
+    principal: Annotated[str | None, Query(max_length=64)] = None,
+    operation: Annotated[str | None, Query(max_length=64)] = None,
+    outcome: Annotated[
+        str | None, Query(description="success, failure, or a status such as 403")
+    ] = None,
+    since: Annotated[datetime | None, Query(description="records at or after this time")] = None,
+    until: Annotated[datetime | None, Query(description="records before this time")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    after: Annotated[str | None, Query(max_length=64, description="a page's `next`")] = None,
+) -> AuditPage:
+    status_from, status_to = _statuses(outcome)
+    query = AuditQuery(
+        key=key,
+        principal=principal,
+        operation=operation,
+        status_from=status_from,
+        status_to=status_to,
+        since=None if since is None else since.timestamp(),
+        until=None if until is None else until.timestamp(),
+        after=None if after is None else audit.page_start(services.store, after),
+        limit=limit,
+    )
+    records, next_after = audit.listing(services.store, query)
+    return AuditPage(records=[AuditRecordOut(**r) for r in records], next=next_after)

@@ -1,0 +1,371 @@
+"""The audit trail: one record per request that needs a token, hash chains that `verify` checks,
+listing and paging, and fail-closed writes, on SQLite and PostgreSQL."""
+
+import base64
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.ops import audit
+from app.server.bootstrap import root_key
+from app.settings import Settings
+from app.store import AuditHead, AuditRow, open_store
+from tests.conftest import ADMIN_TOKEN
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def audited(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    url = None
+    if request.param == "postgres":
+        url = request.getfixturevalue("postgres_url")
+    return Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, database_url=url)
+
+
+@pytest.fixture
+def admin(audited: Settings) -> Iterator[TestClient]:
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with TestClient(create_app(audited), headers=headers) as client:
+        yield client
+
+
+def _execute(settings: Settings, sql: str, params: tuple[Any, ...] = ()) -> None:
+    """Change the store behind the service's back, as someone with the database would."""
+    if settings.database_url:
+        with psycopg.connect(settings.database_url, autocommit=True) as connection:
+            connection.execute(sql.replace("?", "%s"), params)
+    else:
+        with sqlite3.connect(settings.data_dir / "cipherd.sqlite3") as connection:
+            connection.execute(sql, params)
+
+
+def _verify(settings: Settings) -> tuple[int, list[audit.ChainFault]]:
+    store = open_store(settings.resolved_database_url, partial(root_key, settings))
+    try:
+        return audit.verify(store)
+    finally:
+        store.close()
+
+
+def _records(client: TestClient, **query: object) -> list[dict[str, Any]]:
+    answer = client.get("/v1/audit", params={"limit": 1000, **query})
+    assert answer.status_code == 200, answer.text
+    return answer.json()["records"]
+
+
+def _mixed_run(client: TestClient) -> tuple[int, list[str]]:
+    """Requests of every family, refusals included: how many need a token, and the secrets
+    and plaintexts they carried."""
+    plaintext = b64(b"the plaintext that must not be recorded")
+    secrets_seen = [plaintext, ADMIN_TOKEN]
+    calls = 0
+
+    def call(method: str, path: str, expect: int, token: str | None = None, **kw: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        answer = client.request(method, path, headers=headers, **kw)
+        assert answer.status_code == expect, (path, answer.text)
+        return answer.json() if answer.content else None
+
+    call("POST", "/v1/keys", 201, json={"name": "orders", "type": "ecies-secp256k1"})
+    call("POST", "/v1/keys", 201, json={"name": "session", "type": "aez"})
+    call("POST", "/v1/keys", 201, json={"name": "stats", "type": "ipfe-opt", "dimension": 3})
+    sealed = call("POST", "/v1/ecies/orders/encrypt", 200, json={"plaintext": plaintext})
+    secrets_seen.append(sealed["ciphertext"])
+    call("POST", "/v1/ecies/orders/decrypt", 200, json={"ciphertext": sealed["ciphertext"]})
+    sealed = call("POST", "/v1/aez/session/encrypt", 200, json={"plaintext": plaintext})
+    secrets_seen.append(sealed["ciphertext"])
+    call("POST", "/v1/aez/session/encrypt/batch", 200, json={"items": [{"plaintext": plaintext}]})
+    fkey = call("POST", "/v1/fe/stats/keygen", 200, json={"y": [1, 2, 3]})
+    secrets_seen.append(fkey["functional_key"])
+    call("POST", "/v1/keys/orders/rotate", 200)
+    call("GET", "/v1/keys/orders", 200)
+    call("GET", "/v1/keys/orders/public", 200)
+    token = call("POST", "/v1/tokens", 201, json={"keys": ["orders"], "operations": ["encrypt"]})[
+        "token"
+    ]
+    secrets_seen.append(token)
+    call("POST", "/v1/ecies/orders/encrypt", 200, token=token, json={"plaintext": plaintext})
+    call("POST", "/v1/aez/session/encrypt", 403, token=token, json={"plaintext": plaintext})
+    call("POST", "/v1/ecies/orders/decrypt", 403, token=token, json={"ciphertext": plaintext})
+    call("POST", "/v1/aez/session/encrypt", 401, token="cdt_wrong", json={"plaintext": plaintext})
+    call("GET", "/v1/keys", 401, token="")
+    call("POST", "/v1/ecies/nothing/encrypt", 404, json={"plaintext": plaintext})
+    call("POST", "/v1/aez/session/decrypt", 400, json={"ciphertext": plaintext})
+    call("POST", "/v1/aez/bad%00name/encrypt", 422, json={"plaintext": plaintext})
+    call("GET", "/healthz", 200)  # needs no token: no record
+    calls -= 1
+    return calls, secrets_seen
+
+
+def test_a_mixed_run_gives_one_record_per_request_and_verifies(
+    admin: TestClient, audited: Settings
+) -> None:
+    calls, secrets_seen = _mixed_run(admin)
+    records = _records(admin)
+    assert len(records) == calls  # the listing's own request is recorded after it answers
+    assert _verify(audited) == (calls + 1, [])
+    by_operation = {(r["operation"], r["status"]) for r in records}
+    assert ("aez_encrypt", 401) in by_operation and ("aez_encrypt", 403) in by_operation
+    refused = next(r for r in records if r["status"] == 401)
+    assert refused["principal"] is None and refused["problem"] == "unauthorized"
+    scoped = next(r for r in records if r["status"] == 403)
+    assert scoped["principal"] not in (None, "admin") and scoped["key"] == "session"
+    rotate = next(r for r in records if r["operation"] == "keys_rotate_key")
+    assert (rotate["key"], rotate["key_version"]) == ("orders", 2)
+    keygen = next(r for r in records if r["operation"] == "fe_keygen")
+    assert keygen["details"]["dimension"] == 3
+    assert len(keygen["details"]["function_sha256"]) == 64
+    failed = next(r for r in records if r["status"] == 400)
+    assert failed["problem"] == "authentication-failed"
+    malformed = next(r for r in records if r["status"] == 422)
+    assert (malformed["key"], malformed["problem"]) == ("bad\\x00name", "invalid-input")
+    text = json.dumps(records)
+    for secret in secrets_seen:
+        assert secret not in text
+
+
+def test_verify_names_a_changed_byte_and_a_deleted_record(
+    admin: TestClient, audited: Settings
+) -> None:
+    for _ in range(5):
+        assert admin.get("/v1/keys").status_code == 200
+    records = _records(admin)
+    chain, third = records[2]["chain"], records[2]["seq"]
+    _execute(
+        audited,
+        "UPDATE audit SET operation = 'keys_list_keyz' WHERE chain = ? AND seq = ?",
+        (chain, third),
+    )
+    faults = _verify(audited)[1]
+    assert [str(f) for f in faults] == [
+        f"chain {chain} record {third}: its MAC does not verify: the record was changed or moved"
+    ]
+    _execute(
+        audited,
+        "UPDATE audit SET operation = 'keys_list_keys' WHERE chain = ? AND seq = ?",
+        (chain, third),
+    )
+    assert _verify(audited)[1] == []
+    _execute(audited, "DELETE FROM audit WHERE chain = ? AND seq = ?", (chain, 2))
+    faults = _verify(audited)[1]
+    assert [(f.chain, f.seq) for f in faults] == [(chain, 2)]
+    assert "missing" in faults[0].reason
+
+
+def test_cutting_a_chain_short_or_moving_a_record_is_found(
+    admin: TestClient, audited: Settings
+) -> None:
+    for _ in range(4):
+        assert admin.get("/v1/keys").status_code == 200
+    records = _records(admin)
+    chain = records[0]["chain"]
+    last = max(r["seq"] for r in records if r["chain"] == chain) + 1  # the listing's own
+    _execute(audited, "DELETE FROM audit WHERE chain = ? AND seq = ?", (chain, last))
+    faults = _verify(audited)[1]
+    assert [(f.chain, f.seq) for f in faults] == [(chain, last)]
+    # Swapping two records' contents (their positions stay) breaks both MACs.
+    _execute(audited, "UPDATE audit SET seq = 1000 WHERE chain = ? AND seq = 1", (chain,))
+    _execute(audited, "UPDATE audit SET seq = 1 WHERE chain = ? AND seq = 2", (chain,))
+    _execute(audited, "UPDATE audit SET seq = 2 WHERE chain = ? AND seq = 1000", (chain,))
+    assert [(f.chain, f.seq) for f in _verify(audited)[1]] == [(chain, 1)]
+
+
+def test_listing_filters_and_pages(admin: TestClient) -> None:
+    admin.post("/v1/keys", json={"name": "a", "type": "aez"})
+    admin.post("/v1/keys", json={"name": "b", "type": "aez"})
+    for name in ("a", "b", "a", "missing"):
+        admin.post(f"/v1/aez/{name}/encrypt", json={"plaintext": "AA=="})
+    assert [r["key"] for r in _records(admin, operation="aez_encrypt")] == [
+        "a",
+        "b",
+        "a",
+        "missing",
+    ]
+    assert len(_records(admin, key="a", operation="aez_encrypt")) == 2
+    assert [r["status"] for r in _records(admin, outcome="failure")] == [404]
+    assert [r["status"] for r in _records(admin, outcome="404")] == [404]
+    assert {r["principal"] for r in _records(admin, principal="admin")} == {"admin"}
+    everything = _records(admin)
+    pages, after = [], None
+    while True:
+        params: dict[str, Any] = {"limit": 2, "until": everything[-1]["time"]}
+        if after:
+            params["after"] = after
+        page = admin.get("/v1/audit", params=params).json()
+        pages.extend(page["records"])
+        after = page["next"]
+        if after is None:
+            break
+    assert [r["seq"] for r in pages] == [r["seq"] for r in everything[:-1]]
+    since = everything[3]["time"]
+    assert _records(admin, since=since)[0]["seq"] == everything[3]["seq"]
+    assert admin.get("/v1/audit", params={"after": "nope.1"}).status_code == 422
+    assert admin.get("/v1/audit", params={"outcome": "maybe"}).status_code == 422
+
+
+def test_only_the_admin_reads_the_trail(admin: TestClient) -> None:
+    admin.post("/v1/keys", json={"name": "a", "type": "aez"})
+    token = admin.post(
+        "/v1/tokens", json={"keys": ["*"], "operations": ["read", "encrypt", "decrypt"]}
+    ).json()["token"]
+    answer = admin.get("/v1/audit", headers={"Authorization": f"Bearer {token}"})
+    assert answer.status_code == 403
+    assert _records(admin, operation="audit_list_audit", outcome="403")
+
+
+def test_a_record_that_cannot_be_written_fails_its_request(tmp_path: Path) -> None:
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    writable = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN)
+    with TestClient(create_app(writable), headers=headers) as client:
+        assert client.post("/v1/keys", json={"name": "a", "type": "aez"}).status_code == 201
+    # A full disk: the encryption is made, but its answer never leaves.
+    full = writable.model_copy(update={"audit_file": Path("/dev/full")})
+    with TestClient(create_app(full), headers=headers) as client:
+        answer = client.post("/v1/aez/a/encrypt", json={"plaintext": "aGk="})
+        assert answer.status_code == 503
+        assert answer.headers["retry-after"] == "1"
+        assert answer.json()["type"] == "urn:cipherd:problem:audit-unavailable"
+        assert "x-request-id" in answer.headers
+        assert "ciphertext" not in answer.text
+    # A file that cannot be opened: no change is made.
+    (tmp_path / "a-directory").mkdir()
+    unopenable = writable.model_copy(update={"audit_file": tmp_path / "a-directory"})
+    with TestClient(create_app(unopenable), headers=headers) as client:
+        for answer in (
+            client.post("/v1/keys", json={"name": "b", "type": "aez"}),
+            client.post("/v1/keys/a/rotate"),
+            client.post("/v1/tokens", json={"keys": ["*"], "operations": ["read"]}),
+        ):
+            assert answer.status_code == 503, answer.text
+            assert answer.json()["type"] == "urn:cipherd:problem:audit-unavailable"
+    with TestClient(create_app(writable), headers=headers) as client:
+        assert client.get("/v1/keys/b").status_code == 404
+        assert client.get("/v1/keys/a").json()["latest_version"] == 1
+        assert client.get("/v1/tokens").json()["tokens"] == []
+
+
+def test_a_store_that_refuses_records_fails_requests_closed(
+    admin: TestClient, audited: Settings
+) -> None:
+    assert admin.post("/v1/keys", json={"name": "a", "type": "aez"}).status_code == 201
+    sealed = admin.post("/v1/aez/a/encrypt", json={"plaintext": "aGk="})
+    assert sealed.status_code == 200
+    _execute(audited, "ALTER TABLE audit RENAME TO audit_gone")
+    try:
+        for answer in (
+            admin.post("/v1/keys/a/rotate"),
+            admin.post("/v1/aez/a/encrypt", json={"plaintext": "aGk="}),
+            admin.post("/v1/keys/a/rotate"),
+            admin.post(
+                "/v1/aez/a/encrypt", json={"plaintext": "aGk="}, headers={"Authorization": ""}
+            ),
+        ):
+            assert answer.status_code == 503, answer.text
+            assert answer.json()["type"] == "urn:cipherd:problem:audit-unavailable"
+            assert "ciphertext" not in answer.text
+    finally:
+        _execute(audited, "ALTER TABLE audit_gone RENAME TO audit")
+    assert admin.get("/v1/keys/a").json()["latest_version"] == 1  # the rotation was not made
+    assert admin.post("/v1/keys/a/rotate").status_code == 200
+    assert _verify(audited)[1] == []
+
+
+def test_concurrent_requests_share_durable_writes(admin: TestClient, audited: Settings) -> None:
+    groups: list[int] = []
+    trail = admin.app.state.services.audit  # type: ignore[attr-defined]
+    store = trail._store
+    original = store.append_audit
+
+    def counting(rows: list[AuditRow], head: AuditHead, sync: bool) -> None:
+        groups.append(len(rows))
+        original(rows, head, sync)
+
+    store.append_audit = counting
+    admin.post("/v1/keys", json={"name": "a", "type": "aez"})
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(
+            pool.map(
+                lambda _: admin.post("/v1/aez/a/encrypt", json={"plaintext": "aGk="}), range(200)
+            )
+        )
+    assert all(a.status_code == 200 for a in answers)
+    assert sum(groups) == 201
+    assert len(groups) < 150  # grouped: fewer transactions than records
+    assert max(groups) > 1
+    assert _verify(audited) == (201, [])
+
+
+def test_the_file_holds_every_record_as_the_store_does(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, audit_file=path)
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with TestClient(create_app(settings), headers=headers) as client:
+        client.post("/v1/keys", json={"name": "a", "type": "aez"})
+        client.post("/v1/aez/a/encrypt", json={"plaintext": "aGk="})
+        stored = _records(client)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[: len(stored)] == stored
+    assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CIPHERD_")}
+    env["CIPHERD_DATA_DIR"] = str(settings.data_dir)
+    if settings.database_url:
+        env["CIPHERD_DATABASE_URL"] = settings.database_url
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_cli_verifies_and_lists(admin: TestClient, audited: Settings) -> None:
+    admin.post("/v1/keys", json={"name": "a", "type": "aez"})
+    admin.post("/v1/aez/a/encrypt", json={"plaintext": "aGk="})
+    created = _cli(audited, "keys", "create", "b", "aez")
+    assert created.returncode == 0, created.stderr
+    done = _cli(audited, "audit", "verify")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["records"] == 3
+    listed = json.loads(_cli(audited, "audit", "list", "--operation", "keys_create_key").stdout)
+    assert [(r["key"], r["principal"]) for r in listed["records"]] == [
+        ("a", "admin"),
+        ("b", "cli"),
+    ]
+    record = listed["records"][0]
+    _execute(
+        audited,
+        "UPDATE audit SET key_name = 'x' WHERE chain = ? AND seq = ?",
+        (record["chain"], record["seq"]),
+    )
+    failed = _cli(audited, "audit", "verify")
+    assert failed.returncode == 1
+    assert f"chain {record['chain']} record {record['seq']}: its MAC" in failed.stderr
+
+
+def test_the_trail_verifies_after_a_root_key_rotation(admin: TestClient, audited: Settings) -> None:
+    admin.post("/v1/keys", json={"name": "a", "type": "aez"})
+    admin.post("/v1/aez/a/encrypt", json={"plaintext": "aGk="})
+    new_root = audited.data_dir.parent / "new-root-key"
+    new_root.write_text(b64(os.urandom(32)))
+    rotated = _cli(audited, "root", "rotate", "--new-root-key-file", str(new_root))
+    assert rotated.returncode == 0, rotated.stderr
+    assert _verify(audited) == (2, [])
+    admin.post("/v1/aez/a/encrypt", json={"plaintext": "aGk="})
+    assert _verify(audited) == (3, [])

@@ -71,7 +71,7 @@ def _tls_files(args: argparse.Namespace, settings: Settings) -> "TlsFiles | None
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
     import uvicorn
 
-    from app.server.bootstrap import load_admin_token, load_root_key
+    from app.server.bootstrap import load_admin_token, root_key
     from app.server.logs import configure_logging
     from app.server.workers import Supervisor
 
@@ -79,7 +79,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
     configure_logging(settings.log_format, settings.log_level)
     # Generate the embedded default's secrets once, before any worker starts, and open the store
     # once: a wrong database URL or an unreachable database stops here, in one line.
-    load_root_key(settings)
+    root_key(settings)
     load_admin_token(settings)
     tls = _tls_files(args, settings)
     _store(settings).close()
@@ -289,19 +289,31 @@ def _root(args: argparse.Namespace, settings: Settings) -> None:
     from app.server.bootstrap import (
         read_root_key_file,
         replace_generated_root_key,
+        root_key,
         uses_generated_root_key,
     )
-    from app.store import KeyWrapper
+    from app.store import KeyWrapper, RootKey
 
-    new_key = read_root_key_file(args.new_root_key_file)
+    new_key = b""
+    new_root: RootKey
+    if args.new_root_key_file is not None:
+        new_key = read_root_key_file(args.new_root_key_file)
+        new_root = KeyWrapper(new_key)
+    else:
+        new_root = root_key(settings, args.new_root_key_pkcs11_key)
     store = _store(settings)
     try:
-        terms = root.rotate_root(store, KeyWrapper(new_key))
+        terms = root.rotate_root(store, new_root)
     finally:
         store.close()
-    if uses_generated_root_key(settings):
+    if new_key and uses_generated_root_key(settings):
         replace_generated_root_key(settings, new_key)
         where = f"written to {settings.generated_root_key_file}"
+    elif not new_key:
+        where = (
+            f"set CIPHERD_ROOT_KEY_PKCS11_KEY={args.new_root_key_pkcs11_key} for every process: "
+            "running ones keep serving with the terms they hold until restarted with it"
+        )
     else:
         where = (
             "give it to every process from now on (CIPHERD_ROOT_KEY_FILE's file, say): running "
@@ -401,8 +413,12 @@ def parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     root_rotate = root.add_parser("rotate", help="rewrap the keyring under a new root key")
-    root_rotate.add_argument(
-        "--new-root-key-file", type=Path, required=True, help="the new root key, base64"
+    new_root = root_rotate.add_mutually_exclusive_group(required=True)
+    new_root.add_argument("--new-root-key-file", type=Path, help="the new root key, base64")
+    new_root.add_argument(
+        "--new-root-key-pkcs11-key",
+        metavar="LABEL",
+        help="the new root key: another AES key on the CIPHERD_ROOT_KEY_PKCS11_* token",
     )
     commands.choices["root"].set_defaults(run=_root)
 

@@ -26,6 +26,12 @@ class Settings(BaseSettings):
     )
     root_key: str | None = Field(None, description="base64 of the 32-byte root key")
     root_key_file: Path | None = Field(None, description="file holding the base64 root key")
+    root_key_pkcs11_module: Path | None = Field(
+        None, description="PKCS#11 module (.so) of the token holding the root key"
+    )
+    root_key_pkcs11_token: str | None = Field(None, description="label of that token")
+    root_key_pkcs11_key: str | None = Field(None, description="label of the root key (AES)")
+    root_key_pkcs11_pin_file: Path | None = Field(None, description="file holding the user PIN")
     admin_token: str | None = Field(None, description="the admin bearer token")
     tls_cert_file: Path | None = Field(None, description="PEM certificate chain: serve HTTPS")
     tls_key_file: Path | None = Field(None, description="PEM private key of the certificate")

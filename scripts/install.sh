@@ -36,6 +36,14 @@ if ! "$venv/bin/python" -c 'import petrelic' 2>/dev/null; then
 fi
 
 if [ "$mode" = "--dev" ]; then
+    # The PKCS#11 tests run against SoftHSM2 (Debian's softhsm2), installed here when we can.
+    if ! command -v softhsm2-util >/dev/null && command -v apt-get >/dev/null; then
+        if [ "$(id -u)" = 0 ]; then
+            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq softhsm2
+        else
+            echo "install softhsm2 (apt-get install softhsm2) for the PKCS#11 tests" >&2
+        fi
+    fi
     "${pip[@]}" install ${locked[@]+"${locked[@]}"} -e "$root[test]"
     if [ -f "$root/tests/interop/package.json" ]; then
         (cd "$root/tests/interop" && npm ci --silent --no-audit --no-fund)

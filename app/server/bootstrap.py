@@ -75,7 +75,7 @@ def read_root_key_file(path: Path) -> bytes:
 
 def uses_generated_root_key(settings: Settings) -> bool:
     """Whether the root key is the embedded default's, generated into the data directory."""
-    return not settings.root_key and not settings.root_key_file
+    return not (settings.root_key or settings.root_key_file or settings.root_key_pkcs11_module)
 
 
 def replace_generated_root_key(settings: Settings, key: bytes) -> None:
@@ -106,10 +106,33 @@ def load_root_key(settings: Settings) -> bytes:
     return _decode_root_key(text, str(path))
 
 
-def root_key(settings: Settings) -> RootKey:
+def root_key(settings: Settings, pkcs11_key: str | None = None) -> RootKey:
     """The root key the settings name, as the store uses it: read anew on every call, so that a
-    process takes up a rotated root key from the same source."""
-    return KeyWrapper(load_root_key(settings))
+    process takes up a rotated root key from the same source. `pkcs11_key` names another key
+    on the configured token (the new root of a rotation)."""
+    if settings.root_key_pkcs11_module is None:
+        if pkcs11_key is not None:
+            raise BootstrapError("a PKCS#11 key needs the CIPHERD_ROOT_KEY_PKCS11_* settings")
+        return KeyWrapper(load_root_key(settings))
+    from app.server.hsm import Pkcs11RootKey, Pkcs11Settings
+
+    if settings.root_key or settings.root_key_file:
+        raise BootstrapError(
+            "CIPHERD_ROOT_KEY_PKCS11_MODULE and CIPHERD_ROOT_KEY or CIPHERD_ROOT_KEY_FILE name "
+            "two root keys: set one"
+        )
+    token, key, pin_file = (
+        settings.root_key_pkcs11_token,
+        pkcs11_key or settings.root_key_pkcs11_key,
+        settings.root_key_pkcs11_pin_file,
+    )
+    for value, name in ((token, "TOKEN"), (key, "KEY"), (pin_file, "PIN_FILE")):
+        if not value:
+            raise BootstrapError(
+                f"CIPHERD_ROOT_KEY_PKCS11_{name} is needed with CIPHERD_ROOT_KEY_PKCS11_MODULE"
+            )
+    assert token and key and pin_file
+    return Pkcs11RootKey(Pkcs11Settings(settings.root_key_pkcs11_module, token, key, pin_file))
 
 
 def load_admin_token(settings: Settings) -> str:

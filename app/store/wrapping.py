@@ -16,7 +16,7 @@ class UnwrapError(Exception):
     """A stored secret does not authenticate under the root key and its row's identity."""
 
 
-def _associated_data(name: str, version: int, key_type: str) -> bytes:
+def associated_data(name: str, version: int, key_type: str) -> bytes:
     # Length-prefixed fields: no two identities share an encoding.
     parts = [b"cipherd-key-v1", name.encode(), str(version).encode(), key_type.encode()]
     return b"".join(len(part).to_bytes(4, "big") + part for part in parts)
@@ -28,12 +28,12 @@ class KeyWrapper:
 
     def wrap(self, secret: bytes, name: str, version: int, key_type: str) -> bytes:
         nonce = os.urandom(NONCE_BYTES)
-        return nonce + self._aead.encrypt(nonce, secret, _associated_data(name, version, key_type))
+        return nonce + self._aead.encrypt(nonce, secret, associated_data(name, version, key_type))
 
     def unwrap(self, blob: bytes, name: str, version: int, key_type: str) -> bytes:
         try:
             return self._aead.decrypt(
-                blob[:NONCE_BYTES], blob[NONCE_BYTES:], _associated_data(name, version, key_type)
+                blob[:NONCE_BYTES], blob[NONCE_BYTES:], associated_data(name, version, key_type)
             )
         except (InvalidTag, ValueError) as exc:
             raise UnwrapError(

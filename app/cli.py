@@ -270,17 +270,20 @@ def _keyring(args: argparse.Namespace, settings: Settings) -> None:
     from app.ops import root
 
     store = _store(settings)
+    trail = _trail(store, settings)
     try:
         if args.action == "status":
             _print(_json(root.keyring_status(store)))
             return
         rotated = root.rotate_keyring(store)
+        trail.record("sys_rotate_keyring", principal=CLI_PRINCIPAL, details={"term": rotated.term})
         print(json.dumps(_json(rotated)), flush=True)
         # The service's processes rewrap too; this one reports the progress until none is left.
         rewrap = root.Rewrap(store, settings.keyring_rewrap_per_second)
         for status in rewrap.passes():
             print(json.dumps(_json(status)), flush=True)
     finally:
+        trail.close()
         store.close()
 
 
@@ -302,9 +305,17 @@ def _root(args: argparse.Namespace, settings: Settings) -> None:
     else:
         new_root = root_key(settings, args.new_root_key_pkcs11_key)
     store = _store(settings)
+    trail = _trail(store, settings)
     try:
         terms = root.rotate_root(store, new_root)
+        source = "file" if new_key else "pkcs11"
+        trail.record(
+            "sys_rotate_root",
+            principal=CLI_PRINCIPAL,
+            details={"terms_rewrapped": terms, "new_root_key": source},
+        )
     finally:
+        trail.close()
         store.close()
     if new_key and uses_generated_root_key(settings):
         replace_generated_root_key(settings, new_key)

@@ -1,8 +1,8 @@
 """The service's own keys (`app.ops.root`): the keyring, read and rotated by the admin."""
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
-from app.http.deps import Admin, ServicesDep
+from app.http.deps import Admin, ServicesDep, audit_note
 from app.http.operation import operation_id
 from app.ops import root
 from app.ops.root import KeyringOut
@@ -22,7 +22,8 @@ async def keyring(services: ServicesDep, _: Admin) -> KeyringOut:
     summary="Add a keyring term that new key versions use; older ones are rewrapped onto it "
     "in the background (admin)",
 )
-async def rotate_keyring(services: ServicesDep, _: Admin) -> KeyringOut:
+async def rotate_keyring(request: Request, services: ServicesDep, _: Admin) -> KeyringOut:
     rotated = await in_thread(root.rotate_keyring, services.store)
+    audit_note(request.scope).details["term"] = rotated.term
     services.rewrap.wake()
     return rotated

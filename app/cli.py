@@ -160,7 +160,7 @@ def _keys(args: argparse.Namespace, settings: Settings) -> None:
             page, _ = keys.readable_page(store, ADMIN, None, None)
             _print([_json(info) for info in page])
         elif args.action == "create":
-            fields = ("name", "type", "dimension", "curve", "exportable")
+            fields = ("name", "type", "dimension", "curve", "exportable", "deletion_protection")
             body = _checked(keys.KeyCreate, {field: getattr(args, field) for field in fields})
             created = keys.create(store, body, settings)
             trail.record("keys_create_key", principal=CLI_PRINCIPAL, key=body.name, status=201)
@@ -175,8 +175,15 @@ def _keys(args: argparse.Namespace, settings: Settings) -> None:
             )
             _print(_json(rotated))
         elif args.action == "delete":
-            keys.delete(store, None, args.name)
-            trail.record("keys_delete_key", principal=CLI_PRINCIPAL, key=args.name, status=204)
+            trail.ensure_writable_now()
+            scheduled = keys.delete(store, None, args.name, args.window_seconds, settings)
+            trail.record("keys_delete_key", principal=CLI_PRINCIPAL, key=args.name, status=202)
+            _print(_json(scheduled))
+        elif args.action == "restore":
+            trail.ensure_writable_now()
+            restored = keys.restore(store, args.name)
+            trail.record("keys_restore_key", principal=CLI_PRINCIPAL, key=args.name)
+            _print(_json(restored))
     finally:
         trail.close()
         store.close()
@@ -397,8 +404,16 @@ def parser() -> argparse.ArgumentParser:
     create.add_argument("--dimension", type=int, help="FE key types: the vector length")
     create.add_argument("--curve", help="FE key types: bls12-381 (default) or bn254")
     create.add_argument("--exportable", action="store_true", help="the admin may export it")
-    for action in ("rotate", "delete"):
+    create.add_argument(
+        "--deletion-protection", action="store_true", help="refuse deletion until removed"
+    )
+    for action in ("rotate", "restore"):
         keys.add_parser(action).add_argument("name")
+    delete = keys.add_parser("delete", help="schedule the key's destruction")
+    delete.add_argument("name")
+    delete.add_argument(
+        "--window-seconds", type=_int_in(0, 10 * 365 * 86400), help="default: the setting"
+    )
     commands.choices["keys"].set_defaults(run=_keys)
 
     tokens = commands.add_parser("tokens", help="manage scoped tokens").add_subparsers(

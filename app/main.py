@@ -33,7 +33,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services.rewrap.start()
+        services.maintenance.start()
         yield
+        services.maintenance.stop()
         services.rewrap.stop()
         services.audit.close()
         store.close()

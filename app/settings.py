@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The most items a batch may have whatever CIPHERD_MAX_BATCH_ITEMS says.
@@ -70,6 +70,19 @@ class Settings(BaseSettings):
     keyring_rewrap_per_second: int = Field(
         200, ge=1, le=100_000, description="key versions each process rewraps a second at most"
     )
+    deletion_window_seconds: int = Field(
+        604800, ge=0, le=10 * 365 * 86400, description="how long a deleted key can be restored"
+    )
+    deletion_min_window_seconds: int = Field(
+        86400, ge=0, le=10 * 365 * 86400, description="the shortest window a deletion may ask for"
+    )
+    maintenance_seconds: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="how often each process destroys keys whose deletion is due and rotates "
+        "keys whose auto_rotate_seconds has passed",
+    )
     audit_file: Path | None = Field(
         None, description="a JSON-lines file every audit record is also appended to"
     )
@@ -96,6 +109,12 @@ class Settings(BaseSettings):
     fe_prepared_cache_entries: int = Field(
         64, ge=0, description="prepared functional keys kept per process"
     )
+
+    @model_validator(mode="after")
+    def _window_above_minimum(self) -> "Settings":
+        if self.deletion_window_seconds < self.deletion_min_window_seconds:
+            raise ValueError("deletion_window_seconds must be at least deletion_min_window_seconds")
+        return self
 
     @field_validator("log_format")
     @classmethod

@@ -15,6 +15,7 @@ from app.ops.ecies import Ecies
 from app.ops.fe import Fe
 from app.ops.fe_cache import FeCaches
 from app.ops.keyring import Keyring
+from app.ops.lifecycle import Maintenance
 from app.ops.root import Rewrap
 from app.settings import Settings
 from app.store import KeyStore
@@ -31,11 +32,13 @@ class Services:
     fe: Fe
     rewrap: Rewrap
     audit: AuditTrail
+    maintenance: Maintenance
 
     @classmethod
     def build(cls, settings: Settings, store: KeyStore, admin_token: str) -> "Services":
         keyring = Keyring(store, settings.key_cache_seconds)
         caches = FeCaches(settings.fe_table_cache_bytes, settings.fe_prepared_cache_entries)
+        audit = AuditTrail(store, settings.audit_file, sync=settings.audit_sync == "full")
         return cls(
             settings=settings,
             store=store,
@@ -45,5 +48,6 @@ class Services:
             aez=Aez(keyring),
             fe=Fe(keyring, caches, settings.fe_max_range, settings.fe_max_request_work),
             rewrap=Rewrap(store, settings.keyring_rewrap_per_second),
-            audit=AuditTrail(store, settings.audit_file, sync=settings.audit_sync == "full"),
+            audit=audit,
+            maintenance=Maintenance(store, keyring, audit, settings.maintenance_seconds),
         )

@@ -230,6 +230,13 @@ class AuditTrail:
         staged.clear()
         self._submit(entries)
 
+    def ensure_writable_now(self) -> None:
+        """`ensure_writable` for a thread."""
+        waiter = _Waiter(None)
+        self._submit([(None, waiter)])
+        assert waiter.thread_future is not None
+        waiter.thread_future.result()
+
     def write_now(self, record: AuditRecord) -> None:
         """`write` for a thread: blocks until the record is durable."""
         waiter = _Waiter(None)

@@ -9,10 +9,13 @@ was wrong with the request. Details never contain secret material.
 from typing import Any
 
 from app.store import (
+    DeletionProtectedError,
     KeyChangedError,
     KeyExistsError,
     KeyMaterial,
     KeyNotFoundError,
+    KeyNotPendingDeletionError,
+    KeyPendingDeletionError,
     StoreUnavailableError,
     VersionNotFoundError,
 )
@@ -98,6 +101,12 @@ def problem_for(exc: Exception) -> Problem | None:
             return Problem(409, "key-exists", "Key exists", str(exc))
         case KeyChangedError():
             return Problem(409, "key-changed", "Key changed", str(exc))
+        case KeyPendingDeletionError():
+            return Problem(409, "key-pending-deletion", "Key pending deletion", str(exc))
+        case KeyNotPendingDeletionError():
+            return Problem(409, "key-not-pending-deletion", "Key not pending deletion", str(exc))
+        case DeletionProtectedError():
+            return Problem(409, "deletion-protected", "Deletion protected", str(exc))
         case StoreUnavailableError():
             return Problem(503, "store-unavailable", "Store unavailable", str(exc))
     return None
@@ -113,5 +122,8 @@ KNOWN_ERRORS: tuple[type[Exception], ...] = (
     VersionNotFoundError,
     KeyExistsError,
     KeyChangedError,
+    KeyPendingDeletionError,
+    KeyNotPendingDeletionError,
+    DeletionProtectedError,
     StoreUnavailableError,
 )

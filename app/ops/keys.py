@@ -8,6 +8,7 @@ same checks and print the same JSON.
 """
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from app.ops.auth import Operation, Principal
 from app.ops.errors import Problem, invalid_input
 from app.ops.keyring import Keyring
 from app.settings import Settings
-from app.store import KeyInfo, KeyMaterial, KeyStore
+from app.store import KeyInfo, KeyMaterial, KeyPendingDeletionError, KeyStore
 from core import ecies
 from core.fe.group import DEFAULT_CURVE
 from core.fe.schemes import SCHEMES, Scheme
@@ -27,6 +28,9 @@ from core.fe.schemes import SCHEMES, Scheme
 AEZ_KEY_BYTES = 48
 KEY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 FE_CURVES = ("bls12-381", "bn254")
+PENDING_DELETION = "pending-deletion"
+# The longest deletion window a request may ask for.
+MAX_DELETION_WINDOW_SECONDS = 10 * 365 * 86400
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,9 @@ class KeyCreate(BaseModel):
     )
     exportable: StrictBool = Field(False, description="whether the admin may export the secret")
     fe_policy: FePolicy | None = Field(None, description="FE key types only: the function policy")
+    deletion_protection: StrictBool = Field(
+        False, description="DELETE is refused (409) until this is set false"
+    )
 
 
 class KeyVersionOut(BaseModel):
@@ -141,8 +148,20 @@ class KeyOut(BaseModel):
     created_at: datetime
     updated_at: datetime
     latest_version: int
+    state: Literal["active", "pending-deletion"]
+    deletion_date: datetime | None = Field(
+        None, description="when a key pending deletion will be destroyed"
+    )
+    deletion_protection: bool
+    min_decryption_version: int = Field(description="the oldest version that decrypts")
+    min_encryption_version: int = Field(
+        description="the oldest version an encryption may ask for; 0: any"
+    )
+    auto_rotate_seconds: int | None = Field(
+        None, description="the service rotates the key when its latest version is this old"
+    )
     versions: list[KeyVersionOut] | None = Field(
-        None, description="every version (present when reading one key)"
+        None, description="every stored version (present when reading one key)"
     )
 
 
@@ -162,6 +181,14 @@ def key_out(info: KeyInfo, with_versions: bool) -> KeyOut:
         created_at=timestamp(info.created_at),
         updated_at=timestamp(info.updated_at),
         latest_version=info.latest_version,
+        state=info.state,
+        deletion_date=None if info.deletion_date is None else timestamp(info.deletion_date),
+        deletion_protection=info.deletion_protection,
+        min_decryption_version=info.min_decryption_version,
+        min_encryption_version=info.min_encryption_version,
+        auto_rotate_seconds=None
+        if info.auto_rotate_seconds is None
+        else round(info.auto_rotate_seconds),
         versions=[
             KeyVersionOut(version=v.version, created_at=timestamp(v.created_at))
             for v in info.versions
@@ -216,7 +243,9 @@ def create(store: KeyStore, body: KeyCreate, settings: Settings) -> KeyOut:
     """Check the request against the limits, draw the material, store the key."""
     params = _creation_params(body, settings)
     secret, public = KEY_TYPES[body.type].generate(params)
-    info = store.create(body.name, body.type, params, body.exportable, secret, public)
+    info = store.create(
+        body.name, body.type, params, body.exportable, secret, public, body.deletion_protection
+    )
     return key_out(info, with_versions=True)
 
 
@@ -246,19 +275,54 @@ def readable_page(
 
 def rotate(store: KeyStore, keyring: Keyring | None, name: str) -> KeyOut:
     """A new version of the key, drawn with the parameters it was created with."""
+    return key_out(rotate_from(store, keyring, name), with_versions=True)
+
+
+def rotate_from(
+    store: KeyStore, keyring: Keyring | None, name: str, expected: int | None = None
+) -> KeyInfo:
+    """`rotate`, only if the latest version is still `expected` when given (`KeyChangedError`
+    if not): an automatic rotation due on several processes happens once."""
     current = store.get(name)
+    if current.state == PENDING_DELETION:
+        raise KeyPendingDeletionError(name, current.deletion_date or 0.0)
     secret, public = KEY_TYPES[current.type].generate(current.params)
-    info = store.rotate(name, secret, public, current.created_at)
+    info = store.rotate(name, secret, public, current.created_at, expected)
     if keyring is not None:
         keyring.forget(name)
-    return key_out(info, with_versions=True)
+    return info
 
 
-def delete(store: KeyStore, keyring: Keyring | None, name: str) -> None:
-    """Remove the key and every version of it, for good."""
-    store.delete(name)
+class DeletionScheduled(BaseModel):
+    name: str
+    state: Literal["pending-deletion"]
+    deletion_date: datetime
+
+
+def delete(
+    store: KeyStore, keyring: Keyring | None, name: str, window: int | None, settings: Settings
+) -> DeletionScheduled:
+    """Schedule the key's destruction after `window` seconds (the configured default when
+    None); until then nothing may use it, and a restore cancels it."""
+    if window is None:
+        window = settings.deletion_window_seconds
+    if window < settings.deletion_min_window_seconds:
+        raise invalid_input(
+            f"window_seconds: {window} is under this service's minimum of "
+            f"{settings.deletion_min_window_seconds} (CIPHERD_DELETION_MIN_WINDOW_SECONDS)"
+        )
+    info = store.schedule_deletion(name, time.time() + window)
     if keyring is not None:
         keyring.forget(name)
+    assert info.deletion_date is not None
+    return DeletionScheduled(
+        name=name, state="pending-deletion", deletion_date=timestamp(info.deletion_date)
+    )
+
+
+def restore(store: KeyStore, name: str) -> KeyOut:
+    """Cancel a key's scheduled deletion: it is back as it was, every version with it."""
+    return key_out(store.restore(name), with_versions=True)
 
 
 def public_part(keyring: Keyring, name: str, version: int | None) -> KeyMaterial:

@@ -110,11 +110,38 @@ def rotate_key(request: Request, name: KeyName, services: ServicesDep, _: AdminC
 
 @router.delete(
     "/{name}",
-    status_code=status.HTTP_204_NO_CONTENT,
-    summary="Delete a key and every version of it, for good (admin)",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=keys.DeletionScheduled,
+    summary="Schedule the key's destruction; until then every use of it is refused (admin)",
+    responses={
+        409: {"description": "the key is pending deletion already, or has deletion_protection"}
+    },
 )
-def delete_key(name: KeyName, services: ServicesDep, _: AdminChange) -> None:
-    keys.delete(services.store, services.keyring, name)
+def delete_key(
+    name: KeyName,
+    services: ServicesDep,
+    _: AdminChange,
+    window_seconds: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=keys.MAX_DELETION_WINDOW_SECONDS,
+            description="seconds until destruction; default CIPHERD_DELETION_WINDOW_SECONDS, "
+            "at least CIPHERD_DELETION_MIN_WINDOW_SECONDS",
+        ),
+    ] = None,
+) -> keys.DeletionScheduled:
+    return keys.delete(services.store, services.keyring, name, window_seconds, services.settings)
+
+
+@router.post(
+    "/{name}/restore",
+    response_model=KeyOut,
+    summary="Cancel a scheduled deletion: the key is back with every version (admin)",
+    responses={409: {"description": "the key is not pending deletion"}},
+)
+def restore_key(name: KeyName, services: ServicesDep, _: AdminChange) -> KeyOut:
+    return keys.restore(services.store, name)
 
 
 Version = Annotated[int | None, Query(ge=1, description="key version; default: the latest")]

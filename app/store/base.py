@@ -5,9 +5,11 @@ clear on the way in (`create`, `rotate`) and out (`material`); the backend store
 a term of the keyring, which the root key wraps (`app.store.hierarchy`).
 """
 
+import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -72,6 +74,32 @@ class KeyExistsError(KeyStoreError):
         self.name = name
 
 
+class KeyPendingDeletionError(KeyStoreError):
+    """The key is scheduled for deletion: nothing may use or change it but a restore."""
+
+    def __init__(self, name: str, deletion_date: float) -> None:
+        when = datetime.fromtimestamp(deletion_date, UTC).isoformat()
+        super().__init__(
+            f"key {name!r} is pending deletion (due {when}); POST /v1/keys/{name}/restore "
+            "cancels it"
+        )
+        self.name = name
+
+
+class KeyNotPendingDeletionError(KeyStoreError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"key {name!r} is not pending deletion: there is nothing to restore")
+        self.name = name
+
+
+class DeletionProtectedError(KeyStoreError):
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"key {name!r} has deletion_protection: PATCH it to false before deleting it"
+        )
+        self.name = name
+
+
 @dataclass(frozen=True)
 class KeyVersionInfo:
     version: int
@@ -90,6 +118,16 @@ class KeyInfo:
     updated_at: float
     latest_version: int
     versions: tuple[KeyVersionInfo, ...] = field(default=())
+    state: str = "active"  # or "pending-deletion"
+    deletion_date: float | None = None
+    deletion_protection: bool = False
+    min_decryption_version: int = 1
+    min_encryption_version: int = 0  # 0: the latest
+    auto_rotate_seconds: float | None = None
+
+
+# A policy change, decided under the key's row lock from the key as it is: the columns to set.
+PolicyDecision = Callable[[KeyInfo], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -103,6 +141,9 @@ class KeyMaterial:
     secret: bytes = field(repr=False)
     public: bytes | None
     exportable: bool  # read with the secret, so that an export checks the key it returns
+    latest_version: int = 0
+    min_decryption_version: int = 1
+    min_encryption_version: int = 0
 
 
 @dataclass(frozen=True)
@@ -225,15 +266,24 @@ class KeyStore(ABC):
         exportable: bool,
         secret: bytes,
         public: bytes | None,
+        deletion_protection: bool = False,
     ) -> KeyInfo:
         """Store version 1 of a new key; `KeyExistsError` if the name is taken."""
 
     @abstractmethod
-    def rotate(self, name: str, secret: bytes, public: bytes | None, created_at: float) -> KeyInfo:
+    def rotate(
+        self,
+        name: str,
+        secret: bytes,
+        public: bytes | None,
+        created_at: float,
+        expected_version: int | None = None,
+    ) -> KeyInfo:
         """Add the next version atomically: concurrent rotations get distinct versions.
 
         `created_at` is that of the key the secret was drawn for (drawing can take seconds):
-        `KeyChangedError` if the name now stands for another key, or `KeyNotFoundError`.
+        `KeyChangedError` if the name now stands for another key, or if `expected_version` is
+        given and is no longer the latest; `KeyNotFoundError`; `KeyPendingDeletionError`.
         """
 
     @abstractmethod
@@ -257,7 +307,35 @@ class KeyStore(ABC):
 
     @abstractmethod
     def delete(self, name: str) -> None:
-        """Remove a key and every version of it; `KeyNotFoundError` if absent."""
+        """Destroy a key and every version of it at once; `KeyNotFoundError` if absent."""
+
+    @abstractmethod
+    def schedule_deletion(self, name: str, deletion_date: float) -> KeyInfo:
+        """Mark a key pending deletion until `deletion_date`; `KeyPendingDeletionError` if it
+        is already, `DeletionProtectedError` if it is protected."""
+
+    @abstractmethod
+    def restore(self, name: str) -> KeyInfo:
+        """Cancel a scheduled deletion; `KeyNotPendingDeletionError` if none is scheduled."""
+
+    @abstractmethod
+    def destroy_due(self, now: float) -> builtins.list[str]:
+        """Destroy every key whose deletion date has come: the names this call destroyed (each
+        key is destroyed by exactly one call, whichever process makes it)."""
+
+    @abstractmethod
+    def set_policy(self, name: str, decide: PolicyDecision) -> KeyInfo:
+        """Change a key's policy columns as `decide` says, from the key under its row lock."""
+
+    @abstractmethod
+    def trim(self, name: str) -> tuple[KeyInfo, builtins.list[int]]:
+        """Destroy the versions below the key's min_decryption_version: the key, and the
+        versions destroyed."""
+
+    @abstractmethod
+    def due_rotations(self, now: float) -> builtins.list[tuple[str, int]]:
+        """Keys with auto_rotate_seconds whose latest version is at least that old: (name,
+        latest version)."""
 
     @abstractmethod
     def set_params(self, name: str, changes: dict[str, Any]) -> KeyInfo:

@@ -10,6 +10,7 @@ worse, add versions no other process can read. Key versions are wrapped under th
 before the keyring existed) is moved onto the first term when it is first opened.
 """
 
+import builtins
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ from app.store.base import (
     AuditQuery,
     AuditRow,
     DecisionT,
+    DeletionProtectedError,
     FunctionLedger,
     FunctionRecord,
     KeyChangedError,
@@ -31,8 +33,11 @@ from app.store.base import (
     KeyInfo,
     KeyMaterial,
     KeyNotFoundError,
+    KeyNotPendingDeletionError,
+    KeyPendingDeletionError,
     KeyStore,
     KeyVersionInfo,
+    PolicyDecision,
     RootKeyMismatchError,
     TokenRecord,
     VersionNotFoundError,
@@ -133,7 +138,21 @@ CREATE TABLE IF NOT EXISTS audit_key (
 )
 """
 
-KEY_COLUMNS = "name, type, params, exportable, created_at, updated_at, latest_version"
+KEY_COLUMNS = (
+    "name, type, params, exportable, created_at, updated_at, latest_version, state,"
+    " deletion_date, deletion_protection, min_decryption_version, min_encryption_version,"
+    " auto_rotate_seconds"
+)
+# The lifecycle's columns, added to a store made before them: name, definition.
+LIFECYCLE_COLUMNS = (
+    ("state", "TEXT NOT NULL DEFAULT 'active'"),
+    ("deletion_date", "DOUBLE PRECISION"),
+    ("deletion_protection", "INTEGER NOT NULL DEFAULT 0"),
+    ("min_decryption_version", "INTEGER NOT NULL DEFAULT 1"),
+    ("min_encryption_version", "INTEGER NOT NULL DEFAULT 0"),
+    ("auto_rotate_seconds", "DOUBLE PRECISION"),
+)
+ACTIVE, PENDING_DELETION = "active", "pending-deletion"
 TOKEN_COLUMNS = "id, token_hash, description, key_patterns, operations, created_at, expires_at"
 AUDIT_COLUMNS = (
     "chain, seq, time, request_id, client, principal, operation, key_name, key_version, status,"
@@ -194,6 +213,9 @@ class SqlKeyStore(KeyStore):
                     cursor.execute(statement)
             if not self._has_column(cursor, "key_versions", "term"):
                 cursor.execute("ALTER TABLE key_versions ADD COLUMN term INTEGER")
+            for column, definition in LIFECYCLE_COLUMNS:
+                if not self._has_column(cursor, "keys", column):
+                    cursor.execute(f"ALTER TABLE keys ADD COLUMN {column} {definition}")
             self._check_root_key(cursor)
             cursor.execute("SELECT 1 FROM keyring LIMIT 1")
             if cursor.fetchone() is None:
@@ -250,10 +272,13 @@ class SqlKeyStore(KeyStore):
         exportable: bool,
         secret: bytes,
         public: bytes | None,
+        deletion_protection: bool = False,
     ) -> KeyInfo:
         now = time.time()
         try:
-            return self._insert_key(name, type, params, exportable, secret, public, now)
+            return self._insert_key(
+                name, type, params, exportable, secret, public, now, deletion_protection
+            )
         except self.INTEGRITY_ERROR:
             # Another replica created the same name between our check and our insert.
             raise KeyExistsError(name) from None
@@ -267,6 +292,7 @@ class SqlKeyStore(KeyStore):
         secret: bytes,
         public: bytes | None,
         now: float,
+        deletion_protection: bool,
     ) -> KeyInfo:
         with self._transaction(write=True) as cursor:
             cursor.execute("SELECT 1 FROM keys WHERE name = ?", (name,))
@@ -274,8 +300,17 @@ class SqlKeyStore(KeyStore):
                 raise KeyExistsError(name)
             term, wrapper = self._terms.current(cursor)
             cursor.execute(
-                f"INSERT INTO keys ({KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 1)",
-                (name, type, json.dumps(params), int(exportable), now, now),
+                "INSERT INTO keys (name, type, params, exportable, created_at, updated_at,"
+                " latest_version, deletion_protection) VALUES (?, ?, ?, ?, ?, ?, 1, ?)",
+                (
+                    name,
+                    type,
+                    json.dumps(params),
+                    int(exportable),
+                    now,
+                    now,
+                    int(deletion_protection),
+                ),
             )
             cursor.execute(
                 "INSERT INTO key_versions (name, version, created_at, wrapped, public, term)"
@@ -284,13 +319,24 @@ class SqlKeyStore(KeyStore):
             )
             return self._info(cursor, name)
 
-    def rotate(self, name: str, secret: bytes, public: bytes | None, created_at: float) -> KeyInfo:
+    def rotate(
+        self,
+        name: str,
+        secret: bytes,
+        public: bytes | None,
+        created_at: float,
+        expected_version: int | None = None,
+    ) -> KeyInfo:
         now = time.time()
         with self._transaction(write=True) as cursor:
             row = self._lock_key_row(cursor, name)
             if row is None:
                 raise KeyNotFoundError(name)
             if row[4] != created_at:
+                raise KeyChangedError(name)
+            if row[7] == PENDING_DELETION:
+                raise KeyPendingDeletionError(name, row[8])
+            if expected_version is not None and row[6] != expected_version:
                 raise KeyChangedError(name)
             key_type, version = row[1], row[6] + 1
             term, wrapper = self._terms.current(cursor)
@@ -341,12 +387,16 @@ class SqlKeyStore(KeyStore):
     def material(self, name: str, version: int | None = None) -> KeyMaterial:
         with self._transaction(write=False) as cursor:
             cursor.execute(
-                "SELECT type, params, latest_version, exportable FROM keys WHERE name = ?", (name,)
+                "SELECT type, params, latest_version, exportable, state, deletion_date,"
+                " min_decryption_version, min_encryption_version FROM keys WHERE name = ?",
+                (name,),
             )
             key = cursor.fetchone()
             if key is None:
                 raise KeyNotFoundError(name)
-            key_type, params, latest, exportable = key
+            key_type, params, latest, exportable, state, deletion_date, min_dec, min_enc = key
+            if state == PENDING_DELETION:
+                raise KeyPendingDeletionError(name, deletion_date)
             wanted = latest if version is None else version
             if not 1 <= wanted <= latest:
                 # Not stored, and past what an INTEGER column can even be asked for.
@@ -368,6 +418,9 @@ class SqlKeyStore(KeyStore):
             secret=wrapper.unwrap(bytes(wrapped), name, wanted, key_type),
             public=None if public is None else bytes(public),
             exportable=bool(exportable),
+            latest_version=latest,
+            min_decryption_version=min_dec,
+            min_encryption_version=min_enc,
         )
 
     def set_params(self, name: str, changes: dict[str, Any]) -> KeyInfo:
@@ -428,10 +481,109 @@ class SqlKeyStore(KeyStore):
         with self._transaction(write=True) as cursor:
             if self._lock_key_row(cursor, name) is None:
                 raise KeyNotFoundError(name)
-            cursor.execute("DELETE FROM fe_functions WHERE name = ?", (name,))
-            cursor.execute("DELETE FROM fe_bases WHERE name = ?", (name,))
-            cursor.execute("DELETE FROM key_versions WHERE name = ?", (name,))
-            cursor.execute("DELETE FROM keys WHERE name = ?", (name,))
+            self._destroy(cursor, name)
+
+    def _destroy(self, cursor: Cursor, name: str) -> None:
+        cursor.execute("DELETE FROM fe_functions WHERE name = ?", (name,))
+        cursor.execute("DELETE FROM fe_bases WHERE name = ?", (name,))
+        cursor.execute("DELETE FROM key_versions WHERE name = ?", (name,))
+        cursor.execute("DELETE FROM keys WHERE name = ?", (name,))
+
+    def schedule_deletion(self, name: str, deletion_date: float) -> KeyInfo:
+        with self._transaction(write=True) as cursor:
+            row = self._lock_key_row(cursor, name)
+            if row is None:
+                raise KeyNotFoundError(name)
+            if row[7] == PENDING_DELETION:
+                raise KeyPendingDeletionError(name, row[8])
+            if row[9]:
+                raise DeletionProtectedError(name)
+            cursor.execute(
+                "UPDATE keys SET state = ?, deletion_date = ?, updated_at = ? WHERE name = ?",
+                (PENDING_DELETION, deletion_date, time.time(), name),
+            )
+            return self._info(cursor, name)
+
+    def restore(self, name: str) -> KeyInfo:
+        with self._transaction(write=True) as cursor:
+            row = self._lock_key_row(cursor, name)
+            if row is None:
+                raise KeyNotFoundError(name)
+            if row[7] != PENDING_DELETION:
+                raise KeyNotPendingDeletionError(name)
+            cursor.execute(
+                "UPDATE keys SET state = ?, deletion_date = NULL, updated_at = ? WHERE name = ?",
+                (ACTIVE, time.time(), name),
+            )
+            return self._info(cursor, name)
+
+    def destroy_due(self, now: float) -> builtins.list[str]:
+        with self._transaction(write=False) as cursor:
+            cursor.execute(
+                "SELECT name FROM keys WHERE state = ? AND deletion_date <= ? ORDER BY name",
+                (PENDING_DELETION, now),
+            )
+            due = [name for (name,) in cursor.fetchall()]
+        destroyed = []
+        for name in due:
+            # One transaction per key, deciding again under the row lock: of the processes
+            # that found it due, the first destroys it and the others find nothing.
+            with self._transaction(write=True) as cursor:
+                row = self._lock_key_row(cursor, name)
+                if row is None or row[7] != PENDING_DELETION or row[8] > now:
+                    continue
+                self._destroy(cursor, name)
+            destroyed.append(name)
+        return destroyed
+
+    def set_policy(self, name: str, decide: PolicyDecision) -> KeyInfo:
+        with self._transaction(write=True) as cursor:
+            row = self._lock_key_row(cursor, name)
+            if row is None:
+                raise KeyNotFoundError(name)
+            if row[7] == PENDING_DELETION:
+                raise KeyPendingDeletionError(name, row[8])
+            checked = decide(self._info(cursor, name))
+            if not checked:
+                return self._info(cursor, name)
+            assignments = ", ".join(f"{column} = ?" for column in checked)
+            cursor.execute(
+                f"UPDATE keys SET {assignments}, updated_at = ? WHERE name = ?",
+                [*(_column_value(value) for value in checked.values()), time.time(), name],
+            )
+            return self._info(cursor, name)
+
+    def trim(self, name: str) -> tuple[KeyInfo, builtins.list[int]]:
+        with self._transaction(write=True) as cursor:
+            row = self._lock_key_row(cursor, name)
+            if row is None:
+                raise KeyNotFoundError(name)
+            if row[7] == PENDING_DELETION:
+                raise KeyPendingDeletionError(name, row[8])
+            minimum = row[10]
+            cursor.execute(
+                "SELECT version FROM key_versions WHERE name = ? AND version < ? ORDER BY version",
+                (name, minimum),
+            )
+            versions = [int(v) for (v,) in cursor.fetchall()]
+            for table in ("fe_functions", "fe_bases", "key_versions"):
+                cursor.execute(
+                    f"DELETE FROM {table} WHERE name = ? AND version < ?", (name, minimum)
+                )
+            if versions:
+                cursor.execute("UPDATE keys SET updated_at = ? WHERE name = ?", (time.time(), name))
+            return self._info(cursor, name), versions
+
+    def due_rotations(self, now: float) -> builtins.list[tuple[str, int]]:
+        with self._transaction(write=False) as cursor:
+            cursor.execute(
+                "SELECT k.name, k.latest_version FROM keys k JOIN key_versions v"
+                " ON v.name = k.name AND v.version = k.latest_version"
+                " WHERE k.auto_rotate_seconds IS NOT NULL AND k.state = ?"
+                " AND v.created_at + k.auto_rotate_seconds <= ? ORDER BY k.name",
+                (ACTIVE, now),
+            )
+            return [(name, int(version)) for name, version in cursor.fetchall()]
 
     def keyring_status(self) -> KeyringStatus:
         with self._transaction(write=False) as cursor:
@@ -694,7 +846,8 @@ class _SqlLedger(FunctionLedger):
 
 
 def _key_info(row: tuple[Any, ...], versions: tuple[KeyVersionInfo, ...] = ()) -> KeyInfo:
-    name, key_type, params, exportable, created_at, updated_at, latest = row
+    name, key_type, params, exportable, created_at, updated_at, latest = row[:7]
+    state, deletion_date, protection, min_dec, min_enc, auto_rotate = row[7:]
     return KeyInfo(
         name=name,
         type=key_type,
@@ -704,7 +857,17 @@ def _key_info(row: tuple[Any, ...], versions: tuple[KeyVersionInfo, ...] = ()) -
         updated_at=updated_at,
         latest_version=latest,
         versions=versions,
+        state=state,
+        deletion_date=deletion_date,
+        deletion_protection=bool(protection),
+        min_decryption_version=min_dec,
+        min_encryption_version=min_enc,
+        auto_rotate_seconds=auto_rotate,
     )
+
+
+def _column_value(value: object) -> object:
+    return int(value) if isinstance(value, bool) else value
 
 
 def _audit_row(row: tuple[Any, ...]) -> AuditRow:

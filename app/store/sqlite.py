@@ -10,6 +10,7 @@ and a deletion is checkpointed at once (unless another connection still reads an
 so a deleted key's wrapped secret does not stay behind in the database or its write-ahead log.
 """
 
+import builtins
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -20,6 +21,7 @@ from app.store.base import (
     LOCK_WAIT_SECONDS,
     AuditHead,
     AuditRow,
+    KeyInfo,
     KeyStoreError,
     StoreUnavailableError,
 )
@@ -107,6 +109,22 @@ class SqliteKeyStore(SqlKeyStore):
 
     def delete(self, name: str) -> None:
         super().delete(name)
+        self._checkpoint()
+
+    def destroy_due(self, now: float) -> builtins.list[str]:
+        destroyed = super().destroy_due(now)
+        if destroyed:
+            self._checkpoint()
+        return destroyed
+
+    def trim(self, name: str) -> tuple[KeyInfo, builtins.list[int]]:
+        trimmed = super().trim(name)
+        if trimmed[1]:
+            self._checkpoint()
+        return trimmed
+
+    def _checkpoint(self) -> None:
+        """Leave no destroyed secret behind in the database or its write-ahead log."""
         # Move the zeroed pages into the database and empty the log, which still holds the
         # pages as they were. Without waiting: a reader holding an old snapshot (a backup, a
         # frozen worker) makes it give up at once rather than hold the delete for the busy

@@ -40,8 +40,13 @@ def test_keys_lifecycle(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert (fe["dimension"], fe["curve"]) == (4, "bls12-381")
     assert run(capsys, "keys", "rotate", "orders")["latest_version"] == 2
     assert [k["name"] for k in run(capsys, "keys", "list")] == ["analytics", "orders"]
-    run(capsys, "keys", "delete", "orders")
-    assert [k["name"] for k in run(capsys, "keys", "list")] == ["analytics"]
+    assert run(capsys, "keys", "delete", "orders")["state"] == "pending-deletion"
+    listed = run(capsys, "keys", "list")
+    assert [(k["name"], k["state"]) for k in listed] == [
+        ("analytics", "active"),
+        ("orders", "pending-deletion"),
+    ]
+    assert run(capsys, "keys", "restore", "orders")["latest_version"] == 2
     assert (data_dir / "root-key").exists()
 
 

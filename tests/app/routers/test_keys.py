@@ -28,10 +28,17 @@ def test_create_read_list_rotate_delete(client: TestClient) -> None:
     assert [v["version"] for v in rotated["versions"]] == [1, 2]
 
     assert [k["name"] for k in client.get("/v1/keys").json()["keys"]] == ["orders"]
-    assert client.delete("/v1/keys/orders").status_code == 204
-    missing = client.get("/v1/keys/orders")
+    # Deletion is scheduled, not done: the key is listed as pending and refuses every use.
+    scheduled = client.delete("/v1/keys/orders")
+    assert scheduled.status_code == 202
+    assert scheduled.json()["state"] == "pending-deletion"
+    assert client.get("/v1/keys").json()["keys"][0]["state"] == "pending-deletion"
+    refused = client.post("/v1/ecies/orders/encrypt", json={"plaintext": "aGk="})
+    assert refused.status_code == 409
+    assert refused.headers["content-type"] == PROBLEM
+    assert refused.json()["type"] == "urn:cipherd:problem:key-pending-deletion"
+    missing = client.get("/v1/keys/nothing")
     assert missing.status_code == 404
-    assert missing.headers["content-type"] == PROBLEM
     assert missing.json()["type"] == "urn:cipherd:problem:key-not-found"
 
 
@@ -167,13 +174,16 @@ def test_unknown_path_and_method(client: TestClient) -> None:
 def test_a_rotation_that_loses_a_race_with_delete_and_create_is_a_409(
     client: TestClient, app: FastAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The name is deleted and given to an ECIES key while an FE version is being drawn: the
-    FE material must not become version 2 of the ECIES key."""
+    """The name is deleted (a window of 0, destroyed at once) and given to an AEZ key while an
+    FE version is being drawn: the FE material must not become version 2 of the AEZ key."""
+    services = app.state.services
+    monkeypatch.setattr(services.settings, "deletion_min_window_seconds", 0)
     client.post("/v1/keys", json={"name": "k", "type": "ipfe-opt", "dimension": 3})
     fe_type = KEY_TYPES["ipfe-opt"]
 
     def generate_while_replaced(params: dict) -> tuple[bytes, bytes | None]:
-        assert client.delete("/v1/keys/k").status_code == 204
+        assert client.delete("/v1/keys/k", params={"window_seconds": 0}).status_code == 202
+        services.maintenance.run_once()
         assert client.post("/v1/keys", json={"name": "k", "type": "aez"}).status_code == 201
         return fe_type.generate(params)
 

@@ -1,0 +1,71 @@
+"""What the service does to keys by itself: destroy those whose deletion window has ended, and
+rotate those whose `auto_rotate_seconds` has passed.
+
+Every process (each worker of each replica) runs this every `CIPHERD_MAINTENANCE_SECONDS`; the
+store makes each action happen once whoever comes first: a destruction decides again under the
+key's row lock, and an automatic rotation adds a version only if the latest is still the one
+found due. Each action is recorded in the audit trail with principal `system`.
+"""
+
+import logging
+import threading
+import time
+
+from app.ops import keys
+from app.ops.audit import AuditTrail
+from app.ops.keyring import Keyring
+from app.store import KeyChangedError, KeyStore
+
+log = logging.getLogger("cipherd.lifecycle")
+
+SYSTEM = "system"
+
+
+class Maintenance:
+    def __init__(
+        self, store: KeyStore, keyring: Keyring, audit: AuditTrail, interval: float
+    ) -> None:
+        self._store = store
+        self._keyring = keyring
+        self._audit = audit
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_once(self) -> None:
+        """Destroy what is due, then rotate what is due."""
+        self._audit.ensure_writable_now()
+        for name in self._store.destroy_due(time.time()):
+            self._keyring.forget(name)
+            self._audit.record("keys_destroy_key", principal=SYSTEM, key=name)
+        for name, version in self._store.due_rotations(time.time()):
+            try:
+                info = keys.rotate_from(self._store, self._keyring, name, expected=version)
+            except KeyChangedError:
+                continue  # another process rotated it first, or it changed meanwhile
+            self._audit.record(
+                "keys_rotate_key",
+                principal=SYSTEM,
+                key=name,
+                key_version=info.latest_version,
+                details={"automatic": True},
+            )
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="key-maintenance", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.run_once()
+            except Exception as exc:  # a store or audit failure: the next pass tries again
+                log.warning("key maintenance: %s", " ".join(str(exc).split()))
+            if self._stop.wait(self._interval):
+                return

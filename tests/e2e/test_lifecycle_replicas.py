@@ -1,0 +1,76 @@
+"""Key lifecycle across replicas on one PostgreSQL: a deletion window that ends while two
+replicas of two workers run is one destruction; one that ends while the service is down is
+carried out when it starts again."""
+
+import base64
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.server import restart, running, start
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
+
+
+def _env(postgres_url: str) -> dict[str, str]:
+    return {
+        "CIPHERD_DATABASE_URL": postgres_url,
+        "CIPHERD_ROOT_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
+        "CIPHERD_ADMIN_TOKEN": "replica-admin-" + secrets.token_urlsafe(16),
+        "CIPHERD_DELETION_MIN_WINDOW_SECONDS": "0",
+        "CIPHERD_MAINTENANCE_SECONDS": "0.3",
+        "CIPHERD_KEY_CACHE_SECONDS": "0.5",
+    }
+
+
+def _until(check: Any, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_a_window_ending_under_two_replicas_destroys_once(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    env = _env(postgres_url)
+    with (
+        running(tmp_path / "a", env=env, workers_count=2) as first,
+        running(tmp_path / "b", env=env, workers_count=2) as second,
+        first.client() as on_a,
+        second.client() as on_b,
+    ):
+        for index in range(4):
+            assert (
+                on_a.post("/v1/keys", json={"name": f"k{index}", "type": "aez"}).status_code == 201
+            )
+            window = {"window_seconds": 2}
+            assert on_b.delete(f"/v1/keys/k{index}", params=window).status_code == 202
+        _until(lambda: all(on_a.get(f"/v1/keys/k{i}").status_code == 404 for i in range(4)))
+        time.sleep(1)  # every process has had its passes since
+        records = on_b.get("/v1/audit", params={"operation": "keys_destroy_key"}).json()
+        assert sorted(r["key"] for r in records["records"]) == ["k0", "k1", "k2", "k3"]
+        assert {r["principal"] for r in records["records"]} == {"system"}
+        assert on_b.post("/v1/keys", json={"name": "k0", "type": "aez"}).status_code == 201
+
+
+def test_a_window_that_ends_while_the_service_is_down_is_kept(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    env = _env(postgres_url)
+    server = start(tmp_path / "a", env=env)
+    try:
+        with server.client() as client:
+            assert client.post("/v1/keys", json={"name": "k", "type": "aez"}).status_code == 201
+            assert client.delete("/v1/keys/k", params={"window_seconds": 3}).status_code == 202
+        server.kill()
+        time.sleep(3.5)
+        server = restart(server)
+        with server.client() as client:
+            _until(lambda: client.get("/v1/keys/k").status_code == 404)
+            assert client.post("/v1/keys", json={"name": "k", "type": "aez"}).status_code == 201
+    finally:
+        server.stop()

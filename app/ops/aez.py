@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from app.ops.ecies import Sealed
-from app.ops.errors import failed_with, wrong_key_type
+from app.ops.errors import decryptable, failed_with, wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.work import compute
 from app.server.metrics import timed
@@ -62,7 +62,7 @@ class Aez:
     async def decrypt(
         self, name: str, params: Params, ciphertext: bytes, version: int | None
     ) -> Sealed:
-        material = _checked(await self.keyring.fetch(name, version))
+        material = decryptable(_checked(await self.keyring.fetch(name, version)))
         plaintext = await compute(len(ciphertext), _decrypt, material, params, ciphertext)
         return Sealed(plaintext, material.version)
 
@@ -81,7 +81,7 @@ class Aez:
         _checked(self.keyring.material(name))
 
         def decrypt(params: Params, ciphertext: bytes, version: int | None) -> Sealed:
-            material = _checked(self.keyring.material(name, version))
+            material = decryptable(_checked(self.keyring.material(name, version)))
             return Sealed(_decrypt(material, params, ciphertext), material.version)
 
         return decrypt

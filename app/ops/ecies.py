@@ -9,7 +9,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Literal, NamedTuple, Protocol
 
-from app.ops.errors import failed_with, invalid_input, wrong_key_type
+from app.ops.errors import decryptable, failed_with, invalid_input, wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.work import compute
 from app.server.metrics import timed
@@ -98,7 +98,7 @@ class Ecies:
     async def decrypt(
         self, name: str, ciphertext: bytes, version: int | None, options: Options
     ) -> Sealed:
-        material = _checked(await self.keyring.fetch(name, version))
+        material = decryptable(_checked(await self.keyring.fetch(name, version)))
         plaintext = await compute(len(ciphertext), _decrypt, material, ciphertext, options)
         return Sealed(plaintext, material.version)
 
@@ -117,7 +117,7 @@ class Ecies:
         _checked(self.keyring.material(name))
 
         def decrypt(ciphertext: bytes, version: int | None, options: Options) -> Sealed:
-            material = _checked(self.keyring.material(name, version))
+            material = decryptable(_checked(self.keyring.material(name, version)))
             return Sealed(_decrypt(material, ciphertext, options), material.version)
 
         return decrypt

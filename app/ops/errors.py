@@ -84,6 +84,19 @@ def failed_with(material: KeyMaterial, slug: str, title: str) -> Problem:
     return Problem(400, slug, title, detail)
 
 
+def decryptable(material: KeyMaterial) -> KeyMaterial:
+    """The material, unless its version is below the key's min_decryption_version (400)."""
+    if material.version < material.min_decryption_version:
+        raise Problem(
+            400,
+            "version-too-old",
+            "Key version too old",
+            f"version {material.version} of key {material.name!r} is below its "
+            f"min_decryption_version ({material.min_decryption_version}) and no longer decrypts",
+        )
+    return material
+
+
 def problem_for(exc: Exception) -> Problem | None:
     """The problem a known library or store error stands for, or None for a bug."""
     match exc:

@@ -20,7 +20,13 @@ from app.ops.auth import Operation, Principal
 from app.ops.errors import Problem, invalid_input
 from app.ops.keyring import Keyring
 from app.settings import Settings
-from app.store import KeyInfo, KeyMaterial, KeyPendingDeletionError, KeyStore
+from app.store import (
+    KeyInfo,
+    KeyMaterial,
+    KeyPendingDeletionError,
+    KeyStore,
+    PolicyDecision,
+)
 from core import ecies
 from core.fe.group import DEFAULT_CURVE
 from core.fe.schemes import SCHEMES, Scheme
@@ -336,6 +342,91 @@ def public_part(keyring: Keyring, name: str, version: int | None) -> KeyMaterial
             f"key {name!r} of type {material.type} has no public part",
         )
     return material
+
+
+# What `PATCH /v1/keys/{name}` takes: any of these, each changed as given (a docstring would
+# reach the OpenAPI document as the schema's description).
+class KeyPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    min_decryption_version: StrictInt | None = Field(
+        None, ge=1, description="versions below this no longer decrypt; at most the latest"
+    )
+    min_encryption_version: StrictInt | None = Field(
+        None,
+        ge=0,
+        description="0, or from min_decryption_version to the latest: the oldest version an "
+        "encryption may use",
+    )
+    auto_rotate_seconds: StrictInt | None = Field(
+        None,
+        ge=0,
+        le=10 * 365 * 86400,
+        description="rotate the key when its latest version is this old; 0 turns it off",
+    )
+    deletion_protection: StrictBool | None = None
+    exportable: StrictBool | None = Field(None, description="may only go from false to true")
+    fe_policy: FePolicy | None = Field(None, description="FE key types: the function policy")
+
+
+def _policy_changes(body: KeyPatch) -> PolicyDecision:
+    """The columns `body` sets, checked against the key as it is under its row lock."""
+
+    def decide(key: KeyInfo) -> dict[str, Any]:
+        changes: dict[str, Any] = {}
+        oldest = min((v.version for v in key.versions), default=key.latest_version)
+        min_dec = key.min_decryption_version
+        if body.min_decryption_version is not None:
+            min_dec = body.min_decryption_version
+            if not oldest <= min_dec <= key.latest_version:
+                raise invalid_input(
+                    f"min_decryption_version: from {oldest} (the oldest stored version) to "
+                    f"{key.latest_version} (the latest), not {min_dec}"
+                )
+            changes["min_decryption_version"] = min_dec
+        min_enc = key.min_encryption_version
+        if body.min_encryption_version is not None:
+            min_enc = body.min_encryption_version
+            changes["min_encryption_version"] = min_enc
+        if min_enc and not min_dec <= min_enc <= key.latest_version:
+            raise invalid_input(
+                f"min_encryption_version: 0 or from min_decryption_version ({min_dec}) to the "
+                f"latest version ({key.latest_version}), not {min_enc}"
+            )
+        if body.auto_rotate_seconds is not None:
+            changes["auto_rotate_seconds"] = body.auto_rotate_seconds or None
+        if body.deletion_protection is not None:
+            changes["deletion_protection"] = body.deletion_protection
+        if body.exportable is not None:
+            if key.exportable and not body.exportable:
+                raise invalid_input("exportable: a key once exportable stays exportable")
+            changes["exportable"] = body.exportable
+        return changes
+
+    return decide
+
+
+def change_policy(store: KeyStore, keyring: Keyring | None, name: str, body: KeyPatch) -> KeyOut:
+    """Apply a policy change (`KeyPatch`), decided under the key's row lock."""
+    if body.fe_policy is not None:
+        current = store.get(name)
+        if KEY_TYPES[current.type].family != "fe":
+            raise invalid_input(f"fe_policy: only FE key types take one, not {current.type}")
+    info = store.set_policy(name, _policy_changes(body))
+    if body.fe_policy is not None:
+        policy = checked_fe_policy(body.fe_policy, info.type, info.params["dimension"])
+        info = store.set_params(name, {"fe_policy": policy})
+    if keyring is not None:
+        keyring.forget(name)
+    return key_out(info, with_versions=True)
+
+
+def trim(store: KeyStore, keyring: Keyring | None, name: str) -> tuple[KeyOut, list[int]]:
+    """Destroy, for good, the versions below the key's min_decryption_version."""
+    info, destroyed = store.trim(name)
+    if keyring is not None:
+        keyring.forget(name)
+    return key_out(info, with_versions=True), destroyed
 
 
 def export(store: KeyStore, name: str, version: int | None) -> KeyMaterial:

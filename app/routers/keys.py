@@ -144,6 +144,31 @@ def restore_key(name: KeyName, services: ServicesDep, _: AdminChange) -> KeyOut:
     return keys.restore(services.store, name)
 
 
+@router.patch(
+    "/{name}",
+    response_model=KeyOut,
+    summary="Change the key's policies (admin)",
+    openapi_extra=json_body(keys.KeyPatch),
+)
+async def patch_key(
+    request: Request, name: KeyName, services: ServicesDep, _: AdminChange
+) -> KeyOut:
+    body = await read_json(request, keys.KeyPatch)  # after the token check
+    audit_note(request.scope).details.update(body.model_dump(exclude_none=True, mode="json"))
+    return await in_thread(keys.change_policy, services.store, services.keyring, name, body)
+
+
+@router.post(
+    "/{name}/trim",
+    response_model=KeyOut,
+    summary="Destroy the versions below min_decryption_version, for good (admin)",
+)
+def trim_key(request: Request, name: KeyName, services: ServicesDep, _: AdminChange) -> KeyOut:
+    key, destroyed = keys.trim(services.store, services.keyring, name)
+    audit_note(request.scope).details["destroyed_versions"] = destroyed
+    return key
+
+
 Version = Annotated[int | None, Query(ge=1, description="key version; default: the latest")]
 
 

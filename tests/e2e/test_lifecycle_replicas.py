@@ -3,8 +3,10 @@ replicas of two workers run is one destruction; one that ends while the service 
 carried out when it starts again."""
 
 import base64
+import itertools
 import secrets
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +76,31 @@ def test_a_window_that_ends_while_the_service_is_down_is_kept(
             assert client.post("/v1/keys", json={"name": "k", "type": "aez"}).status_code == 201
     finally:
         server.stop()
+
+
+def test_automatic_rotation_is_once_per_period_across_replicas_and_workers(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    env = _env(postgres_url) | {"CIPHERD_MAINTENANCE_SECONDS": "0.2"}
+    period = 2
+    with (
+        running(tmp_path / "a", env=env, workers_count=2) as first,
+        running(tmp_path / "b", env=env, workers_count=2) as second,
+        first.client() as on_a,
+        second.client() as on_b,
+    ):
+        assert on_a.post("/v1/keys", json={"name": "k", "type": "aez"}).status_code == 201
+        started = time.time()
+        patched = on_b.patch("/v1/keys/k", json={"auto_rotate_seconds": period})
+        assert patched.status_code == 200
+        time.sleep(7.2)
+        on_a.patch("/v1/keys/k", json={"auto_rotate_seconds": 0})
+        elapsed = time.time() - started
+        versions = on_a.get("/v1/keys/k").json()["versions"]
+    made = [datetime.fromisoformat(v["created_at"]).timestamp() for v in versions]
+    gaps = [b - a for a, b in itertools.pairwise(made)]
+    assert all(gap >= period - 0.01 for gap in gaps), gaps  # never twice in one period
+    assert (
+        len(versions) - 1 == int(elapsed // period)
+        or len(versions) - 1 == int(elapsed // period) - 1
+    ), (len(versions), elapsed)

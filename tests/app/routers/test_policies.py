@@ -1,0 +1,124 @@
+"""Key policies through PATCH /v1/keys/{name}: minimum versions, trim, automatic rotation,
+exportable and deletion protection, on SQLite and PostgreSQL."""
+
+import itertools
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from tests.conftest import ADMIN_TOKEN
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def admin(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestClient]:
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        admin_token=ADMIN_TOKEN,
+        database_url=url,
+        maintenance_seconds=0.2,
+    )
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with TestClient(create_app(settings), headers=headers) as client:
+        yield client
+
+
+def _patch(client: TestClient, name: str, expect: int = 200, **body: Any) -> dict[str, Any]:
+    answer = client.patch(f"/v1/keys/{name}", json=body)
+    assert answer.status_code == expect, answer.text
+    return answer.json()
+
+
+def test_min_decryption_version_and_trim(admin: TestClient) -> None:
+    admin.post("/v1/keys", json={"name": "k", "type": "aez"})
+    sealed = admin.post("/v1/aez/k/encrypt", json={"plaintext": "aGk="}).json()
+    for _ in range(3):
+        admin.post("/v1/keys/k/rotate")
+    old = {"ciphertext": sealed["ciphertext"], "key_version": 1}
+    assert admin.post("/v1/aez/k/decrypt", json=old).json()["plaintext"] == "aGk="
+    key = _patch(admin, "k", min_decryption_version=3)
+    assert key["min_decryption_version"] == 3
+    refused = admin.post("/v1/aez/k/decrypt", json=old)
+    assert refused.status_code == 400
+    assert refused.json()["type"] == "urn:cipherd:problem:version-too-old"
+    batch = admin.post("/v1/aez/k/decrypt/batch", json={"items": [old]}).json()
+    assert batch["results"][0]["error"]["type"] == "urn:cipherd:problem:version-too-old"
+    _patch(admin, "k", min_decryption_version=1)  # nothing destroyed yet: it can go back
+    assert admin.post("/v1/aez/k/decrypt", json=old).status_code == 200
+    _patch(admin, "k", min_decryption_version=3)
+    trimmed = admin.post("/v1/keys/k/trim")
+    assert trimmed.status_code == 200
+    assert [v["version"] for v in trimmed.json()["versions"]] == [3, 4]
+    assert admin.post("/v1/aez/k/decrypt", json=old).status_code == 404
+    _patch(admin, "k", 422, min_decryption_version=2)  # below the oldest stored version
+    _patch(admin, "k", 422, min_decryption_version=5)  # above the latest
+    records = admin.get("/v1/audit", params={"operation": "keys_trim_key"}).json()["records"]
+    assert records[0]["details"]["destroyed_versions"] == [1, 2]
+
+
+def test_min_encryption_version_exportable_and_protection(admin: TestClient) -> None:
+    admin.post("/v1/keys", json={"name": "k", "type": "ecies-secp256k1"})
+    admin.post("/v1/keys/k/rotate")
+    _patch(admin, "k", 422, min_encryption_version=3)
+    _patch(admin, "k", min_decryption_version=2)
+    _patch(admin, "k", 422, min_encryption_version=1)  # below min_decryption_version
+    assert _patch(admin, "k", min_encryption_version=2)["min_encryption_version"] == 2
+    _patch(admin, "k", 422, min_decryption_version=1, min_encryption_version=3)
+    assert admin.get("/v1/keys/k/export").status_code == 403
+    assert _patch(admin, "k", exportable=True)["exportable"] is True
+    assert admin.get("/v1/keys/k/export").status_code == 200
+    _patch(admin, "k", 422, exportable=False)
+    assert _patch(admin, "k", deletion_protection=True)["deletion_protection"] is True
+    assert admin.delete("/v1/keys/k").status_code == 409
+    _patch(admin, "k", deletion_protection=False)
+    assert admin.delete("/v1/keys/k").status_code == 202
+    _patch(admin, "k", 409, deletion_protection=True)  # pending deletion: no changes
+    _patch(admin, "missing", 404, deletion_protection=True)
+    _patch(admin, "k", 422, nothing=1)
+    _patch(admin, "k", 422, fe_policy={"max_rank": 1})
+
+
+def test_patch_needs_the_admin(admin: TestClient) -> None:
+    admin.post("/v1/keys", json={"name": "k", "type": "aez"})
+    token = admin.post("/v1/tokens", json={"keys": ["*"], "operations": ["read"]}).json()
+    answer = admin.patch(
+        "/v1/keys/k",
+        json={"exportable": True},
+        headers={"Authorization": f"Bearer {token['token']}"},
+    )
+    assert answer.status_code == 403
+    assert admin.get("/v1/keys/k").json()["exportable"] is False
+
+
+def test_fe_policy_is_changed_with_patch(admin: TestClient) -> None:
+    admin.post("/v1/keys", json={"name": "f", "type": "ipfe-opt", "dimension": 3})
+    assert _patch(admin, "f", fe_policy={"max_rank": 1})["fe_policy"]["max_rank"] == 1
+    assert admin.post("/v1/fe/f/keygen", json={"y": [1, 0, 0]}).status_code == 200
+    assert admin.post("/v1/fe/f/keygen", json={"y": [0, 1, 0]}).status_code == 403
+
+
+def test_automatic_rotation(admin: TestClient) -> None:
+    admin.post("/v1/keys", json={"name": "k", "type": "aez"})
+    assert _patch(admin, "k", auto_rotate_seconds=1)["auto_rotate_seconds"] == 1
+    deadline = time.monotonic() + 15
+    while admin.get("/v1/keys/k").json()["latest_version"] < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    versions = admin.get("/v1/keys/k").json()["versions"]
+    made = [datetime.fromisoformat(v["created_at"]).timestamp() for v in versions]
+    assert all(b - a >= 0.99 for a, b in itertools.pairwise(made))
+    records = admin.get("/v1/audit", params={"principal": "system"}).json()["records"]
+    assert {(r["operation"], r["details"].get("automatic")) for r in records} == {
+        ("keys_rotate_key", True)
+    }
+    _patch(admin, "k", auto_rotate_seconds=0)
+    latest = admin.get("/v1/keys/k").json()["latest_version"]
+    time.sleep(1.5)
+    assert admin.get("/v1/keys/k").json()["latest_version"] == latest

@@ -330,7 +330,7 @@ def test_raw_body_parameters_at_their_defaults_pass_with_json(client: TestClient
         ("GET", "/v1/ecies/k/encrypt", "POST"),
         ("HEAD", "/v1/ecies/k/encrypt", "POST"),
         ("PUT", "/v1/keys", "GET, HEAD, POST"),  # two routes share the path
-        ("PUT", "/v1/keys/k", "DELETE, GET, HEAD"),
+        ("PUT", "/v1/keys/k", "DELETE, GET, HEAD, PATCH"),
         ("PATCH", "/v1/tokens", "GET, HEAD, POST"),
     ],
 )

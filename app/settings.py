@@ -83,6 +83,13 @@ class Settings(BaseSettings):
         description="how often each process destroys keys whose deletion is due and rotates "
         "keys whose auto_rotate_seconds has passed",
     )
+    bare_payload_versions: int = Field(
+        8,
+        ge=1,
+        le=100,
+        description="how many versions, newest first, a payload without an envelope is tried "
+        "against",
+    )
     audit_file: Path | None = Field(
         None, description="a JSON-lines file every audit record is also appended to"
     )

@@ -47,3 +47,14 @@ class RequestBody(BaseModel):
 KeyVersion = Annotated[
     StrictInt | None, Field(ge=1, description="the key version; default: the latest")
 ]
+
+
+# The key version of an ECIES or AEZ decryption, which its payload's envelope may name.
+PayloadVersion = Annotated[
+    StrictInt | None,
+    Field(
+        ge=1,
+        description="the key version, used exactly; default: the envelope's, or for a bare "
+        "payload the versions from the latest down",
+    ),
+]

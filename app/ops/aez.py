@@ -7,10 +7,12 @@ is a 400 that says only that.
 """
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Protocol
 
-from app.ops.ecies import Sealed
-from app.ops.errors import decryptable, failed_with, wrong_key_type
+from app.ops import envelope
+from app.ops.ecies import Sealed, warm
+from app.ops.errors import decryptable, failed_with, invalid_input, wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.work import compute
 from app.server.metrics import timed
@@ -49,39 +51,67 @@ def _decrypt(material: KeyMaterial, params: Params, ciphertext: bytes) -> bytes:
 
 
 class Aez:
-    """AEZ with the keys of one keyring."""
+    """AEZ with the keys of one keyring; `trial_versions` bounds how many versions a bare
+    payload is tried against (`app.ops.envelope`)."""
 
-    def __init__(self, keyring: Keyring) -> None:
+    def __init__(self, keyring: Keyring, trial_versions: int) -> None:
         self.keyring = keyring
+        self.trial_versions = trial_versions
 
-    async def encrypt(self, name: str, params: Params, plaintext: bytes) -> Sealed:
+    async def encrypt(
+        self, name: str, params: Params, plaintext: bytes, envelope: bool = True
+    ) -> Sealed:
         material = _checked(await self.keyring.fetch(name))
         ciphertext = await compute(len(plaintext), _encrypt, material, params, plaintext)
-        return Sealed(ciphertext, material.version)
+        return _sealed(material.version, ciphertext, envelope)
 
     async def decrypt(
         self, name: str, params: Params, ciphertext: bytes, version: int | None
     ) -> Sealed:
-        material = decryptable(_checked(await self.keyring.fetch(name, version)))
-        plaintext = await compute(len(ciphertext), _decrypt, material, params, ciphertext)
-        return Sealed(plaintext, material.version)
+        await warm(self.keyring, name, ciphertext, version, self._trials(params))
+        return await compute(len(ciphertext), self._open, name, params, ciphertext, version)
 
-    def encryptor(self, name: str) -> Callable[[Params, bytes], Sealed]:
+    def _trials(self, params: Params) -> int:
+        return self.trial_versions if params.tau >= envelope.MIN_TRIAL_TAU else 1
+
+    def _open(self, name: str, params: Params, ciphertext: bytes, version: int | None) -> Sealed:
+        named, payload = envelope.parse(ciphertext)
+        wanted = envelope.wanted_version(named, version)
+        if wanted is not None:
+            material = decryptable(_checked(self.keyring.material(name, wanted)))
+            return Sealed(_decrypt(material, params, payload), material.version)
+        latest = decryptable(_checked(self.keyring.material(name)))
+        if params.tau < envelope.MIN_TRIAL_TAU and latest.version > 1:
+            raise invalid_input(
+                f"key_version: a bare AEZ payload with tau {params.tau} (below "
+                f"{envelope.MIN_TRIAL_TAU}) is not tried against several versions: its tag "
+                "cannot tell them apart; give its key_version"
+            )
+        return Sealed(
+            *envelope.open_bare(
+                latest,
+                self.trial_versions,
+                lambda v: _checked(self.keyring.material(name, v)),
+                lambda material: _decrypt(material, params, payload),
+            )
+        )
+
+    def encryptor(self, name: str) -> Callable[[Params, bytes, bool], Sealed]:
         """Encryption of many plaintexts under the latest version, read once: an unknown key or
         a key of another type fails here, before any item."""
         material = _checked(self.keyring.material(name))
 
-        def encrypt(params: Params, plaintext: bytes) -> Sealed:
-            return Sealed(_encrypt(material, params, plaintext), material.version)
+        def encrypt(params: Params, plaintext: bytes, envelope: bool) -> Sealed:
+            return _sealed(material.version, _encrypt(material, params, plaintext), envelope)
 
         return encrypt
 
     def decryptor(self, name: str) -> Callable[[Params, bytes, int | None], Sealed]:
-        """Decryption of many ciphertexts, each under the version it names."""
+        """Decryption of many ciphertexts, each under the version it or its envelope names (or
+        tried, when bare)."""
         _checked(self.keyring.material(name))
+        return partial(self._open, name)
 
-        def decrypt(params: Params, ciphertext: bytes, version: int | None) -> Sealed:
-            material = decryptable(_checked(self.keyring.material(name, version)))
-            return Sealed(_decrypt(material, params, ciphertext), material.version)
 
-        return decrypt
+def _sealed(version: int, payload: bytes, enveloped: bool) -> Sealed:
+    return Sealed(envelope.seal(version, payload) if enveloped else payload, version)

@@ -1,14 +1,15 @@
 """ECIES with server-held keys, in batches, and to a public key given in the request.
 
-Payloads are exactly eciespy's and eciesjs's, so a client can encrypt locally to the key's public
-part and have the service decrypt. Encryption answers with the key version it used; decryption
-takes the version (default: the latest), since the payload format has no room for it.
+Bare payloads are exactly eciespy's and eciesjs's, so a client can encrypt locally to the key's
+public part and have the service decrypt. Encryption answers with the key version it used and,
+unless asked not to, a payload in the envelope that names it (`app.ops.envelope`).
 """
 
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Literal, NamedTuple, Protocol
 
+from app.ops import envelope
 from app.ops.errors import decryptable, failed_with, invalid_input, wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.work import compute
@@ -85,42 +86,75 @@ def _decrypt(material: KeyMaterial, ciphertext: bytes, options: Options) -> byte
 
 
 class Ecies:
-    """ECIES with the keys of one keyring."""
+    """ECIES with the keys of one keyring; `trial_versions` bounds how many versions a bare
+    payload is tried against (`app.ops.envelope`)."""
 
-    def __init__(self, keyring: Keyring) -> None:
+    def __init__(self, keyring: Keyring, trial_versions: int) -> None:
         self.keyring = keyring
+        self.trial_versions = trial_versions
 
-    async def encrypt(self, name: str, plaintext: bytes, options: Options) -> Sealed:
+    async def encrypt(
+        self, name: str, plaintext: bytes, options: Options, envelope: bool = True
+    ) -> Sealed:
         material = _checked(await self.keyring.fetch(name))
         payload = await compute(len(plaintext), _encrypt, material, plaintext, options)
-        return Sealed(payload, material.version)
+        return _sealed(material.version, payload, envelope)
 
     async def decrypt(
         self, name: str, ciphertext: bytes, version: int | None, options: Options
     ) -> Sealed:
-        material = decryptable(_checked(await self.keyring.fetch(name, version)))
-        plaintext = await compute(len(ciphertext), _decrypt, material, ciphertext, options)
-        return Sealed(plaintext, material.version)
+        await warm(self.keyring, name, ciphertext, version, self.trial_versions)
+        return await compute(len(ciphertext), self._open, name, ciphertext, version, options)
 
-    def encryptor(self, name: str) -> Callable[[bytes, Options], Sealed]:
+    def _open(self, name: str, ciphertext: bytes, version: int | None, options: Options) -> Sealed:
+        named, payload = envelope.parse(ciphertext)
+        wanted = envelope.wanted_version(named, version)
+        if wanted is not None:
+            material = decryptable(_checked(self.keyring.material(name, wanted)))
+            return Sealed(_decrypt(material, payload, options), material.version)
+        return Sealed(
+            *envelope.open_bare(
+                decryptable(_checked(self.keyring.material(name))),
+                self.trial_versions,
+                lambda v: _checked(self.keyring.material(name, v)),
+                lambda material: _decrypt(material, payload, options),
+            )
+        )
+
+    def encryptor(self, name: str) -> Callable[[bytes, Options, bool], Sealed]:
         """Encryption of many plaintexts under the latest version, read once: an unknown key or
         a key of another type fails here, before any item."""
         material = _checked(self.keyring.material(name))
 
-        def encrypt(plaintext: bytes, options: Options) -> Sealed:
-            return Sealed(_encrypt(material, plaintext, options), material.version)
+        def encrypt(plaintext: bytes, options: Options, envelope: bool) -> Sealed:
+            return _sealed(material.version, _encrypt(material, plaintext, options), envelope)
 
         return encrypt
 
     def decryptor(self, name: str) -> Callable[[bytes, int | None, Options], Sealed]:
-        """Decryption of many payloads, each under the version it names."""
+        """Decryption of many payloads, each under the version it or its envelope names (or
+        tried, when bare)."""
         _checked(self.keyring.material(name))
+        return partial(self._open, name)
 
-        def decrypt(ciphertext: bytes, version: int | None, options: Options) -> Sealed:
-            material = decryptable(_checked(self.keyring.material(name, version)))
-            return Sealed(_decrypt(material, ciphertext, options), material.version)
 
-        return decrypt
+def _sealed(version: int, payload: bytes, enveloped: bool) -> Sealed:
+    return Sealed(envelope.seal(version, payload) if enveloped else payload, version)
+
+
+async def warm(
+    keyring: Keyring, name: str, ciphertext: bytes, version: int | None, trial_versions: int
+) -> None:
+    """Bring the versions a decryption will use into the keyring's cache from a coroutine, so
+    that the decryption itself, on the event loop, finds them there."""
+    named, _ = envelope.parse(ciphertext)
+    wanted = envelope.wanted_version(named, version)
+    if wanted is not None:
+        await keyring.fetch(name, wanted)
+        return
+    latest = await keyring.fetch(name)
+    for candidate in envelope.trial_versions(latest, trial_versions):
+        await keyring.fetch(name, candidate)
 
 
 def _encrypt_to(public_key: bytes, plaintext: bytes, curve: Curve, options: Options) -> bytes:

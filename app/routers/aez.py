@@ -6,12 +6,12 @@ The parameters are the node package `aez`'s (`app.ops.aez`).
 from typing import Annotated
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from app.http.batch import Items, run_each
 from app.http.operation import BatchForm, Family, KeyCall, RawForm, RawQuery
 from app.http.problems import ProblemDetail
-from app.http.schemas import Base64Bytes, KeyVersion, RequestBody
+from app.http.schemas import Base64Bytes, PayloadVersion, RequestBody
 from app.ops.aez import MAX_TAU
 from app.ops.auth import Operation
 
@@ -33,15 +33,20 @@ class AezParams(RequestBody):
 
 class AezEncryptRequest(AezParams):
     plaintext: Base64Bytes
+    envelope: StrictBool = Field(
+        True,
+        description="the ciphertext in the envelope that names its key version; false: the "
+        "bare bytes the npm package aez reads",
+    )
 
 
 class AezDecryptRequest(AezParams):
     ciphertext: Base64Bytes
-    key_version: KeyVersion = None
+    key_version: PayloadVersion = None
 
 
-class AezQuery(RawQuery):
-    """The parameters of a raw (application/octet-stream) encryption."""
+class AezParamsQuery(RawQuery):
+    """The AEZ parameters of a raw (application/octet-stream) request."""
 
     nonce: Base64Bytes = Field(b"", description="base64 (percent-encode it in the URL)")
     ad: list[Base64Bytes] | None = Field(
@@ -49,16 +54,24 @@ class AezQuery(RawQuery):
     )
     tau: Tau = 16
 
+
+class AezQuery(AezParamsQuery):
+    """The parameters of a raw encryption."""
+
+    envelope: bool = Field(True, description="false: the bare bytes the npm package aez reads")
+
     def request(self, data: bytes) -> BaseModel:
         return AezEncryptRequest.model_construct(
-            nonce=self.nonce, ad=self.ad, tau=self.tau, plaintext=data
+            nonce=self.nonce, ad=self.ad, tau=self.tau, plaintext=data, envelope=self.envelope
         )
 
 
-class AezDecryptQuery(AezQuery):
+class AezDecryptQuery(AezParamsQuery):
     """The parameters of a raw decryption."""
 
-    key_version: int | None = Field(None, ge=1, description="default: the latest version")
+    key_version: int | None = Field(
+        None, ge=1, description="default: the envelope's, or tried from the latest down"
+    )
 
     def request(self, data: bytes) -> BaseModel:
         return AezDecryptRequest.model_construct(
@@ -118,7 +131,7 @@ def _encrypt_batch(call: KeyCall, batch: AezEncryptBatch) -> AezEncryptBatchResp
     encrypt = call.services.aez.encryptor(call.name)
 
     def one(item: AezEncryptRequest) -> AezEncryptResult:
-        sealed = encrypt(item, item.plaintext)
+        sealed = encrypt(item, item.plaintext, item.envelope)
         return AezEncryptResult(ciphertext=sealed.data, key_version=sealed.version)
 
     return AezEncryptBatchResponse(results=run_each(batch.items, one, AezEncryptResult))
@@ -152,7 +165,7 @@ def _decrypt_batch(call: KeyCall, batch: AezDecryptBatch) -> AezDecryptBatchResp
     hot=True,
 )
 async def encrypt(call: KeyCall, body: AezEncryptRequest) -> AezCiphertext:
-    sealed = await call.services.aez.encrypt(call.name, body, body.plaintext)
+    sealed = await call.services.aez.encrypt(call.name, body, body.plaintext, body.envelope)
     return AezCiphertext(ciphertext=sealed.data, key_version=sealed.version)
 
 

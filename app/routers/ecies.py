@@ -6,14 +6,14 @@ Payloads are exactly eciespy's and eciesjs's (`app.ops.ecies`).
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from app.http.batch import Items, run_each
 from app.http.body import json_body, json_response, read_json
 from app.http.deps import ServicesDep, service_access
 from app.http.operation import BatchForm, Family, KeyCall, RawForm, RawQuery, operation_id
 from app.http.problems import ERROR_RESPONSES, ProblemDetail
-from app.http.schemas import Base64Bytes, KeyVersion, RequestBody
+from app.http.schemas import Base64Bytes, PayloadVersion, RequestBody
 from app.ops import ecies
 from app.ops.auth import Operation
 
@@ -50,16 +50,21 @@ def _query_number(value: object) -> object:
 class EciesEncryptRequest(RequestBody):
     plaintext: Base64Bytes
     config: EciesOptions = EciesOptions()
+    envelope: StrictBool = Field(
+        True,
+        description="the payload in the envelope that names its key version; false: the bare "
+        "bytes eciespy and eciesjs read",
+    )
 
 
 class EciesDecryptRequest(RequestBody):
     ciphertext: Base64Bytes
-    key_version: KeyVersion = None
+    key_version: PayloadVersion = None
     config: EciesOptions = EciesOptions()
 
 
-class EciesQuery(RawQuery, EciesOptions):
-    """The parameters of a raw (application/octet-stream) encryption."""
+class EciesOptionsQuery(RawQuery, EciesOptions):
+    """The ECIES options of a raw (application/octet-stream) request."""
 
     symmetric_nonce_length: Annotated[Literal[12, 16, 24], BeforeValidator(_query_number)] = Field(
         16, description="12 or 16 for AES-256-GCM; XChaCha20-Poly1305 always uses 24"
@@ -73,14 +78,24 @@ class EciesQuery(RawQuery, EciesOptions):
             symmetric_nonce_length=self.symmetric_nonce_length,
         )
 
+
+class EciesQuery(EciesOptionsQuery):
+    """The parameters of a raw encryption."""
+
+    envelope: bool = Field(True, description="false: the bare bytes eciespy and eciesjs read")
+
     def request(self, data: bytes) -> BaseModel:
-        return EciesEncryptRequest.model_construct(plaintext=data, config=self.options())
+        return EciesEncryptRequest.model_construct(
+            plaintext=data, config=self.options(), envelope=self.envelope
+        )
 
 
-class EciesDecryptQuery(EciesQuery):
+class EciesDecryptQuery(EciesOptionsQuery):
     """The parameters of a raw decryption."""
 
-    key_version: int | None = Field(None, ge=1, description="default: the latest version")
+    key_version: int | None = Field(
+        None, ge=1, description="default: the envelope's, or tried from the latest down"
+    )
 
     def request(self, data: bytes) -> BaseModel:
         return EciesDecryptRequest.model_construct(
@@ -148,7 +163,7 @@ def _encrypt_batch(call: KeyCall, batch: EciesEncryptBatch) -> EciesEncryptBatch
     encrypt = call.services.ecies.encryptor(call.name)
 
     def one(item: EciesEncryptRequest) -> EciesEncryptResult:
-        sealed = encrypt(item.plaintext, item.config)
+        sealed = encrypt(item.plaintext, item.config, item.envelope)
         return EciesEncryptResult(ciphertext=sealed.data, key_version=sealed.version)
 
     return EciesEncryptBatchResponse(results=run_each(batch.items, one, EciesEncryptResult))
@@ -182,7 +197,9 @@ def _decrypt_batch(call: KeyCall, batch: EciesDecryptBatch) -> EciesDecryptBatch
     hot=True,
 )
 async def encrypt(call: KeyCall, body: EciesEncryptRequest) -> EciesCiphertext:
-    sealed = await call.services.ecies.encrypt(call.name, body.plaintext, body.config)
+    sealed = await call.services.ecies.encrypt(
+        call.name, body.plaintext, body.config, body.envelope
+    )
     return EciesCiphertext(ciphertext=sealed.data, key_version=sealed.version)
 
 

@@ -31,12 +31,16 @@ def test_same_bytes_as_the_library(client: TestClient, key: bytes, tau: int, ad)
         body = {"plaintext": b64(plaintext), "nonce": b64(nonce), "tau": tau}
         if ad is not None:
             body["ad"] = [b64(a) for a in ad]
+        expected = aez.encrypt(key, nonce, ad, tau, plaintext)
+        # By default in the envelope that names version 1; with envelope false, the bare bytes.
         sealed = client.post("/v1/aez/k/encrypt", json=body).json()
-        ciphertext = base64.b64decode(sealed["ciphertext"])
-        assert ciphertext == aez.encrypt(key, nonce, ad, tau, plaintext)
+        assert base64.b64decode(sealed["ciphertext"]) == b"cipherd:v1:" + expected
+        bare = client.post("/v1/aez/k/encrypt", json={**body, "envelope": False}).json()
+        assert base64.b64decode(bare["ciphertext"]) == expected
         body.pop("plaintext")
-        opened = client.post("/v1/aez/k/decrypt", json={**body, "ciphertext": sealed["ciphertext"]})
-        assert base64.b64decode(opened.json()["plaintext"]) == plaintext
+        for ciphertext in (sealed["ciphertext"], bare["ciphertext"]):
+            opened = client.post("/v1/aez/k/decrypt", json={**body, "ciphertext": ciphertext})
+            assert base64.b64decode(opened.json()["plaintext"]) == plaintext
 
 
 def test_tampering_and_wrong_parameters_fail_authentication(client: TestClient, key: bytes) -> None:
@@ -66,9 +70,19 @@ def test_tampering_and_wrong_parameters_fail_authentication(client: TestClient, 
 def test_raw_bodies_with_query_parameters(client: TestClient, key: bytes) -> None:
     plaintext = os.urandom(2 * 1024 * 1024 + 3)
     params = [("nonce", b64(b"nonce")), ("ad", b64(b"x")), ("ad", ""), ("tau", "32")]
-    sealed = client.post("/v1/aez/k/encrypt", content=plaintext, headers=OCTET, params=params)
+    sealed = client.post(
+        "/v1/aez/k/encrypt",
+        content=plaintext,
+        headers=OCTET,
+        params=[*params, ("envelope", "false")],
+    )
     assert sealed.status_code == 200, sealed.text
     assert sealed.content == aez.encrypt(key, b"nonce", [b"x", b""], 32, plaintext)
+    enveloped = client.post("/v1/aez/k/encrypt", content=plaintext, headers=OCTET, params=params)
+    assert enveloped.content == b"cipherd:v1:" + sealed.content
+    decrypt_envelope = [*params, ("envelope", "false")]
+    refused = client.post("/v1/aez/k/decrypt", content=b"x", headers=OCTET, params=decrypt_envelope)
+    assert refused.status_code == 422  # envelope is an encryption's parameter
     opened = client.post(
         "/v1/aez/k/decrypt",
         content=sealed.content,
@@ -88,9 +102,21 @@ def test_rotation_keeps_old_ciphertexts(client: TestClient, key: bytes) -> None:
         "/v1/aez/k/decrypt", json={"ciphertext": old["ciphertext"], "key_version": 1}
     ).json()
     assert base64.b64decode(opened["plaintext"]) == b"v1"
-    latest = client.post("/v1/aez/k/decrypt", json={"ciphertext": old["ciphertext"]})
-    assert latest.status_code == 400
-    assert "with version 2 of key 'k'; a payload made under an earlier" in latest.json()["detail"]
+    # Without key_version, the envelope names the version.
+    named = client.post("/v1/aez/k/decrypt", json={"ciphertext": old["ciphertext"]}).json()
+    assert (base64.b64decode(named["plaintext"]), named["key_version"]) == (b"v1", 1)
+    # A key_version the caller gives is used exactly: the envelope may not say otherwise.
+    other = client.post(
+        "/v1/aez/k/decrypt", json={"ciphertext": old["ciphertext"], "key_version": 2}
+    )
+    assert other.status_code == 422
+    # A bare payload of version 1 is a bare AEZ payload given version 2: it does not open.
+    bare = client.post(
+        "/v1/aez/k/encrypt", json={"plaintext": b64(b"v2"), "envelope": False}
+    ).json()["ciphertext"]
+    wrong = client.post("/v1/aez/k/decrypt", json={"ciphertext": bare, "key_version": 1})
+    assert wrong.status_code == 400
+    assert "with version 1 of key 'k'" in wrong.json()["detail"]
 
 
 def test_batches(client: TestClient, key: bytes) -> None:

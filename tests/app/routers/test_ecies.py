@@ -55,7 +55,8 @@ def test_raw_round_trip_with_query_parameters(client: TestClient) -> None:
     assert sealed.status_code == 200
     assert sealed.headers["content-type"] == "application/octet-stream"
     assert sealed.headers["cipherd-key-version"] == "1"
-    assert len(sealed.content) == 33 + 24 + 16 + len(plaintext)
+    assert sealed.content.startswith(b"cipherd:v1:")
+    assert len(sealed.content) == len(b"cipherd:v1:") + 33 + 24 + 16 + len(plaintext)
     opened = client.post(
         "/v1/ecies/k/decrypt",
         content=sealed.content,
@@ -75,12 +76,24 @@ def test_old_versions_decrypt_after_rotation(client: TestClient) -> None:
         "/v1/ecies/k/decrypt", json={"ciphertext": old["ciphertext"], "key_version": 1}
     ).json()
     assert base64.b64decode(opened_old["plaintext"]) == b"before"
-    # Under the latest version, the old payload does not authenticate.
-    wrong = client.post("/v1/ecies/k/decrypt", json={"ciphertext": old["ciphertext"]})
+    # Without key_version, the envelope names the version.
+    named = client.post("/v1/ecies/k/decrypt", json={"ciphertext": old["ciphertext"]}).json()
+    assert (base64.b64decode(named["plaintext"]), named["key_version"]) == (b"before", 1)
+    # A bare payload that no version tried opens names the versions tried.
+    junk = b64(b"\x04" + os.urandom(64 + 16 + 16 + 5))
+    wrong = client.post("/v1/ecies/k/decrypt", json={"ciphertext": junk})
+    assert wrong.status_code in (400, 422)
+    if wrong.status_code == 400:
+        assert wrong.json()["type"] == "urn:cipherd:problem:decryption-failed"
+    # Given key_version 2, an old bare payload does not open.
+    bare = client.post(
+        "/v1/ecies/k/encrypt", json={"plaintext": b64(b"x"), "envelope": False}
+    ).json()["ciphertext"]
+    client.post("/v1/keys/k/rotate")
+    wrong = client.post("/v1/ecies/k/decrypt", json={"ciphertext": bare, "key_version": 3})
     assert wrong.status_code == 400
-    assert wrong.json()["type"] == "urn:cipherd:problem:decryption-failed"
     assert wrong.json()["detail"] == (
-        "decryption failed with version 2 of key 'k'; "
+        "decryption failed with version 3 of key 'k'; "
         "a payload made under an earlier version needs that key_version"
     )
 

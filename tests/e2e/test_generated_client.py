@@ -115,7 +115,10 @@ def test_round_trip_through_the_generated_client(
             body=models.AezEncryptRequest(plaintext=b64(plaintext), nonce=nonce, ad=ad, tau=16),
         )
         assert isinstance(aez_sealed, models.AezCiphertext), aez_sealed
-        assert len(base64.b64decode(aez_sealed.ciphertext)) == len(plaintext) + 16
+        # The envelope that names version 1, then the 16 bytes of tau's expansion.
+        enveloped = base64.b64decode(aez_sealed.ciphertext)
+        assert enveloped.startswith(b"cipherd:v1:")
+        assert len(enveloped) == len(b"cipherd:v1:") + len(plaintext) + 16
         aez_opened = aez_decrypt.sync(
             "sessions",
             client=client,

@@ -155,7 +155,11 @@ def test_round_trip_through_the_generated_client(
         assert isinstance(listed, models.KeyList)
         assert sorted(key.name for key in listed.keys) == ["orders", "sessions"]
 
+        # Deletion is scheduled: the key is then read as pending deletion.
         deleted = api_keys["delete_key"].sync_detailed("orders", client=client)
-        assert deleted.status_code == 204
-        missing = api_keys["get_key"].sync("orders", client=client)
+        assert deleted.status_code == 202
+        assert isinstance(deleted.parsed, models.DeletionScheduled)
+        pending = api_keys["get_key"].sync("orders", client=client)
+        assert isinstance(pending, models.KeyOut) and pending.state == "pending-deletion"
+        missing = api_keys["get_key"].sync("nothing", client=client)
         assert isinstance(missing, models.ProblemDetail) and missing.status == 404

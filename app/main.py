@@ -32,13 +32,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        services.rewrap.start()
-        services.maintenance.start()
+        services.start()
         yield
-        services.maintenance.stop()
-        services.rewrap.stop()
-        services.audit.close()
-        store.close()
+        services.close()
 
     app = FastAPI(
         title="cipherd",

@@ -116,6 +116,12 @@ class Settings(BaseSettings):
     fe_prepared_cache_entries: int = Field(
         64, ge=0, description="prepared functional keys kept per process"
     )
+    fe_processes: int = Field(
+        1,
+        ge=0,
+        le=64,
+        description="processes per worker that run FE decryptions beside it (0: in the worker)",
+    )
 
     @model_validator(mode="after")
     def _window_above_minimum(self) -> "Settings":

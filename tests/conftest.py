@@ -26,6 +26,9 @@ def settings(tmp_path: Path) -> Settings:
         data_dir=tmp_path / "data",
         admin_token=ADMIN_TOKEN,
         log_format="json",
+        # In the worker: a pool process per test app would cost a second each; the pool has
+        # tests of its own.
+        fe_processes=0,
     )
 
 

@@ -14,6 +14,7 @@ from app.ops.auth import Authenticator
 from app.ops.ecies import Ecies
 from app.ops.fe import Fe
 from app.ops.fe_cache import FeCaches
+from app.ops.fe_pool import FePool
 from app.ops.keyring import Keyring
 from app.ops.lifecycle import Maintenance
 from app.ops.root import Rewrap
@@ -37,7 +38,14 @@ class Services:
     @classmethod
     def build(cls, settings: Settings, store: KeyStore, admin_token: str) -> "Services":
         keyring = Keyring(store, settings.key_cache_seconds)
-        caches = FeCaches(settings.fe_table_cache_bytes, settings.fe_prepared_cache_entries)
+        # The worker and each FE pool process share the cache budgets equally.
+        shares = settings.fe_processes + 1
+        table_bytes = settings.fe_table_cache_bytes // shares
+        prepared = max(1, settings.fe_prepared_cache_entries // shares)
+        caches = FeCaches(table_bytes, prepared)
+        pool = (
+            FePool(settings.fe_processes, table_bytes, prepared) if settings.fe_processes else None
+        )
         audit = AuditTrail(store, settings.audit_file, sync=settings.audit_sync == "full")
         return cls(
             settings=settings,
@@ -46,8 +54,25 @@ class Services:
             auth=Authenticator(store, admin_token, settings.token_cache_seconds),
             ecies=Ecies(keyring, settings.bare_payload_versions),
             aez=Aez(keyring, settings.bare_payload_versions),
-            fe=Fe(keyring, caches, settings.fe_max_range, settings.fe_max_request_work),
+            fe=Fe(keyring, caches, settings.fe_max_range, settings.fe_max_request_work, pool),
             rewrap=Rewrap(store, settings.keyring_rewrap_per_second),
             audit=audit,
             maintenance=Maintenance(store, keyring, audit, settings.maintenance_seconds),
         )
+
+    def start(self) -> None:
+        """Start what runs beside the requests: the keyring rewrap, the maintenance (deletions
+        due, automatic rotations), the FE pool's processes."""
+        self.rewrap.start()
+        self.maintenance.start()
+        if self.fe.pool is not None:
+            self.fe.pool.start()
+
+    def close(self) -> None:
+        """Stop them, write the audit records still pending, release the store."""
+        self.maintenance.stop()
+        self.rewrap.stop()
+        if self.fe.pool is not None:
+            self.fe.pool.close()
+        self.audit.close()
+        self.store.close()

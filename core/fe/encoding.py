@@ -21,8 +21,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
+from itertools import chain, repeat
 from typing import Any, ClassVar, Self, TypeVar
 
 from core.errors import EncodingError, KeyMismatchError
@@ -51,12 +52,23 @@ class _Codec:
     """How one kind of field is written, resolved against the object's curve."""
 
     size: Callable[[group.Curve], int]
-    encode: Callable[[group.Curve, Any], bytes]
+    encode: Callable[[group.Curve, Iterable[Any]], bytes]  # a run of values, back to back
     read: Callable[[group.Curve, bytes, int, int], list[Any]]
 
 
 def _i64_to_bytes(value: int) -> bytes:
     return value.to_bytes(8, "big", signed=True)
+
+
+def _encode_each(encode: Callable[[group.Curve, Any], bytes]) -> Callable[..., bytes]:
+    return lambda c, values: b"".join([encode(c, v) for v in values])
+
+
+def _encode_scalars(c: group.Curve, values: Iterable[int]) -> bytes:
+    """Reduced mod r, big-endian: `scalar_to_bytes` over a run, without a call per value
+    (a bjk master key at n = 100 holds 83,240 scalars)."""
+    size = c.scalar_bytes
+    return b"".join(map(int.to_bytes, map(c.order.__rmod__, values), repeat(size), repeat("big")))
 
 
 def _read_each(decode: Callable[[bytes], Any], size: int) -> Callable[..., list[Any]]:
@@ -68,27 +80,27 @@ def _read_each(decode: Callable[[bytes], Any], size: int) -> Callable[..., list[
 
 SCALAR = _Codec(
     lambda c: c.scalar_bytes,
-    lambda c, v: c.scalar_to_bytes(v),
+    _encode_scalars,
     lambda c, *run: _read_each(c.scalar_from_bytes, c.scalar_bytes)(*run),
 )
 G1 = _Codec(
     lambda c: c.g1_bytes,
-    lambda c, v: c.g1_to_bytes(v),
+    _encode_each(lambda c, v: c.g1_to_bytes(v)),
     lambda c, *run: c.g1_vector_from_bytes(*run),
 )
 G2 = _Codec(
     lambda c: c.g2_bytes,
-    lambda c, v: c.g2_to_bytes(v),
+    _encode_each(lambda c, v: c.g2_to_bytes(v)),
     lambda c, *run: c.g2_vector_from_bytes(*run),
 )
 GT = _Codec(
     lambda c: c.gt_bytes,
-    lambda c, v: c.gt_to_bytes(v),
+    _encode_each(lambda c, v: c.gt_to_bytes(v)),
     lambda c, *run: _read_each(c.gt_from_bytes, c.gt_bytes)(*run),
 )
 I64 = _Codec(
     lambda c: 8,
-    lambda c, v: _i64_to_bytes(v),
+    _encode_each(lambda c, v: _i64_to_bytes(v)),
     lambda c, *run: _read_each(lambda b: int.from_bytes(b, "big", signed=True), 8)(*run),
 )
 
@@ -127,12 +139,12 @@ def _count(shape: tuple[int, ...]) -> int:
     return total
 
 
-def _flatten(value: Any, depth: int) -> Iterator[Any]:
+def _flatten(value: Any, depth: int) -> Iterable[Any]:
     if depth == 0:
-        yield value
-    else:
-        for item in value:
-            yield from _flatten(item, depth - 1)
+        return (value,)
+    if depth == 1:
+        return value  # type: ignore[no-any-return]
+    return chain.from_iterable(_flatten(item, depth - 1) for item in value)
 
 
 def _nest(items: list[Any], shape: tuple[int, ...]) -> Any:
@@ -193,7 +205,7 @@ class Encoded:
         ]
         for name, (codec, shape) in zip(self._data_fields(), self.LAYOUT, strict=True):
             depth = len(shape(n))
-            out.extend(codec.encode(c, v) for v in _flatten(getattr(self, name), depth))
+            out.append(codec.encode(c, _flatten(getattr(self, name), depth)))
         return b"".join(out)
 
     @classmethod

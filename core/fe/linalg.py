@@ -3,7 +3,7 @@
 Plain Python integers, because the entries are 255-bit residues. Vectors are lists of ints,
 matrices are sequences of rows; the large secret bases of bjk, tao and kim are also kept as a
 `PackedMatrix`, which turns a vector-matrix product into a few big-integer operations in C.
-The one O(m³) cost left in Python is the inversion at bjk/tao/kim setup. Length mismatches
+The inversion at bjk/tao/kim setup, O(m³), runs in C too (`core.fe._linalg`). Length mismatches
 raise `ShapeError`, never a silently truncated `zip`. The arithmetic lives in `Zr`, one per
 group order (each curve has its own r); the module-level names are BLS12-381's.
 """
@@ -11,6 +11,7 @@ group order (each curve has its own r); the module-level names are BLS12-381's.
 from __future__ import annotations
 
 import operator
+import os
 import random
 import secrets
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from itertools import repeat
 from core.errors import ShapeError
 from core.fe._relic import ORDER
 
-try:  # exact F·v in C (little-endian limbs, as on x86-64)
+try:  # exact F·v, inversion and sampling in C (little-endian limbs, as on x86-64)
     from core.fe import _linalg as _compiled
 except ImportError:  # pragma: no cover - only where the extension was not built
     _compiled = None
@@ -205,7 +206,23 @@ class Zr:
         return tuple(tuple(self.scale(row, k)) for row in m)
 
     def invert(self, m: Sequence[Sequence[int]]) -> tuple[Matrix, int] | None:
-        """(M⁻¹, det M) by Gauss–Jordan on [M | I], or None when M is singular.
+        """(M⁻¹, det M), or None when M is singular.
+
+        In C (`core.fe._linalg`) when it is built; `invert_by_elimination` is the same in
+        Python. Both are exact, and the inverse and determinant are unique, so they agree.
+        """
+        for row in m:
+            _check_lengths(m, row)
+        order = self.order
+        return self._invert_reduced([[x % order for x in row] for row in m])
+
+    def _invert_reduced(self, m: Sequence[Sequence[int]]) -> tuple[Matrix, int] | None:
+        if _compiled is None:
+            return self.invert_by_elimination(m)
+        return _compiled.invert(m, self.order)  # type: ignore[no-any-return]
+
+    def invert_by_elimination(self, m: Sequence[Sequence[int]]) -> tuple[Matrix, int] | None:
+        """`invert` by Gauss–Jordan on [M | I] in Python.
 
         The pivot is the first row at or below the diagonal with a nonzero entry; each swap
         negates the running determinant and each pivot multiplies it.
@@ -240,16 +257,28 @@ class Zr:
         return tuple(tuple(x % self.order for x in row[size:]) for row in work), det % self.order
 
     def random_vector(self, length: int, rng: random.Random | None = None) -> Vector:
-        """Independent uniform scalars."""
-        return [self.random_scalar(rng) for _ in range(length)]
+        """Independent uniform scalars.
+
+        From the OS CSPRNG (rng None) the compiled module draws them all from one read of
+        random bytes, by rejection as `secrets.randbelow` does one at a time.
+        """
+        if rng is not None or _compiled is None:
+            return [self.random_scalar(rng) for _ in range(length)]
+        out: Vector = []
+        # Each 32-byte word is accepted with probability r / 2^bits > 1/2.
+        while len(out) < length:
+            missing = length - len(out)
+            out += _compiled.sample(os.urandom(32 * (2 * missing + 8)), self.order)
+        return out[:length]
 
     def random_invertible(
         self, size: int, rng: random.Random | None = None
     ) -> tuple[Matrix, Matrix, int]:
         """A uniform invertible matrix with its inverse and determinant (rejection sampling)."""
         while True:
-            m = tuple(tuple(self.random_vector(size, rng)) for _ in range(size))
-            inverted = self.invert(m)
+            entries = self.random_vector(size * size, rng)
+            m = tuple(tuple(entries[i : i + size]) for i in range(0, size * size, size))
+            inverted = self._invert_reduced(m)
             if inverted is not None:
                 return m, inverted[0], inverted[1]
 

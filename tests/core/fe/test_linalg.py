@@ -6,10 +6,14 @@ import random
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.errors import ShapeError
-from core.fe import linalg
+from core.fe import _mcl, linalg
 from core.fe.group import ORDER
+
+BN254_ORDER = _mcl.ORDER
 
 
 def test_inverse_needs_a_pivot_swap() -> None:
@@ -184,3 +188,85 @@ def test_function_products_refuse_what_function_matrix_refuses(
 def test_function_products_need_a_vector_of_length_n() -> None:
     with pytest.raises(ShapeError):
         linalg.function_products([[1, 2], [3, 4]], 2, [1, 2, 3])
+
+
+ORDERS = [ORDER, BN254_ORDER]
+_ENTRY = st.one_of(st.sampled_from([0, 1, 2, ORDER - 1]), st.integers(0, 2**256 - 1))
+
+
+@st.composite
+def _square_matrices(draw: st.DrawFn) -> list[list[int]]:
+    """Square matrices with edge entries, some made singular by a repeated or zero row."""
+    size = draw(st.integers(1, 9))
+    m = [[draw(_ENTRY) for _ in range(size)] for _ in range(size)]
+    if size > 1 and draw(st.booleans()):
+        i, j = draw(st.integers(0, size - 1)), draw(st.integers(0, size - 1))
+        m[i] = list(m[j]) if i != j else [0] * size
+    return m
+
+
+@settings(max_examples=300, deadline=None)
+@given(m=_square_matrices(), order=st.sampled_from(ORDERS))
+def test_compiled_inverse_matches_elimination(m: list[list[int]], order: int) -> None:
+    zr = linalg.Zr(order)
+    assert zr.invert(m) == zr.invert_by_elimination(m)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_compiled_inverse_of_setup_sizes(order: int) -> None:
+    zr = linalg.Zr(order)
+    rng = random.Random(order)
+    m, inv, det = zr.random_invertible(40, rng)
+    assert zr.invert_by_elimination(m) == (inv, det)
+    # At bjk's size for n = 100: M·M⁻¹ = I, and det(M)·det(M⁻¹) = 1.
+    m, inv, det = zr.random_invertible(204, rng)
+    packed = linalg.PackedMatrix(inv, order)
+    assert [packed.vec_mul(row) for row in m] == [
+        [int(i == j) for j in range(204)] for i in range(204)
+    ]
+    assert det * zr.invert(inv)[1] % order == 1  # type: ignore[index]
+
+
+def test_compiled_inverse_refuses_bad_input() -> None:
+    compiled = linalg._compiled
+    assert compiled is not None
+    for bad in ([[ORDER]], [[-1]], [[1.0]], [[1, 2], [3]], [[1, 2]], []):
+        with pytest.raises(ValueError):
+            compiled.invert(bad, ORDER)
+    for modulus in (ORDER + 1, 1, -ORDER, 2**256 + 1, "7"):
+        with pytest.raises(ValueError, match="modulus"):
+            compiled.invert([[1]], modulus)
+    # Zr.invert reduces what the compiled module would refuse.
+    assert linalg.invert([[ORDER + 7, -1], [0, 2 * ORDER + 1]]) == linalg.Zr(
+        ORDER
+    ).invert_by_elimination([[7, ORDER - 1], [0, 1]])
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_sample_keeps_the_masked_words_below_r(order: int) -> None:
+    compiled = linalg._compiled
+    assert compiled is not None
+    bits = order.bit_length()
+    words = [order - 1, order, 0, 2**bits - 1, (1 << 256) - 1, order + (1 << bits), (1 << bits) | 3]
+    data = b"".join(w.to_bytes(32, "little") for w in words) + b"\x01" * 31  # a partial word
+    # Masked to `bits` bits: order + 2^bits becomes order (refused), 2^bits + 3 becomes 3.
+    assert compiled.sample(data, order) == [order - 1, 0, 3]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_random_vector_from_the_os_is_uniform_looking(order: int) -> None:
+    values = linalg.Zr(order).random_vector(4000)
+    assert len(values) == 4000 and len(set(values)) == 4000
+    assert all(0 <= v < order for v in values)
+    # About half of the draws lie below r / 2 (six standard deviations either side).
+    half = order // 2
+    assert 1800 < sum(v < half for v in values) < 2200
+
+
+def test_python_paths(products_path: str) -> None:
+    """invert and random_vector where the extension is missing (products_path patches it)."""
+    zr = linalg.Zr(ORDER)
+    m = [[0, 2], [3, 0]]
+    assert zr.invert(m) == zr.invert_by_elimination(m)
+    values = zr.random_vector(50)
+    assert len(set(values)) == 50 and all(0 <= v < ORDER for v in values)

@@ -17,9 +17,8 @@
  * the twist type, so `init` finds them by evaluating one line at three probe points.
  *
  * The module also keeps the two other loops that are too slow driven call by call from Python:
- * the baby steps of a discrete-log table, and fixed-base multiplication with a table of 8-bit
- * windows (32 windows of 255 affine multiples each: at most 32 mixed additions per scalar,
- * against ~64 doublings and additions for RELIC's comb method with its 16-entry table).
+ * the baby steps of a discrete-log table, and fixed-base multiplication with tables of
+ * signed-digit windows (see that section).
  *
  * Last, validated decoding of compressed G1 and G2 points, many per call, with subgroup
  * tests by the curve endomorphisms (see the section on decoding below).
@@ -64,9 +63,9 @@ typedef void (*line_fn)(void *l, void *r, const void *q, const void *p);
 typedef void (*fp3_fn)(void *c, const void *a, const void *b);
 typedef void (*fp2_fn)(void *c, const void *a);
 typedef void (*fp_dig_fn)(void *c, uint64_t d);
+typedef void (*norm_sim_fn)(void *r, const void *t, int n);
 typedef int (*is_fn)(const void *p);
 typedef void (*bn_fn)(void *b);
-typedef void (*norm_sim_fn)(void *r, const void *t, int n);
 
 static struct {
     line_fn dbl, add;
@@ -75,7 +74,6 @@ static struct {
     fp_dig_fn fp_set_dig, fp12_set_dig;
     is_fn ep_is_infty, ep2_is_infty;
     bn_fn fp_prime_get_par, ep2_curve_get_gen;
-    fp3_fn ep_add, ep2_add;
     norm_sim_fn ep_norm_sim, ep2_norm_sim;
 } R;
 
@@ -1040,8 +1038,6 @@ static PyObject *py_init(PyObject *self, PyObject *args) {
     R.ep2_is_infty = (is_fn)sym(h, "ep2_is_infty", &missing);
     R.fp_prime_get_par = (bn_fn)sym(h, "fp_prime_get_par", &missing);
     R.ep2_curve_get_gen = (bn_fn)sym(h, "ep2_curve_get_gen", &missing);
-    R.ep_add = (fp3_fn)sym(h, "ep_add_projc", &missing);
-    R.ep2_add = (fp3_fn)sym(h, "ep2_add_projc", &missing);
     R.ep_norm_sim = (norm_sim_fn)sym(h, "ep_norm_sim", &missing);
     R.ep2_norm_sim = (norm_sim_fn)sym(h, "ep2_norm_sim", &missing);
     if (missing) {
@@ -1289,114 +1285,442 @@ static PyObject *py_baby_steps(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-#define WINDOWS 32
-#define DIGITS 255
+/*
+ * Fixed-base multiplication with a table of signed-digit windows.
+ *
+ * A scalar k < 2^255 is written k = sum d_i 2^(w i) with digits |d_i| <= 2^(w-1), ceil(256 / w)
+ * of them; the table holds j 2^(w i) P for 1 <= j <= 2^(w-1) as affine points, so each nonzero
+ * digit costs one mixed addition (the negative ones negate y). Sums run in Jacobian
+ * coordinates on the decoder's field routines, and a whole batch of results is made affine
+ * with one field inversion (Montgomery's trick), so the points come out with z = 1: encoding
+ * them and pairing them skips RELIC's per-point normalisation.
+ *
+ * Table layout: an 8-byte header (kind, w, 1 when P is the identity), then the entries, each
+ * x then y in RELIC's Montgomery form, window by window.
+ */
+#define FIXED_HEADER 8
+#define MIN_WINDOW 2
+#define MAX_WINDOW 12
 
-/* The point size, addition and batch normalisation of G1 (kind 1) or G2 (kind 2). */
-static int curve_ops(int kind, size_t *size, fp3_fn *add, norm_sim_fn *norm_sim) {
-    if (kind == 1) {
-        *size = sizeof(ep_st);
-        *add = R.ep_add;
-        *norm_sim = R.ep_norm_sim;
-    } else if (kind == 2) {
-        *size = sizeof(ep2_st);
-        *add = R.ep2_add;
-        *norm_sim = R.ep2_norm_sim;
-    } else {
-        PyErr_SetString(PyExc_ValueError, "kind must be 1 (G1) or 2 (G2)");
-        return 0;
-    }
-    return 1;
+static const field_ops *field_of(int kind) {
+    return kind == 1 ? &D.fp : &D.fp2;
 }
 
-/* fixed_table(kind, point) -> table of d * 256^w * point, w < 32, 1 <= d <= 255, affine. */
+static int fixed_digits(int w) {
+    return (256 + w - 1) / w;
+}
+
+static size_t fixed_entry_bytes(int kind) {
+    return 2 * field_of(kind)->limbs * 8;
+}
+
+static size_t fixed_table_bytes(int kind, int w) {
+    return FIXED_HEADER + (size_t)fixed_digits(w) * ((size_t)1 << (w - 1)) * fixed_entry_bytes(kind);
+}
+
+/* c = 1/a in Fp for a != 0: (a^((p-3)/4))^4 a = a^(p-2). */
+static void fp_inv_c(uint64_t *c, const uint64_t *a) {
+    uint64_t w[FP_LIMBS];
+    fp_pow_p34(w, a);
+    D.fp.sqr(w, w);
+    D.fp.sqr(w, w);
+    D.fp.mul(c, w, a);
+}
+
+/* c = 1/a in Fp2 = Fp[i], i^2 = -1: conj(a) / (a0^2 + a1^2). */
+static void fp2_inv_c(uint64_t *c, const uint64_t *a) {
+    uint64_t t[FP_LIMBS], u[FP_LIMBS], zero[FP_LIMBS] = {0};
+    D.fp.sqr(t, a);
+    D.fp.sqr(u, a + FP_LIMBS);
+    D.fp.add(t, t, u);
+    fp_inv_c(t, t);
+    D.fp.mul(c, a, t);
+    D.fp.mul(u, a + FP_LIMBS, t);
+    D.fp.sub(c + FP_LIMBS, zero, u);
+}
+
+/* Make every finite point of pts affine (z = 1) with one inversion; scratch holds n elements. */
+static void normalize_batch(int kind, jacobian *pts, size_t n, uint64_t *scratch) {
+    const field_ops *f = field_of(kind);
+    size_t limbs = f->limbs, i;
+    uint64_t acc[MAX_LIMBS], zi[MAX_LIMBS], zz[MAX_LIMBS];
+    memcpy(acc, f->one, limbs * 8);
+    for (i = 0; i < n; i++) {
+        if (!pts[i].inf) {
+            memcpy(scratch + i * limbs, acc, limbs * 8);
+            f->mul(acc, acc, pts[i].z);
+        }
+    }
+    (kind == 1 ? fp_inv_c : fp2_inv_c)(acc, acc);
+    for (i = n; i-- > 0;) {
+        if (pts[i].inf) {
+            continue;
+        }
+        f->mul(zi, acc, scratch + i * limbs);
+        f->mul(acc, acc, pts[i].z);
+        f->sqr(zz, zi);
+        f->mul(pts[i].x, pts[i].x, zz);
+        f->mul(zz, zz, zi);
+        f->mul(pts[i].y, pts[i].y, zz);
+        memcpy(pts[i].z, f->one, limbs * 8);
+    }
+}
+
+/* The RELIC point of an affine or infinite Jacobian point. */
+static void to_relic(int kind, void *out, const jacobian *t) {
+    const field_ops *f = field_of(kind);
+    size_t bytes = f->limbs * 8;
+    if (t->inf) {
+        (kind == 1 ? D.ep_set_infty : D.ep2_set_infty)(out);
+        return;
+    }
+    if (kind == 1) {
+        ep_st *p = out;
+        memcpy(p->x, t->x, bytes);
+        memcpy(p->y, t->y, bytes);
+        memcpy(p->z, f->one, bytes);
+        p->coord = D.basic;
+    } else {
+        ep2_st *p = out;
+        memcpy(p->x, t->x, bytes);
+        memcpy(p->y, t->y, bytes);
+        memcpy(p->z, f->one, bytes);
+        p->coord = D.basic;
+    }
+}
+
+/* fixed_table(kind, point, w) -> the table of a RELIC point for windows of w bits. */
 static PyObject *py_fixed_table(PyObject *self, PyObject *args) {
     Py_buffer pt;
-    int kind, w, d;
-    size_t size;
-    fp3_fn add;
-    norm_sim_fn norm_sim;
-    PyObject *table;
-    char *base, *row;
+    int kind, w;
+    size_t size, encoded;
+    PyObject *table = NULL;
     (void)self;
-    if (!check_ready() || !PyArg_ParseTuple(args, "iy*", &kind, &pt)) {
+    if (!check_ready() || !PyArg_ParseTuple(args, "iy*i", &kind, &pt, &w)) {
         return NULL;
     }
-    if (!curve_ops(kind, &size, &add, &norm_sim) || pt.len != (Py_ssize_t)size) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "point buffer has the wrong size");
+    if (!point_sizes(kind, &size, &encoded)) {
+        goto done;
+    }
+    if (pt.len != (Py_ssize_t)size || w < MIN_WINDOW || w > MAX_WINDOW) {
+        PyErr_SetString(PyExc_ValueError, "bad point buffer or window size");
+        goto done;
+    }
+    table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)fixed_table_bytes(kind, w));
+    if (table == NULL) {
+        goto done;
+    }
+    {
+        /* The window bases 2^(w i) P by doublings, made affine together; then every multiple
+         * j 2^(w i) P by mixed additions, made affine together: two inversions in all. */
+        const field_ops *f = field_of(kind);
+        size_t limbs = f->limbs, half = (size_t)1 << (w - 1), entry = fixed_entry_bytes(kind);
+        size_t digits = (size_t)fixed_digits(w), count = digits * half, i, j;
+        int infinite = 0;
+        unsigned char *out = (unsigned char *)PyBytes_AS_STRING(table);
+        jacobian *bases = malloc(digits * sizeof *bases), *all = malloc(count * sizeof *all);
+        uint64_t *scratch = malloc(count * limbs * 8);
+        union { ep_st p1; ep2_st p2; } q;
+        if (bases == NULL || all == NULL || scratch == NULL) {
+            free(bases);
+            free(all);
+            free(scratch);
+            Py_CLEAR(table);
+            PyErr_NoMemory();
+            goto done;
         }
-        PyBuffer_Release(&pt);
-        return NULL;
-    }
-    table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(WINDOWS * DIGITS * size));
-    base = malloc(size);
-    if (table == NULL || base == NULL) {
-        Py_XDECREF(table);
-        free(base);
-        PyBuffer_Release(&pt);
-        return PyErr_NoMemory();
-    }
-    memcpy(base, pt.buf, size);
-    Py_BEGIN_ALLOW_THREADS
-    for (w = 0; w < WINDOWS; w++) {
-        row = PyBytes_AS_STRING(table) + (size_t)w * DIGITS * size;
-        memcpy(row, base, size);
-        for (d = 1; d < DIGITS; d++) {
-            add(row + (size_t)d * size, row + (size_t)(d - 1) * size, base);
+        memcpy(&q, pt.buf, size);
+        memset(out, 0, fixed_table_bytes(kind, w));
+        out[0] = (unsigned char)kind;
+        out[1] = (unsigned char)w;
+        Py_BEGIN_ALLOW_THREADS
+        if (kind == 1 ? R.ep_is_infty(&q) : R.ep2_is_infty(&q)) {
+            out[2] = 1;
+        } else {
+            (kind == 1 ? R.ep_norm : R.ep2_norm)(&q, &q);
+            memcpy(bases[0].x, kind == 1 ? q.p1.x : &q.p2.x[0][0], limbs * 8);
+            memcpy(bases[0].y, kind == 1 ? q.p1.y : &q.p2.y[0][0], limbs * 8);
+            memcpy(bases[0].z, f->one, limbs * 8);
+            bases[0].inf = 0;
+            for (i = 1; i < digits; i++) {
+                int k;
+                bases[i] = bases[i - 1];
+                for (k = 0; k < w; k++) {
+                    jac_dbl(f, &bases[i]);
+                }
+            }
+            normalize_batch(kind, bases, digits, scratch);
+            for (i = 0; i < digits; i++) {
+                infinite |= bases[i].inf;
+            }
+            for (i = 0; i < digits && !infinite; i++) {
+                all[i * half] = bases[i];
+                for (j = 1; j < half; j++) {
+                    all[i * half + j] = all[i * half + j - 1];
+                    jac_add_affine(f, &all[i * half + j], bases[i].x, bases[i].y);
+                }
+            }
+            if (!infinite) {
+                normalize_batch(kind, all, count, scratch);
+                for (i = 0; i < count; i++) {
+                    unsigned char *e = out + FIXED_HEADER + i * entry;
+                    infinite |= all[i].inf;
+                    memcpy(e, all[i].x, limbs * 8);
+                    memcpy(e + limbs * 8, all[i].y, limbs * 8);
+                }
+            }
         }
-        add(base, row + (size_t)(DIGITS - 1) * size, base); /* 256 * base */
-        norm_sim(row, row, DIGITS);
+        Py_END_ALLOW_THREADS
+        free(bases);
+        free(all);
+        free(scratch);
+        if (infinite) {
+            /* only a point outside the prime-order subgroup has such small multiples */
+            Py_CLEAR(table);
+            PyErr_SetString(PyExc_ValueError, "the point is not in the prime-order subgroup");
+        }
     }
-    Py_END_ALLOW_THREADS
-    free(base);
+done:
     PyBuffer_Release(&pt);
     return table;
 }
 
-/* fixed_mul(kind, table, scalars, out): scalars are 32-byte little-endian integers. */
+/* fixed_mul(table, scalars, out): scalars are 32-byte little-endian integers below 2^255;
+ * out receives one affine (or infinite) RELIC point per scalar. */
 static PyObject *py_fixed_mul(PyObject *self, PyObject *args) {
     Py_buffer table, scalars, out;
-    int kind;
-    size_t size;
-    fp3_fn add;
-    norm_sim_fn norm_sim;
+    int kind, w, bad = 0;
+    size_t size, encoded;
+    Py_ssize_t n = 0;
     PyObject *ret = NULL;
+    jacobian *acc = NULL;
+    uint64_t *scratch = NULL;
     (void)self;
-    if (!check_ready() || !PyArg_ParseTuple(args, "iy*y*w*", &kind, &table, &scalars, &out)) {
+    if (!check_ready() || !PyArg_ParseTuple(args, "y*y*w*", &table, &scalars, &out)) {
         return NULL;
     }
-    if (!curve_ops(kind, &size, &add, &norm_sim)) {
+    if (table.len < FIXED_HEADER) {
+        PyErr_SetString(PyExc_ValueError, "not a fixed-base table");
         goto done;
     }
-    if (table.len != (Py_ssize_t)(WINDOWS * DIGITS * size) || scalars.len % WINDOWS != 0 ||
-        out.len != scalars.len / WINDOWS * (Py_ssize_t)size) {
+    kind = ((const unsigned char *)table.buf)[0];
+    w = ((const unsigned char *)table.buf)[1];
+    if (!point_sizes(kind, &size, &encoded) || w < MIN_WINDOW || w > MAX_WINDOW ||
+        (size_t)table.len != fixed_table_bytes(kind, w)) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ValueError, "not a fixed-base table");
+        goto done;
+    }
+    n = scalars.len / 32;
+    if (scalars.len % 32 != 0 || out.len != n * (Py_ssize_t)size) {
         PyErr_SetString(PyExc_ValueError, "buffer sizes do not match");
+        goto done;
+    }
+    acc = malloc((size_t)(n > 0 ? n : 1) * sizeof *acc);
+    scratch = malloc((size_t)(n > 0 ? n : 1) * MAX_LIMBS * 8);
+    if (acc == NULL || scratch == NULL) {
+        PyErr_NoMemory();
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
     {
-        Py_ssize_t i, n = scalars.len / WINDOWS;
-        const unsigned char *k = scalars.buf;
-        const char *t = table.buf;
-        int w;
-        for (i = 0; i < n; i++) {
-            char *r = (char *)out.buf + i * (Py_ssize_t)size;
-            memset(r, 0, size); /* z = 0: the point at infinity */
-            for (w = 0; w < WINDOWS; w++) {
-                unsigned d = k[i * WINDOWS + w];
-                if (d != 0) {
-                    add(r, r, t + ((size_t)w * DIGITS + d - 1) * size);
+        const field_ops *f = field_of(kind);
+        const unsigned char *t = (const unsigned char *)table.buf;
+        size_t limbs = f->limbs, half = (size_t)1 << (w - 1), entry = fixed_entry_bytes(kind);
+        int digits = fixed_digits(w), identity = t[2];
+        uint64_t neg_y[MAX_LIMBS], zero[MAX_LIMBS] = {0};
+        Py_ssize_t i;
+        for (i = 0; i < n && !bad; i++) {
+            uint64_t k[4];
+            int d, carry = 0;
+            memcpy(k, (const unsigned char *)scalars.buf + 32 * i, 32);
+            bad = (int)(k[3] >> 63);
+            acc[i].inf = 1;
+            for (d = 0; d < digits && !identity; d++) {
+                int bit = d * w, digit;
+                uint64_t chunk = k[bit / 64] >> (bit % 64);
+                if (bit % 64 + w > 64 && bit / 64 < 3) {
+                    chunk |= k[bit / 64 + 1] << (64 - bit % 64);
+                }
+                digit = (int)(chunk & (((uint64_t)1 << w) - 1)) + carry;
+                carry = digit > (int)half;
+                digit -= carry << w;
+                if (digit != 0) {
+                    const uint64_t *e =
+                        (const uint64_t *)(t + FIXED_HEADER +
+                                           ((size_t)d * half + (size_t)abs(digit) - 1) * entry);
+                    const uint64_t *y = e + limbs;
+                    if (digit < 0) {
+                        f->sub(neg_y, zero, y);
+                        y = neg_y;
+                    }
+                    jac_add_affine(f, &acc[i], e, y);
                 }
             }
+        }
+        if (!bad) {
+            normalize_batch(kind, acc, (size_t)n, scratch);
+            for (i = 0; i < n; i++) {
+                to_relic(kind, (char *)out.buf + i * (Py_ssize_t)size, &acc[i]);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "a scalar is not below 2^255");
+        goto done;
+    }
+    ret = Py_None;
+    Py_INCREF(ret);
+done:
+    free(acc);
+    free(scratch);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&scalars);
+    PyBuffer_Release(&out);
+    return ret;
+}
+
+/* Make the finite points of a RELIC array affine in place, with one inversion for all those
+ * that are not yet (RELIC's batch normalisation, which must not see the point at infinity). */
+static int normalize_relic(int kind, char *pts, Py_ssize_t n) {
+    size_t size = kind == 1 ? sizeof(ep_st) : sizeof(ep2_st);
+    Py_ssize_t i, k = 0;
+    Py_ssize_t *at = malloc((size_t)(n > 0 ? n : 1) * sizeof *at);
+    char *tmp = malloc((size_t)(n > 0 ? n : 1) * size);
+    if (at == NULL || tmp == NULL) {
+        free(at);
+        free(tmp);
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        char *q = pts + i * (Py_ssize_t)size;
+        int coord = kind == 1 ? ((ep_st *)q)->coord : ((ep2_st *)q)->coord;
+        int inf = kind == 1 ? R.ep_is_infty(q) : R.ep2_is_infty(q);
+        if (!inf && coord != D.basic) {
+            memcpy(tmp + k * (Py_ssize_t)size, q, size);
+            at[k++] = i;
+        }
+    }
+    if (k > 0) {
+        (kind == 1 ? R.ep_norm_sim : R.ep2_norm_sim)(tmp, tmp, (int)k);
+    }
+    for (i = 0; i < k; i++) {
+        memcpy(pts + at[i] * (Py_ssize_t)size, tmp + i * (Py_ssize_t)size, size);
+    }
+    free(at);
+    free(tmp);
+    return 1;
+}
+
+/* normalize(kind, points): make RELIC points affine in place (one inversion per call). */
+static PyObject *py_normalize(PyObject *self, PyObject *args) {
+    Py_buffer pts;
+    int kind, ok = 1;
+    size_t size, encoded;
+    (void)self;
+    if (!check_ready() || !PyArg_ParseTuple(args, "iw*", &kind, &pts)) {
+        return NULL;
+    }
+    if (!point_sizes(kind, &size, &encoded) || pts.len % (Py_ssize_t)size != 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "points buffer is not a whole number of points");
+        }
+        PyBuffer_Release(&pts);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    ok = normalize_relic(kind, pts.buf, pts.len / (Py_ssize_t)size);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&pts);
+    if (!ok) {
+        return PyErr_NoMemory();
+    }
+    Py_RETURN_NONE;
+}
+
+/*
+ * column_sums(points, f, out): out[j] = sum_i f[i][j] points[i] in G1, for an n x m matrix f
+ * of signed 64-bit entries (native byte order, row by row) and n RELIC points; the m sums come
+ * out affine. Each column runs double-and-add over the bits of its largest entry with all
+ * rows at once, so entries of a few bits cost a few additions per row.
+ */
+static PyObject *py_column_sums(PyObject *self, PyObject *args) {
+    Py_buffer pts, f, out;
+    Py_ssize_t n, m = 0, i, j;
+    PyObject *ret = NULL;
+    jacobian *acc = NULL;
+    uint64_t *negy = NULL, *scratch = NULL;
+    char *affine = NULL;
+    (void)self;
+    if (!check_ready() || !PyArg_ParseTuple(args, "y*y*w*", &pts, &f, &out)) {
+        return NULL;
+    }
+    n = pts.len / (Py_ssize_t)sizeof(ep_st);
+    if (pts.len % (Py_ssize_t)sizeof(ep_st) != 0 || n == 0 || f.len % (n * 8) != 0) {
+        PyErr_SetString(PyExc_ValueError, "buffer sizes do not match");
+        goto done;
+    }
+    m = f.len / (n * 8);
+    if (out.len != m * (Py_ssize_t)sizeof(ep_st)) {
+        PyErr_SetString(PyExc_ValueError, "buffer sizes do not match");
+        goto done;
+    }
+    acc = malloc((size_t)(m > 0 ? m : 1) * sizeof *acc);
+    negy = malloc((size_t)n * FP_BYTES);
+    scratch = malloc((size_t)(m > 0 ? m : 1) * FP_BYTES);
+    affine = malloc((size_t)n * sizeof(ep_st));
+    if (acc == NULL || negy == NULL || scratch == NULL || affine == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(affine, pts.buf, (size_t)n * sizeof(ep_st));
+    if (!normalize_relic(1, affine, n)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    {
+        const ep_st *p = (const ep_st *)affine;
+        const int64_t *fm = f.buf;
+        uint64_t zero[FP_LIMBS] = {0};
+        for (i = 0; i < n; i++) {
+            D.fp.sub(negy + i * FP_LIMBS, zero, p[i].y);
+        }
+        for (j = 0; j < m; j++) {
+            uint64_t top = 0;
+            int bit;
+            acc[j].inf = 1;
+            for (i = 0; i < n; i++) {
+                int64_t v = fm[i * m + j];
+                top |= v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+            }
+            for (bit = top ? 63 - __builtin_clzll(top) : -1; bit >= 0; bit--) {
+                jac_dbl(&D.fp, &acc[j]);
+                for (i = 0; i < n; i++) {
+                    int64_t v = fm[i * m + j];
+                    uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+                    if ((mag >> bit) & 1 && !R.ep_is_infty(&p[i])) {
+                        jac_add_affine(&D.fp, &acc[j], p[i].x, v < 0 ? negy + i * FP_LIMBS : p[i].y);
+                    }
+                }
+            }
+        }
+        normalize_batch(1, acc, (size_t)m, scratch);
+        for (j = 0; j < m; j++) {
+            to_relic(1, (char *)out.buf + j * (Py_ssize_t)sizeof(ep_st), &acc[j]);
         }
     }
     Py_END_ALLOW_THREADS
     ret = Py_None;
     Py_INCREF(ret);
 done:
-    PyBuffer_Release(&table);
-    PyBuffer_Release(&scalars);
+    free(acc);
+    free(negy);
+    free(scratch);
+    free(affine);
+    PyBuffer_Release(&pts);
+    PyBuffer_Release(&f);
     PyBuffer_Release(&out);
     return ret;
 }
@@ -1432,8 +1756,10 @@ static PyMethodDef methods[] = {
     {"prepare", py_prepare, METH_VARARGS, "Miller-loop lines of G2 points."},
     {"pair", py_pair, METH_VARARGS, "Product of pairings with prepared G2 points."},
     {"baby_steps", py_baby_steps, METH_VARARGS, "First limbs of successive powers in GT."},
-    {"fixed_table", py_fixed_table, METH_VARARGS, "Window table for fixed-base multiplication."},
+    {"fixed_table", py_fixed_table, METH_VARARGS, "Signed-window table of a point."},
     {"fixed_mul", py_fixed_mul, METH_VARARGS, "Fixed-base multiplications with a window table."},
+    {"normalize", py_normalize, METH_VARARGS, "Make RELIC points affine, one inversion in all."},
+    {"column_sums", py_column_sums, METH_VARARGS, "Sums of G1 points weighted by matrix columns."},
     {"decode", py_decode, METH_VARARGS, "Decode and validate consecutive compressed points."},
     {"in_subgroup", py_in_subgroup, METH_VARARGS, "Endomorphism subgroup tests of points."},
     {"set_multiplication", py_set_multiplication, METH_O, "Choose the decoder's Fp multiplication."},

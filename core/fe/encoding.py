@@ -132,6 +132,13 @@ def matrix(rows: Callable[[int], int], cols: Callable[[int], int]) -> Shape:
     return lambda n: (rows(n), cols(n))
 
 
+def _nbytes(table: Any) -> int:
+    """Bytes of a table object (`nbytes`) or of a tuple of them."""
+    if isinstance(table, tuple):
+        return sum(map(_nbytes, table))
+    return int(table.nbytes)
+
+
 def _count(shape: tuple[int, ...]) -> int:
     total = 1
     for d in shape:
@@ -184,6 +191,23 @@ class Encoded:
     SCHEME: ClassVar[str]
     KIND: ClassVar[int]
     LAYOUT: ClassVar[tuple[tuple[_Codec, Shape], ...]]
+    # Names of cached properties holding tables derived from the object for its own
+    # operations (packed matrices, fixed-base tables): built on first use or by `precompute`,
+    # never encoded.
+    TABLES: ClassVar[tuple[str, ...]] = ()
+
+    def precompute(self) -> Self:
+        """Build every table now (the operations would on first use); returns the object."""
+        for name in self.TABLES:
+            getattr(self, name)
+        return self
+
+    @property
+    def table_bytes(self) -> int:
+        """Bytes held by the tables built so far: what a cache of keys bounded in bytes counts
+        beside the encoding."""
+        built = self.__dict__
+        return sum(_nbytes(built[name]) for name in self.TABLES if name in built)
 
     def _data_fields(self) -> list[str]:
         return [f.name for f in fields(self) if f.name not in ("n", "curve", "master_id")]

@@ -27,9 +27,12 @@ in one call (`g1_vector_from_bytes`), with subgroup tests by the curve endomorph
 from __future__ import annotations
 
 import secrets
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
 from random import Random
+from typing import Any
 
 from petrelic.bindings import _FFI as PETRELIC_FFI
 from petrelic.multiplicative.pairing import (
@@ -62,6 +65,7 @@ __all__ = [
     "PreparedG2",
     "curve",
     "dlog",
+    "g1_columns",
     "g1_from_bytes",
     "g1_gen_mul",
     "g1_generator",
@@ -105,6 +109,11 @@ SMALL_MSM = 16
 SMALL_MUL = 1 << 32
 # From this many scalars on, one point gets its own comb table before multiplying.
 COMB_BATCH = 8
+# Window bits of the generators' tables in the compiled module, per process: 12 for G1 (22
+# signed digits: at most 22 mixed additions per scalar, a 4.3 MB table), 10 for G2 (26 digits,
+# 2.6 MB): G1 serves encryption, the operation data owners make most.
+G1_GENERATOR_WINDOW = 12
+G2_GENERATOR_WINDOW = 10
 
 
 def random_scalar(rng: Random | None = None) -> int:
@@ -150,6 +159,7 @@ class _Curve:
     mul_sim_lot: Callable[..., None]
     pre_combs: Callable[..., None]
     fix_combs: Callable[..., None]
+    generator_window: int
 
 
 _G1 = _Curve(
@@ -164,6 +174,7 @@ _G1 = _Curve(
     lib.ep_mul_sim_lot,
     lib.ep_mul_pre_combs,
     lib.ep_mul_fix_combs,
+    G1_GENERATOR_WINDOW,
 )
 _G2 = _Curve(
     2,
@@ -177,8 +188,9 @@ _G2 = _Curve(
     lib.ep2_mul_sim_lot,
     lib.ep2_mul_pre_combs,
     lib.ep2_mul_fix_combs,
+    G2_GENERATOR_WINDOW,
 )
-_generator_tables: dict[tuple[int, bool], object] = {}
+_generator_tables: dict[int, object] = {}
 
 
 def _points(curve: _Curve, points: Sequence[object]) -> object:
@@ -202,32 +214,87 @@ def _comb_table(curve: _Curve, point: object) -> object:
     return table
 
 
-def _generator_table(curve: _Curve, windowed: bool) -> object:
-    """Table of generator multiples, built once per process on first use (caller holds LOCK).
-
-    Windowed: the compiled module's 8-bit window table (1.2 MB for G1, 2.3 MB for G2, at most
-    32 mixed additions per scalar); otherwise RELIC's 16-entry comb table.
-    """
-    table = _generator_tables.get((curve.kind, windowed))
+def _comb_generator_table(curve: _Curve) -> object:
+    """RELIC's comb table of the generator, for the path without the compiled module (caller
+    holds LOCK); built once per process on first use."""
+    table = _generator_tables.get(curve.kind)
     if table is None:
-        gen = _relic.point_array(curve.ctype, curve.size, [curve.generator()])
-        if windowed:
-            table = _relic.pairing_ext.fixed_table(curve.kind, ffi.buffer(gen, curve.size))
-        else:
-            table = _comb_table(curve, gen)
-        _generator_tables[(curve.kind, windowed)] = table
+        table = _comb_table(curve, _relic.point_array(curve.ctype, curve.size, [curve.generator()]))
+        _generator_tables[curve.kind] = table
     return table
 
 
+def _elements(curve: _Curve, count: int, fill: Callable[[object], None]) -> list:
+    """`count` petrelic elements whose points `fill` writes into one block of memory.
+
+    The elements point into the block (each keeps it alive): no allocation and no copy per
+    element, which cost as much as a G1 multiplication by table.
+    """
+    block = PETRELIC_FFI.new(f"{curve.ctype}[]", max(1, count))
+    fill(PETRELIC_FFI.buffer(block, curve.size * count))
+    make = curve.element.__new__
+    out = []
+    for i in range(count):
+        e = make(curve.element)
+        e.pt = block + i
+        e._is_gen = False
+        e._block = block
+        out.append(e)
+    return out
+
+
+class FixedBase:
+    """A point with a table of its multiples, for a point multiplied by many scalars.
+
+    The compiled module's table of signed windows of `window` bits: ceil(256 / window) mixed
+    additions per scalar from ceil(256 / window)·2^(window−1) affine multiples (`nbytes`);
+    results come out affine, made so with one inversion per call. Used for the generators (one
+    table per process) and for the points of a public key (one table per point, kept with the
+    key). Without the compiled module `mul` multiplies the point directly and `nbytes` is 0.
+    """
+
+    __slots__ = ("_curve", "_table", "point")
+
+    def __init__(self, point: G1Element | G2Element, window: int = 4) -> None:
+        self._curve = _G1 if type(point) is G1Element else _G2
+        ext = _relic.pairing_ext
+        with LOCK:
+            arr = _points(self._curve, [point])
+            self.point = point
+            self._table: bytes | None = None
+            if ext is not None:
+                self._table = ext.fixed_table(
+                    self._curve.kind, ffi.buffer(arr, self._curve.size), window
+                )
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the table."""
+        return 0 if self._table is None else len(self._table)
+
+    def mul(self, scalars: Sequence[int]) -> list:
+        """Each scalar (any int, taken mod r) times the point."""
+        ext = _relic.pairing_ext
+        with LOCK:
+            if ext is None or self._table is None:
+                return _mul_many(self._curve, self.point, scalars, None)
+            table = self._table
+            blob = b"".join(
+                map(int.to_bytes, map(ORDER.__rmod__, scalars), repeat(32), repeat("little"))
+            )
+            return _elements(self._curve, len(scalars), lambda out: ext.fixed_mul(table, blob, out))
+
+
+_generator_bases: dict[int, FixedBase] = {}
+
+
 def _gen_mul(curve: _Curve, scalars: Sequence[int]) -> list:
-    ext = _relic.pairing_ext
-    if ext is None:
-        return _mul_many(curve, curve.generator(), scalars, _generator_table(curve, False))
-    table = _generator_table(curve, True)
-    out = ffi.new(f"{curve.ctype}[]", max(1, len(scalars)))
-    blob = b"".join((s % ORDER).to_bytes(32, "little") for s in scalars)
-    ext.fixed_mul(curve.kind, table, blob, ffi.buffer(out, curve.size * len(scalars)))
-    return [_new(curve, out + i) for i in range(len(scalars))]
+    if _relic.pairing_ext is None:
+        return _mul_many(curve, curve.generator(), scalars, _comb_generator_table(curve))
+    base = _generator_bases.get(curve.kind)
+    if base is None:
+        base = _generator_bases[curve.kind] = FixedBase(curve.generator(), curve.generator_window)
+    return base.mul(scalars)
 
 
 def _mul_many(curve: _Curve, point: object, scalars: Sequence[int], table: object | None) -> list:
@@ -325,6 +392,41 @@ def g1_neg(points: Sequence[G1Element]) -> list[G1Element]:
         return [p.inverse() for p in points]
 
 
+def columns_by_msm(
+    msm: Callable[[Sequence[object], Sequence[int]], object],
+    neg: Callable[[Sequence[object]], list],
+    points: Sequence[object],
+    f: Sequence[Sequence[int]],
+) -> list:
+    """Πᵢ pᵢ^{Fᵢⱼ} for every column j of F, one MSM per column; a negative entry is applied
+    to the negated point, so that every scalar stays a small non-negative integer."""
+    negated = neg(points)
+    out = []
+    for column in zip(*f, strict=True):
+        terms = [(points[i], e) if e > 0 else (negated[i], -e) for i, e in enumerate(column) if e]
+        out.append(msm([p for p, _ in terms], [e for _, e in terms]))
+    return out
+
+
+def g1_columns(points: Sequence[G1Element], f: Sequence[Sequence[int]]) -> list[G1Element]:
+    """Πᵢ pᵢ^{Fᵢⱼ} for every column j of a matrix F of signed 64-bit entries (one row per
+    point), as `columns_by_msm`; the compiled module runs all columns in one call and gives
+    affine points."""
+    ext = _relic.pairing_ext
+    if ext is None or not points:
+        return columns_by_msm(g1_msm, g1_neg, points, f)
+    if len(f) != len(points):
+        raise ShapeError(len(points), len(f))
+    width = len(f[0])
+    entries = array("q", chain.from_iterable(f))
+    if len(entries) != len(points) * width:
+        raise ShapeError(len(points) * width, len(entries))
+    with LOCK:
+        arr = _points(_G1, points)
+        buf = ffi.buffer(arr, _G1.size * len(points))
+        return _elements(_G1, width, lambda out: ext.column_sums(buf, entries, out))
+
+
 class PreparedG2:
     """Fixed G2 points made ready for repeated pairings against changing G1 points.
 
@@ -354,6 +456,14 @@ def prepare_g2(points: Sequence[G2Element]) -> PreparedG2:
     return PreparedG2(points)
 
 
+def _normalized(curve: _Curve, arr: object, n: int) -> object:
+    """The points of `arr` made affine with one inversion for all (RELIC's multi-pairing would
+    spend one on each point that is not)."""
+    if _relic.pairing_ext is not None:
+        _relic.pairing_ext.normalize(curve.kind, ffi.buffer(arr, curve.size * n))
+    return arr
+
+
 def _pair_arrays(g1s: object, g2s: object, n: int) -> GTElement:
     out = GT.neutral_element()
     part = GTElement()
@@ -372,9 +482,9 @@ def pair(g1s: Sequence[G1Element], g2s: Sequence[G2Element] | PreparedG2) -> GTE
     with LOCK:
         if n == 0:
             return GT.neutral_element()
-        left = _points(_G1, g1s)
+        left = _normalized(_G1, _points(_G1, g1s), n)
         if not isinstance(g2s, PreparedG2):
-            return _pair_arrays(left, _points(_G2, g2s), n)
+            return _pair_arrays(left, _normalized(_G2, _points(_G2, g2s), n), n)
         if g2s._lines is None or _relic.pairing_ext is None:
             return _pair_arrays(left, g2s._points, n)
         out = GTElement()
@@ -571,6 +681,8 @@ class Curve:
     g2_mul: Callable[[object, Sequence[int]], list]
     g1_msm: Callable[[Sequence[object], Sequence[int]], object]
     g1_neg: Callable[[Sequence[object]], list]
+    g1_columns: Callable[[Sequence[object], Sequence[Sequence[int]]], list]
+    fixed_base: Callable[[object], Any]
     pair: Callable[..., object]
     prepare_g2: Callable[[Sequence[object]], object]
     g1_to_bytes: Callable[[object], bytes]
@@ -584,6 +696,19 @@ class Curve:
 
     def __repr__(self) -> str:
         return f"Curve({self.name!r})"
+
+
+class PlainBase:
+    """`FixedBase`'s interface without a table, on BN254: mcl multiplies the point itself."""
+
+    __slots__ = ("point",)
+    nbytes = 0
+
+    def __init__(self, point: object) -> None:
+        self.point = point
+
+    def mul(self, scalars: Sequence[int]) -> list:
+        return _mcl.mul(self.point, scalars)  # type: ignore[arg-type]
 
 
 def _bn_gen_mul(cls: type) -> Callable[[Sequence[int]], list]:
@@ -633,6 +758,12 @@ def _bn_curve() -> Curve:
     gt = _mcl.pair([_mcl.generator(_mcl.Bn254G1)], [_mcl.generator(_mcl.Bn254G2)])
     scalar_encode, scalar_decode = _scalar_codec(_mcl.ORDER)
 
+    def bn_msm(points: Sequence[object], scalars: Sequence[int]) -> object:
+        return _mcl.msm(_mcl.Bn254G1, points, scalars)
+
+    def bn_neg(points: Sequence[object]) -> list:
+        return [p.inverse() for p in _bn_typed(_mcl.Bn254G1, points)]
+
     def vector_reader(cls: type, what: str) -> Callable[..., list]:
         return lambda data, count, offset=0: _mcl.decode_run(cls, data, count, offset, what)
 
@@ -651,8 +782,10 @@ def _bn_curve() -> Curve:
         g2_gen_mul=_bn_gen_mul(_mcl.Bn254G2),
         g1_mul=_bn_mul(_mcl.Bn254G1),
         g2_mul=_bn_mul(_mcl.Bn254G2),
-        g1_msm=lambda points, scalars: _mcl.msm(_mcl.Bn254G1, points, scalars),
-        g1_neg=lambda points: [p.inverse() for p in _bn_typed(_mcl.Bn254G1, points)],
+        g1_msm=bn_msm,
+        g1_neg=bn_neg,
+        g1_columns=lambda points, f: columns_by_msm(bn_msm, bn_neg, points, f),
+        fixed_base=PlainBase,
         pair=_bn_pair,
         prepare_g2=lambda points: PreparedPoints(_bn_typed(_mcl.Bn254G2, points)),
         g1_to_bytes=lambda p: _bn_typed(_mcl.Bn254G1, [p])[0].to_bytes(),
@@ -684,6 +817,8 @@ _CURVES: dict[str, Curve] = {
         g2_mul=g2_mul,
         g1_msm=g1_msm,
         g1_neg=g1_neg,
+        g1_columns=g1_columns,
+        fixed_base=FixedBase,
         pair=pair,
         prepare_g2=prepare_g2,
         g1_to_bytes=g1_to_bytes,

@@ -140,6 +140,11 @@ class PackedMatrix:
         ]
         self._bias = int.from_bytes(self._OFFSET.to_bytes(size, "little") * self.cols, "little")
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the packed rows."""
+        return sum((row.bit_length() + 7) // 8 for row in self._rows)
+
     def vec_mul(self, v: Sequence[int]) -> Vector:
         """v·M mod r."""
         _check_lengths(self._rows, v)

@@ -38,6 +38,7 @@ class MasterKey(encoding.Encoded):
 
     SCHEME = NAME
     KIND = encoding.MASTER_KEY
+    TABLES = ("packed_b", "packed_b_star")
     LAYOUT = (
         (encoding.SCALAR, encoding.matrix(_size, _size)),
         (encoding.SCALAR, encoding.matrix(_size, _size)),

@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 from petrelic.multiplicative.pairing import G1Element, G2Element, GTElement
 
@@ -18,7 +20,6 @@ from core.fe import encoding, group, linalg
 from core.fe.group import LOCK
 from core.fe.linalg import Matrix
 from core.fe.prepared import PreparedKeyBase
-from core.fe.qfe import _bilinear
 
 NAME = "bcfg"
 
@@ -34,11 +35,23 @@ class PublicKey(encoding.Encoded):
 
     SCHEME = NAME
     KIND = encoding.PUBLIC_KEY
+    TABLES = ("bases",)
     LAYOUT = (
         (encoding.G1, encoding.vector(encoding.dimension)),
         (encoding.G2, encoding.vector(encoding.dimension)),
         (encoding.G2, encoding.one),
     )
+
+    @cached_property
+    def bases(self) -> tuple[tuple[Any, ...], tuple[Any, ...], Any]:
+        """Fixed-base tables of [a]₁, [b]₂ and [w]₂, which every encryption multiplies by fresh
+        scalars; built on first use, not encoded."""
+        grp = group.curve(self.curve)
+        return (
+            tuple(map(grp.fixed_base, self.a)),
+            tuple(map(grp.fixed_base, self.b)),
+            grp.fixed_base(self.w),
+        )
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -163,15 +176,16 @@ def encrypt(
     with LOCK:
         rho, sigma, tau, zeta = (grp.zr.random_scalar(rng) for _ in range(4))
         blind = (rho * sigma - zeta - tau) % grp.order
-        a_masks = [grp.g1_mul(a, [rho, tau]) for a in pk.a]
+        a_bases, b_bases, w_base = pk.bases
+        a_masks = [base.mul([rho, tau]) for base in a_bases]
         g1_plain = grp.g1_gen_mul(xs + [sigma * v for v in xs])
         c = tuple(m[0] * p for m, p in zip(a_masks, g1_plain[:n], strict=True))
         c_hat = tuple(m[1] * p for m, p in zip(a_masks, g1_plain[n:], strict=True))
-        b_masks = [grp.g2_mul(b, [sigma, zeta]) for b in pk.b]
+        b_masks = [base.mul([sigma, zeta]) for base in b_bases]
         g2_plain = grp.g2_gen_mul(ys + [rho * v for v in ys] + [blind])
         d = tuple(m[0] * p for m, p in zip(b_masks, g2_plain[:n], strict=True))
         d_hat = tuple(m[1] * p for m, p in zip(b_masks, g2_plain[n : 2 * n], strict=True))
-        e_hat = grp.g2_mul(pk.w, [blind])[0]
+        e_hat = w_base.mul([blind])[0]
         parts = (c, c_hat, d, d_hat, g2_plain[2 * n], e_hat)
         return Ciphertext(n, *parts, curve=grp.name, master_id=pk.master_id)
 
@@ -192,7 +206,7 @@ def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> in
     encoding.same_master(sk, ct)
     key = sk.key if isinstance(sk, PreparedKey) else sk
     with LOCK:
-        g1s = [*_bilinear.columns(grp, ct.c, key.f), *grp.g1_neg([*key.af, key.s1]), key.s2]
+        g1s = [*grp.g1_columns(ct.c, key.f), *grp.g1_neg([*key.af, key.s1]), key.s2]
         g2s = [*ct.d, *ct.d_hat, ct.e, ct.e_hat]
         c_hat_neg = grp.g1_neg(ct.c_hat)
         if isinstance(sk, PreparedKey):

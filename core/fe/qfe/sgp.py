@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 from petrelic.multiplicative.pairing import G1Element, G2Element, GTElement
 
@@ -18,7 +20,6 @@ from core.fe import encoding, group, linalg
 from core.fe.group import LOCK
 from core.fe.linalg import Matrix
 from core.fe.prepared import PreparedKeyBase
-from core.fe.qfe import _bilinear
 
 NAME = "sgp"
 
@@ -33,10 +34,18 @@ class PublicKey(encoding.Encoded):
 
     SCHEME = NAME
     KIND = encoding.PUBLIC_KEY
+    TABLES = ("bases",)
     LAYOUT = (
         (encoding.G1, encoding.vector(encoding.dimension)),
         (encoding.G2, encoding.vector(encoding.dimension)),
     )
+
+    @cached_property
+    def bases(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """Fixed-base tables of [s]₁ and [t]₂, which every encryption multiplies by fresh
+        scalars; built on first use, not encoded."""
+        grp = group.curve(self.curve)
+        return tuple(map(grp.fixed_base, self.s)), tuple(map(grp.fixed_base, self.t))
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -150,13 +159,14 @@ def encrypt(
         w, w_inv, _ = grp.zr.random_invertible(2, rng)
         w_star = linalg.transpose(w_inv)
         n = pk.n
-        masks = [grp.g1_mul(s, [gamma * w_star[0][1], gamma * w_star[1][1]]) for s in pk.s]
+        s_bases, t_bases = pk.bases
+        masks = [base.mul([gamma * w_star[0][1], gamma * w_star[1][1]]) for base in s_bases]
         plain = grp.g1_gen_mul(
             [gamma] + [w_star[0][0] * v for v in xs] + [w_star[1][0] * v for v in xs]
         )
         a0 = tuple(m[0] * p for m, p in zip(masks, plain[1 : n + 1], strict=True))
         a1 = tuple(m[1] * p for m, p in zip(masks, plain[n + 1 :], strict=True))
-        masks2 = [grp.g2_mul(t, [-w[0][1] % order, -w[1][1] % order]) for t in pk.t]
+        masks2 = [base.mul([-w[0][1] % order, -w[1][1] % order]) for base in t_bases]
         plain2 = grp.g2_gen_mul([w[0][0] * v for v in ys] + [w[1][0] * v for v in ys])
         b0 = tuple(m[0] * p for m, p in zip(masks2, plain2[:n], strict=True))
         b1 = tuple(m[1] * p for m, p in zip(masks2, plain2[n:], strict=True))
@@ -179,7 +189,7 @@ def decrypt(table: group.DlogTable, sk: Key | PreparedKey, ct: Ciphertext) -> in
     encoding.same_master(sk, ct)
     key = sk.key if isinstance(sk, PreparedKey) else sk
     with LOCK:
-        g1s = _bilinear.columns(grp, ct.a0, key.f) + _bilinear.columns(grp, ct.a1, key.f)
+        g1s = grp.g1_columns(ct.a0, key.f) + grp.g1_columns(ct.a1, key.f)
         g2s = ct.b0 + ct.b1
         if isinstance(sk, PreparedKey):
             value = grp.pair(g1s, g2s) * grp.pair([ct.g], sk.k)

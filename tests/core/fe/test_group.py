@@ -238,14 +238,37 @@ def test_compiled_module_guards() -> None:
             ext.pair(lines, present, b"", bytearray(_relic.GT_SIZE))
         with pytest.raises(ValueError, match="bad buffer sizes"):
             ext.baby_steps(b"\x00", bytearray(8))
+        g1 = bytes(_relic.G1_POINT_SIZE)
         with pytest.raises(ValueError, match="kind"):
-            ext.fixed_table(3, bytes(_relic.G1_POINT_SIZE))
-        with pytest.raises(ValueError, match="wrong size"):
-            ext.fixed_table(1, bytes(_relic.G2_POINT_SIZE))
-        with pytest.raises(ValueError, match="kind"):
-            ext.fixed_mul(0, b"", b"", bytearray())
+            ext.fixed_table(3, g1, 4)
+        for window in (1, 13):
+            with pytest.raises(ValueError, match="window"):
+                ext.fixed_table(1, g1, window)
+        with pytest.raises(ValueError, match="window"):
+            ext.fixed_table(1, bytes(_relic.G2_POINT_SIZE), 4)
+        for table in (
+            b"",
+            b"\x01\x04" + bytes(100),
+            b"\x03\x04" + bytes(6),
+            b"\x01\x0d" + bytes(6),
+        ):
+            with pytest.raises(ValueError, match="not a fixed-base table"):
+                ext.fixed_mul(table, b"", bytearray())
+        table = ext.fixed_table(1, g1, 4)
         with pytest.raises(ValueError, match="do not match"):
-            ext.fixed_mul(1, b"", bytes(32), bytearray(_relic.G1_POINT_SIZE))
+            ext.fixed_mul(table, bytes(32), bytearray(_relic.G1_POINT_SIZE + 1))
+        with pytest.raises(ValueError, match="below 2\\^255"):
+            ext.fixed_mul(table, bytes(31) + b"\x80", bytearray(_relic.G1_POINT_SIZE))
+        with pytest.raises(ValueError, match="kind"):
+            ext.normalize(0, bytearray())
+        with pytest.raises(ValueError, match="whole number"):
+            ext.normalize(1, bytearray(7))
+        with pytest.raises(ValueError, match="do not match"):
+            ext.column_sums(b"", b"", bytearray())
+        with pytest.raises(ValueError, match="do not match"):
+            ext.column_sums(g1, bytes(12), bytearray())
+        with pytest.raises(ValueError, match="do not match"):
+            ext.column_sums(g1, bytes(16), bytearray(_relic.G1_POINT_SIZE))
         with pytest.raises(OSError, match="cannot reach"):
             ext.init("/nonexistent/librelic.so")
 

@@ -551,11 +551,127 @@ done:
     return out;
 }
 
+/* A signed int with |v| < 2^256 as its sign and magnitude; -1 with an exception otherwise. */
+static int signed_to_limbs(PyObject *v, uint64_t *limbs, int *negative) {
+    if (!PyLong_Check(v)) {
+        PyErr_SetString(PyExc_TypeError, "coefficients must be ints");
+        return -1;
+    }
+    *negative = _PyLong_Sign(v) < 0;
+    if (!*negative)
+        return int_to_limbs(v, limbs);
+    PyObject *magnitude = PyNumber_Negative(v);
+    if (magnitude == NULL)
+        return -1;
+    int status = int_to_limbs(magnitude, limbs);
+    Py_DECREF(magnitude);
+    return status;
+}
+
+/* t mod r for t < r * 2^320 (t clobbered): REDC gives t / 2^320, a product with R^2 undoes it. */
+static void reduce_plain(const modulus *md, uint64_t *out, uint64_t t[WIDE_LIMBS]) {
+    redc(md, out, t);
+    mont_mul(md, out, out, md->r2);
+}
+
+/* The WIDE_LIMBS integer of 2 * R_LIMBS 128-bit column sums. */
+static void combine_columns(uint64_t acc[WIDE_LIMBS], const u128 *col) {
+    u128 carry = 0;
+    for (int k = 0; k < 2 * R_LIMBS; k++) {
+        carry += col[k];
+        acc[k] = (uint64_t)carry;
+        carry >>= 64;
+    }
+    acc[2 * R_LIMBS] = (uint64_t)carry;
+    acc[2 * R_LIMBS + 1] = (uint64_t)(carry >> 64);
+}
+
+/* vec_mat(matrix, cols, v, r) -> v·M mod r as a list of cols ints. matrix: rows * cols reduced
+ * 32-byte little-endian entries, row by row; v: rows signed ints with |v_i| < 2^256. Every
+ * column's positive and negative terms are summed unreduced (a small coefficient costs one
+ * limb product per matrix limb), then reduced once each. */
+static PyObject *py_vec_mat(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer matrix;
+    Py_ssize_t cols;
+    PyObject *v, *r, *fast = NULL, *out = NULL;
+    u128 *sums = NULL;
+    modulus md;
+    if (!PyArg_ParseTuple(args, "y*nOO", &matrix, &cols, &v, &r))
+        return NULL;
+    if (!read_modulus(r, &md))
+        goto done;
+    fast = PySequence_Fast(v, "v must be a sequence");
+    if (fast == NULL)
+        goto done;
+    Py_ssize_t rows = PySequence_Fast_GET_SIZE(fast);
+    if (cols < 1 || rows > (1 << 16) || matrix.len != rows * cols * R_LIMBS * 8) {
+        PyErr_SetString(PyExc_ValueError, "the matrix must hold len(v) * cols entries of 32 bytes");
+        goto done;
+    }
+    /* per column: 2 * R_LIMBS sums of positive terms, then as many of negative ones */
+    size_t width = 4 * R_LIMBS;
+    sums = calloc((size_t)cols * width, sizeof *sums);
+    if (sums == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const uint64_t *m = matrix.buf;
+    for (Py_ssize_t i = 0; i < rows; i++) {
+        uint64_t c[R_LIMBS];
+        int negative;
+        if (signed_to_limbs(PySequence_Fast_GET_ITEM(fast, i), c, &negative) < 0) {
+            if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_ValueError, "coefficients must lie in (-2^256, 2^256)");
+            }
+            goto done;
+        }
+        int used = R_LIMBS;
+        while (used > 0 && c[used - 1] == 0)
+            used--;
+        if (used == 0)
+            continue;
+        const uint64_t *row = m + (size_t)i * (size_t)cols * R_LIMBS;
+        for (Py_ssize_t j = 0; j < cols; j++) {
+            u128 *col = sums + (size_t)j * width + (negative ? 2 * R_LIMBS : 0);
+            const uint64_t *e = row + (size_t)j * R_LIMBS;
+            for (int a = 0; a < used; a++) {
+                for (int b = 0; b < R_LIMBS; b++) {
+                    u128 p = (u128)c[a] * e[b];
+                    col[a + b] += (uint64_t)p;
+                    col[a + b + 1] += (uint64_t)(p >> 64);
+                }
+            }
+        }
+    }
+    out = PyList_New(cols);
+    for (Py_ssize_t j = 0; out != NULL && j < cols; j++) {
+        uint64_t t[WIDE_LIMBS], pos[R_LIMBS], neg[R_LIMBS];
+        combine_columns(t, sums + (size_t)j * width);
+        reduce_plain(&md, pos, t);
+        combine_columns(t, sums + (size_t)j * width + 2 * R_LIMBS);
+        reduce_plain(&md, neg, t);
+        mod_sub(&md, pos, pos, neg);
+        PyObject *x = limbs_to_int(pos);
+        if (x == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, j, x);
+    }
+done:
+    free(sums);
+    Py_XDECREF(fast);
+    PyBuffer_Release(&matrix);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"matrix_products", py_matrix_products, METH_VARARGS,
      "Check an n x n matrix of signed 64-bit ints and give its exact products with a vector."},
     {"invert", py_invert, METH_VARARGS, "Inverse and determinant of a square matrix mod r."},
     {"sample", py_sample, METH_VARARGS, "The words of random bytes that lie below r."},
+    {"vec_mat", py_vec_mat, METH_VARARGS, "A vector times a fixed matrix mod r."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -15,7 +15,7 @@ import os
 import random
 import secrets
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import chain, repeat
 
 from core.errors import ShapeError
 from core.fe._relic import ORDER
@@ -111,12 +111,15 @@ def transpose(m: Sequence[Sequence[int]]) -> Matrix:
 
 
 class PackedMatrix:
-    """A fixed matrix with each row packed into one integer (Kronecker substitution).
+    """A fixed matrix packed once for many vector products v·M mod r: the large secret bases
+    of bjk, tao and kim, packed once per master key.
 
-    v·M then costs one big-integer multiply-add per nonzero vᵢ, done in C, instead of one
-    Python multiplication per entry: worth it for the large secret bases of bjk, tao and kim,
-    which are packed once per master key. Entries must be reduced; each slot is wide enough
-    for Σᵢ vᵢ·Mᵢⱼ with |vᵢ| < 2²⁵⁵ over up to 2¹⁶ rows, plus a bias that keeps it non-negative.
+    Compiled (`core.fe._linalg.vec_mat`): the entries as 32-byte limbs, each column's terms
+    summed unreduced and reduced once, a small vᵢ costing one limb product per entry. Without
+    the extension, each row is packed into one integer (Kronecker substitution), so that v·M
+    costs one big-integer multiply-add per nonzero vᵢ; each slot is wide enough for Σᵢ vᵢ·Mᵢⱼ
+    with |vᵢ| < 2²⁵⁵ over up to 2¹⁶ rows, plus a bias that keeps it non-negative. Entries must
+    be reduced.
     """
 
     SLOT_BYTES = 67
@@ -129,9 +132,16 @@ class PackedMatrix:
         if not 0 < len(m) <= self.MAX_ROWS:
             raise ValueError(f"a packed matrix has 1 to {self.MAX_ROWS} rows")
         self.cols = len(m[0])
-        size = self.SLOT_BYTES
+        self._count = len(m)
         for row in m:
             _check_lengths(m[0], row)
+        self._limbs: bytes | None = None
+        if _compiled is not None:
+            self._limbs = b"".join(
+                map(int.to_bytes, chain.from_iterable(m), repeat(32), repeat("little"))
+            )
+            return
+        size = self.SLOT_BYTES
         self._rows = [
             int.from_bytes(
                 b"".join(map(int.to_bytes, row, repeat(size), repeat("little"))), "little"
@@ -142,22 +152,29 @@ class PackedMatrix:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the packed rows."""
+        """Bytes of the packed entries."""
+        if self._limbs is not None:
+            return len(self._limbs)
         return sum((row.bit_length() + 7) // 8 for row in self._rows)
 
     def vec_mul(self, v: Sequence[int]) -> Vector:
         """v·M mod r."""
-        _check_lengths(self._rows, v)
-        total = self._bias
+        if len(v) != self._count:
+            raise ShapeError(expected=self._count, actual=len(v))
         limit = self._COEFF_LIMIT
-        for vi, row in zip(v, self._rows, strict=True):
+        order = self.order
+        coefficients = [vi if -limit < vi < limit else vi % order for vi in v]
+        if self._limbs is not None:
+            return _compiled.vec_mat(self._limbs, self.cols, coefficients, order)  # type: ignore[no-any-return,union-attr]
+        total = self._bias
+        for vi, row in zip(coefficients, self._rows, strict=True):
             if vi:
-                total += (vi if -limit < vi < limit else vi % self.order) * row
+                total += vi * row
         size = self.SLOT_BYTES
         data = total.to_bytes(self.cols * size, "little")
         offset = self._OFFSET
         return [
-            (int.from_bytes(data[j : j + size], "little") - offset) % self.order
+            (int.from_bytes(data[j : j + size], "little") - offset) % order
             for j in range(0, self.cols * size, size)
         ]
 

@@ -154,12 +154,12 @@ def setup(
 def keygen(msk: MasterKey, f: Sequence[Sequence[int]], rng: random.Random | None = None) -> Key:
     """F with [⟨a, Fb⟩ + γw]₁, [γ]₁, [aF]₁ and [Fb]₂ for a fresh γ."""
     grp = group.curve(msk.curve)
-    fm = linalg.function_matrix(f, msk.n)
+    fm, fb = linalg.function_products(f, msk.n, msk.b)
+    _, af = linalg.function_products(linalg.transpose(fm), msk.n, msk.a)  # aF = Fᵀa
     with LOCK:
         gamma = grp.zr.random_scalar(rng)
-        fb = grp.zr.mat_vec(fm, msk.b)
         s1 = (grp.zr.dot(msk.a, fb) + gamma * msk.w) % grp.order
-        g1s = grp.g1_gen_mul([s1, gamma, *grp.zr.vec_mat(msk.a, fm)])
+        g1s = grp.g1_gen_mul([s1, gamma, *af])
         g2s = tuple(grp.g2_gen_mul(fb))
         parts = (fm, g1s[0], g1s[1], tuple(g1s[2:]), g2s)
         return Key(msk.n, *parts, curve=grp.name, master_id=msk.master_id)

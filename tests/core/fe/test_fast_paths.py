@@ -163,9 +163,8 @@ def test_keys_build_their_tables_once(curve: str) -> None:
         assert msk.precompute() is msk
         packed = msk.packed_b
         assert msk.precompute().packed_b is packed  # built once
-        # two square matrices, each row one integer of a 67-byte slot per column
-        size = len(msk.b)
-        assert 2 * size * (size - 1) * 67 < msk.table_bytes <= 2 * size * size * 67
+        # two square matrices of 32-byte entries
+        assert msk.table_bytes == 2 * len(msk.b) ** 2 * 32
     for ip in (lin, kks, opt):
         msk = ip.setup(3, random.Random(1), curve=curve)
         assert msk.precompute().table_bytes == 0

@@ -112,7 +112,7 @@ def test_random_vector_uses_the_given_rng() -> None:
     assert len(set(linalg.random_vector(4))) == 4
 
 
-def test_packed_matrix_agrees_with_plain_products() -> None:
+def test_packed_matrix_agrees_with_plain_products(products_path: str) -> None:
     rng = random.Random(4)
     m = [[rng.randrange(ORDER) for _ in range(7)] for _ in range(5)]
     m[2] = [ORDER - 1] * 7
@@ -128,6 +128,40 @@ def test_packed_matrix_agrees_with_plain_products() -> None:
         assert packed.vec_mul(v) == linalg.vec_mat(v, m)
     with pytest.raises(ShapeError):
         packed.vec_mul([1, 2, 3])
+    # 32-byte limbs compiled; in Python, rows of 67-byte slots whose top slot holds < 32 bytes
+    low, high = (35 * 32, 35 * 32) if products_path == "compiled" else (5 * 6 * 67, 5 * 7 * 67)
+    assert low <= packed.nbytes <= high
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), rows=st.integers(1, 8), cols=st.integers(1, 8))
+def test_compiled_vector_products_match_python(data: st.DataObject, rows: int, cols: int) -> None:
+    entry = st.one_of(st.sampled_from([0, 1, ORDER - 1]), st.integers(0, ORDER - 1))
+    m = [data.draw(st.lists(entry, min_size=cols, max_size=cols)) for _ in range(rows)]
+    coefficient = st.one_of(
+        st.sampled_from([0, 1, -1, 2**64, -(2**64), 2**255 - 1, -(2**255) + 1]),
+        st.integers(-(2**63), 2**63),
+        st.integers(-(2**300), 2**300),
+    )
+    v = data.draw(st.lists(coefficient, min_size=rows, max_size=rows))
+    assert linalg.PackedMatrix(m).vec_mul(v) == linalg.vec_mat(v, m)
+
+
+def test_compiled_vector_products_refuse_bad_input() -> None:
+    compiled = linalg._compiled
+    assert compiled is not None
+    one = (1).to_bytes(32, "little")
+    with pytest.raises(ValueError, match="entries"):
+        compiled.vec_mat(one, 2, [1], ORDER)
+    with pytest.raises(ValueError, match="entries"):
+        compiled.vec_mat(one, 0, [], ORDER)
+    with pytest.raises(ValueError, match="2\\^256"):
+        compiled.vec_mat(one, 1, [2**256], ORDER)
+    with pytest.raises(TypeError):
+        compiled.vec_mat(one, 1, [1.0], ORDER)
+    with pytest.raises(ValueError, match="modulus"):
+        compiled.vec_mat(one, 1, [1], 4)
+    assert compiled.vec_mat(one, 1, [-(2**256) + 1], ORDER) == [(-(2**256) + 1) % ORDER]
 
 
 def test_packed_matrix_bounds() -> None:

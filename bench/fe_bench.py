@@ -7,9 +7,12 @@ DlogTable over [0, 10000] built outside the timed region; bjk and kim search the
 every decryption. Before timing, plain and prepared decryption must both return the true value.
 
 On BLS12-381 each cell prints our median time, RustPFE's figure (one core of a Ryzen 7 9800X3D)
-and the ratio. Targets on a machine of about half that speed: Dec and Prepared Dec at n = 100
-within 1.5× of RustPFE, KeyGen and Enc within 3×. On BN254 (mcl) the cells print our time and
-its ratio to our BLS12-381 time when both curves run.
+and the ratio. The target, on a machine of about half that speed: at n = 100, Setup (where
+RustPFE's exceeds 1 ms), KeyGen, Enc, Dec and Prepared Dec at or below RustPFE's figure. On
+BN254 (mcl) the cells print our time and its ratio to our BLS12-381 time when both curves run.
+"Tables" is the time and size of the tables a key keeps for KeyGen and Enc (`precompute()`:
+the bases of bjk, tao and kim as limbs, the fixed-base tables of a QFE public key's points),
+built on first use and outside the KeyGen and Enc timings, as RustPFE builds its tables.
 
 Run: `.venv/bin/python bench/fe_bench.py [--curve bn254] [--schemes opt,sgp] [--n 10 100]
 [--repeat 10]`.
@@ -31,6 +34,7 @@ from core.fe.qfe import bcfg, sgp
 
 BOUND = 10_000
 OPS = ["Setup", "KeyGen", "Enc", "Dec", "Prepare", "Prepared Dec"]
+TARGET_OPS = ["Setup", "KeyGen", "Enc", "Dec", "Prepared Dec"]
 SCHEMES: dict[str, ModuleType] = {m.NAME: m for m in (bjk, tao, kim, lin, kks, opt, bcfg, sgp)}
 QFE = {bcfg, sgp}
 
@@ -45,7 +49,8 @@ RUSTPFE: dict[str, list[tuple[float, float]]] = {
     "bcfg": [(0.59, 4.62), (0.59, 5.03), (8.59, 80.2), (7.31, 67.3), (0.65, 7.32), (6.62, 61.2)],
     "sgp": [(0.48, 4.64), (0.04, 0.37), (8.86, 84.4), (5.41, 48.1), (0.07, 0.07), (5.34, 48.9)],
 }
-TARGETS = {"KeyGen": 3.0, "Enc": 3.0, "Dec": 1.5, "Prepared Dec": 1.5}
+# Setup counts only where RustPFE's takes more than this (ms): below it, fixed overheads rule.
+SETUP_FLOOR = 1.0
 
 
 def entry_bound(n: int, power: int) -> int:
@@ -72,8 +77,9 @@ def median_ms(fn: Callable[[], object], repeat: int, budget: float = 3.0) -> flo
 
 def bench_scheme(
     module: ModuleType, n: int, repeat: int, rng: random.Random, curve: str
-) -> dict[str, float]:
-    """Check the answer with plain and prepared keys, then time every operation."""
+) -> tuple[dict[str, float], float]:
+    """Check the answer with plain and prepared keys, then time every operation; also the
+    size of the tables the key keeps, in bytes."""
     quadratic = module in QFE
     if quadratic:
         lim = entry_bound(n, 3)
@@ -117,14 +123,28 @@ def bench_scheme(
 
     assert decrypt(sk) == want, (module.NAME, n, "plain")
     assert decrypt(prepared) == want, (module.NAME, n, "prepared")
-    return {
+    holder = pk if quadratic else msk
+
+    def tables() -> None:
+        fresh = module.setup(n, curve=curve)
+        fresh = fresh[0] if quadratic else fresh
+        start = time.perf_counter()
+        fresh.precompute()
+        table_times.append(time.perf_counter() - start)
+
+    table_times: list[float] = []
+    for _ in range(3):
+        tables()
+    times = {
         "Setup": median_ms(lambda: module.setup(n, curve=curve), repeat),
         "KeyGen": median_ms(keygen, repeat),
         "Enc": median_ms(encrypt, repeat),
         "Dec": median_ms(lambda: decrypt(sk), repeat),
         "Prepare": median_ms(lambda: module.prepare(sk), repeat),
         "Prepared Dec": median_ms(lambda: decrypt(prepared), repeat),
+        "Tables": statistics.median(table_times) * 1e3,
     }
+    return times, holder.table_bytes
 
 
 def cell(ours: float, ref: float) -> str:
@@ -153,11 +173,12 @@ def main() -> None:
         else:
             print(f"{curve}: ms/op, ours (ratio to ours on BLS12-381 when measured).")
         print()
-        print("| scheme | n | " + " | ".join(OPS) + " |")
-        print("|---|---:|" + "---:|" * len(OPS))
+        print("| scheme | n | " + " | ".join(OPS) + " | Tables |")
+        print("|---|---:|" + "---:|" * (len(OPS) + 1))
         for name in names:
             for n in args.n:
-                times = bench_scheme(SCHEMES[name], n, args.repeat, rng, curve)
+                times, table_bytes = bench_scheme(SCHEMES[name], n, args.repeat, rng, curve)
+                tables = f"{times['Tables']:.2f} ms, {table_bytes / 2**20:.2f} MiB"
                 if curve == BLS12_381:
                     bls_times[(name, n)] = times
                     cells = bls_cells(name, n, times, misses)
@@ -166,7 +187,7 @@ def main() -> None:
                     cells = [
                         cell(times[op], base[op]) if base else f"{times[op]:.2f}" for op in OPS
                     ]
-                print(f"| {name} | {n} | " + " | ".join(cells) + " |", flush=True)
+                print(f"| {name} | {n} | " + " | ".join(cells) + f" | {tables} |", flush=True)
         print()
     if BLS12_381 in curves:
         print("Targets missed (BLS12-381):" if misses else "All targets met (BLS12-381).")
@@ -178,10 +199,10 @@ def bls_cells(name: str, n: int, times: dict[str, float], misses: list[str]) -> 
     """Cells against RustPFE's BLS12-381 figures; target misses are appended to `misses`."""
     refs = {op: ref[0 if n == 10 else 1] for op, ref in zip(OPS, RUSTPFE[name], strict=True)}
     known = n in (10, 100)
-    for op, limit in TARGETS.items():
-        applies = n == 100 or (known and op in ("KeyGen", "Enc"))
-        if applies and times[op] > limit * refs[op]:
-            misses.append(f"{name} n={n} {op}: {times[op] / refs[op]:.2f}× (target {limit}×)")
+    for op in TARGET_OPS:
+        applies = n == 100 and (op != "Setup" or refs[op] > SETUP_FLOOR)
+        if applies and times[op] > refs[op]:
+            misses.append(f"{name} n={n} {op}: {times[op] / refs[op]:.2f}× (target 1×)")
     return [cell(times[op], refs[op]) if known else f"{times[op]:.2f}" for op in OPS]
 
 

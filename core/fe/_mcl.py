@@ -24,6 +24,7 @@ from typing import ClassVar, Self
 from mclbn256 import mclbn256 as _wheel
 
 from core.errors import EncodingError, ShapeError
+from core.fe import _relic
 from core.fe._relic import LOCK
 
 lib = _wheel.lib
@@ -270,3 +271,47 @@ def decode_run(cls: type[_Element], data: object, count: int, offset: int, what:
 def generator(cls: type[_Element]) -> _Element:
     raw = _G1_GENERATOR if cls is Bn254G1 else _G2_GENERATOR
     return decode_run(cls, raw, 1, 0, f"{cls.NAME} generator")[0]
+
+
+class FixedBase:
+    """A point with a table of its multiples, as `core.fe.group.FixedBase` on BLS12-381: the
+    compiled module's signed-window tables over mcl's layout (its Jacobian points, Montgomery
+    form), results affine. Without the compiled module `mul` is mcl's own multiplication and
+    `nbytes` is 0."""
+
+    __slots__ = ("_table", "point")
+
+    def __init__(self, point: Bn254G1, window: int = 4) -> None:
+        if type(point) not in (Bn254G1, Bn254G2):
+            raise TypeError(f"expected a BN254 G1 or G2 point, got {type(point).__name__}")
+        self.point = point
+        self._table: bytes | None = None
+        ext = _relic.pairing_ext
+        if ext is not None:
+            kind = 3 if type(point) is Bn254G1 else 4
+            with LOCK:
+                self._table = ext.fixed_table(kind, bytes(point.v), window)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the table."""
+        return 0 if self._table is None else len(self._table)
+
+    def mul(self, scalars: Sequence[int]) -> list:
+        """Each scalar (any int, taken mod r) times the point."""
+        ext = _relic.pairing_ext
+        if ext is None or self._table is None:
+            return mul(self.point, scalars)
+        cls = type(self.point)
+        size = cls.LIMBS * 8
+        blob = b"".join((s % ORDER).to_bytes(32, "little") for s in scalars)
+        out = bytearray(size * len(scalars))
+        with LOCK:
+            ext.fixed_mul(self._table, blob, out)
+        array = ctypes.c_uint64 * cls.LIMBS
+        points = []
+        for i in range(len(scalars)):
+            p = cls.__new__(cls)
+            p.v = array.from_buffer_copy(out, i * size)
+            points.append(p)
+        return points

@@ -203,7 +203,7 @@ typedef const uint64_t *(*prime_fn)(void);
 
 typedef struct {
     f_mul_fn mul, add, sub;
-    f_un_fn sqr, dbl;
+    f_un_fn sqr, dbl, inv;
     size_t limbs;
     uint64_t one[MAX_LIMBS];
 } field_ops;
@@ -719,6 +719,10 @@ static int g2_read(ep2_st *p, const uint8_t *in, uint8_t *again) {
     return 1;
 }
 
+static void fp_inv_c(uint64_t *c, const uint64_t *a);
+static void fp2_inv_c(uint64_t *c, const uint64_t *a);
+static void bn_init(void);
+
 static int decode_init(void *h, int *missing) {
     bn_st par;
     ep_st g1;
@@ -734,6 +738,8 @@ static int decode_init(void *h, int *missing) {
     D.fp2.sub = fp2_sub_c;
     D.fp2.sqr = fp2_sqr_c;
     D.fp2.dbl = fp2_dbl_c;
+    D.fp.inv = fp_inv_c;
+    D.fp2.inv = fp2_inv_c;
     D.ep2_write = (write_fn)sym(h, "ep2_write_bin", missing);
     D.err_get_code = (code_fn)sym(h, "err_get_code", missing);
     D.ep2_frb = (frb_fn)sym(h, "ep2_frb", missing);
@@ -1039,6 +1045,7 @@ static PyObject *py_init(PyObject *self, PyObject *args) {
     R.fp_prime_get_par = (bn_fn)sym(h, "fp_prime_get_par", &missing);
     R.ep2_curve_get_gen = (bn_fn)sym(h, "ep2_curve_get_gen", &missing);
     R.ep_norm_sim = (norm_sim_fn)sym(h, "ep_norm_sim", &missing);
+    bn_init();
     R.ep2_norm_sim = (norm_sim_fn)sym(h, "ep2_norm_sim", &missing);
     if (missing) {
         PyErr_SetString(PyExc_OSError, "librelic lacks a function the prepared pairing needs");
@@ -1302,8 +1309,207 @@ static PyObject *py_baby_steps(PyObject *self, PyObject *args) {
 #define MIN_WINDOW 2
 #define MAX_WINDOW 12
 
+/*
+ * BN254 as mcl lays it out (kinds 3 and 4: G1 and G2 of the `mclbn256` wheel): Fp in
+ * Montgomery form with R = 2^256 over four limbs, Fp2 = Fp[i] with i^2 = -1, points as
+ * Jacobian (x, y, z) with z = 0 at infinity. Only the field operations the fixed-base code
+ * needs are here, on the same Jacobian formulas as BLS12-381's.
+ */
+#define BN_LIMBS_FP 4
+static struct {
+    uint64_t p[BN_LIMBS_FP], n0;
+    field_ops fp, fp2;
+} BN;
+
+static const uint64_t BN_P[BN_LIMBS_FP] = {0xa700000000000013ULL, 0x6121000000000013ULL,
+                                           0xba344d8000000008ULL, 0x2523648240000001ULL};
+
+static int bn_geq_p(const uint64_t *a) {
+    for (int k = BN_LIMBS_FP - 1; k >= 0; k--) {
+        if (a[k] != BN.p[k]) {
+            return a[k] > BN.p[k];
+        }
+    }
+    return 1;
+}
+
+static void bn_sub_p(uint64_t *a) {
+    uint64_t borrow = 0;
+    for (int k = 0; k < BN_LIMBS_FP; k++) {
+        unsigned __int128 d = (unsigned __int128)a[k] - BN.p[k] - borrow;
+        a[k] = (uint64_t)d;
+        borrow = (uint64_t)(d >> 64) ? 1 : 0;
+    }
+}
+
+static void bn_add(uint64_t *c, const uint64_t *a, const uint64_t *b) {
+    uint64_t t[BN_LIMBS_FP], carry = 0;
+    for (int k = 0; k < BN_LIMBS_FP; k++) {
+        unsigned __int128 x = (unsigned __int128)a[k] + b[k] + carry;
+        t[k] = (uint64_t)x;
+        carry = (uint64_t)(x >> 64);
+    }
+    if (carry || bn_geq_p(t)) {
+        bn_sub_p(t);
+    }
+    memcpy(c, t, sizeof t);
+}
+
+static void bn_sub(uint64_t *c, const uint64_t *a, const uint64_t *b) {
+    uint64_t t[BN_LIMBS_FP], borrow = 0, carry = 0;
+    for (int k = 0; k < BN_LIMBS_FP; k++) {
+        unsigned __int128 d = (unsigned __int128)a[k] - b[k] - borrow;
+        t[k] = (uint64_t)d;
+        borrow = (uint64_t)(d >> 64) ? 1 : 0;
+    }
+    if (borrow) {
+        for (int k = 0; k < BN_LIMBS_FP; k++) {
+            unsigned __int128 x = (unsigned __int128)t[k] + BN.p[k] + carry;
+            t[k] = (uint64_t)x;
+            carry = (uint64_t)(x >> 64);
+        }
+    }
+    memcpy(c, t, sizeof t);
+}
+
+static void bn_dbl(uint64_t *c, const uint64_t *a) {
+    bn_add(c, a, a);
+}
+
+/* Montgomery multiplication (CIOS); p < 2^254 keeps the running value below 2p. */
+static void bn_mul(uint64_t *c, const uint64_t *a, const uint64_t *b) {
+    uint64_t t[BN_LIMBS_FP + 2] = {0};
+    for (int i = 0; i < BN_LIMBS_FP; i++) {
+        unsigned __int128 s;
+        uint64_t carry = 0, m;
+        for (int j = 0; j < BN_LIMBS_FP; j++) {
+            s = (unsigned __int128)a[j] * b[i] + t[j] + carry;
+            t[j] = (uint64_t)s;
+            carry = (uint64_t)(s >> 64);
+        }
+        s = (unsigned __int128)t[BN_LIMBS_FP] + carry;
+        t[BN_LIMBS_FP] = (uint64_t)s;
+        t[BN_LIMBS_FP + 1] = (uint64_t)(s >> 64);
+        m = t[0] * BN.n0;
+        s = (unsigned __int128)m * BN.p[0] + t[0];
+        carry = (uint64_t)(s >> 64);
+        for (int j = 1; j < BN_LIMBS_FP; j++) {
+            s = (unsigned __int128)m * BN.p[j] + t[j] + carry;
+            t[j - 1] = (uint64_t)s;
+            carry = (uint64_t)(s >> 64);
+        }
+        s = (unsigned __int128)t[BN_LIMBS_FP] + carry;
+        t[BN_LIMBS_FP - 1] = (uint64_t)s;
+        t[BN_LIMBS_FP] = t[BN_LIMBS_FP + 1] + (uint64_t)(s >> 64);
+    }
+    if (t[BN_LIMBS_FP] || bn_geq_p(t)) {
+        bn_sub_p(t);
+    }
+    memcpy(c, t, BN_LIMBS_FP * 8);
+}
+
+static void bn_sqr(uint64_t *c, const uint64_t *a) {
+    bn_mul(c, a, a);
+}
+
+/* c = a^(p - 2) = 1/a for a != 0. */
+static void bn_inv(uint64_t *c, const uint64_t *a) {
+    uint64_t e[BN_LIMBS_FP], acc[BN_LIMBS_FP], base[BN_LIMBS_FP];
+    memcpy(e, BN.p, sizeof e);
+    e[0] -= 2; /* p is odd and above 2: no borrow */
+    memcpy(acc, BN.fp.one, sizeof acc);
+    memcpy(base, a, sizeof base);
+    for (int bit = 64 * BN_LIMBS_FP - 1; bit >= 0; bit--) {
+        bn_sqr(acc, acc);
+        if ((e[bit / 64] >> (bit % 64)) & 1) {
+            bn_mul(acc, acc, base);
+        }
+    }
+    memcpy(c, acc, sizeof acc);
+}
+
+static void bn2_add(uint64_t *c, const uint64_t *a, const uint64_t *b) {
+    bn_add(c, a, b);
+    bn_add(c + BN_LIMBS_FP, a + BN_LIMBS_FP, b + BN_LIMBS_FP);
+}
+
+static void bn2_sub(uint64_t *c, const uint64_t *a, const uint64_t *b) {
+    bn_sub(c, a, b);
+    bn_sub(c + BN_LIMBS_FP, a + BN_LIMBS_FP, b + BN_LIMBS_FP);
+}
+
+static void bn2_dbl(uint64_t *c, const uint64_t *a) {
+    bn2_add(c, a, a);
+}
+
+static void bn2_mul(uint64_t *c, const uint64_t *a, const uint64_t *b) {
+    uint64_t t0[BN_LIMBS_FP], t1[BN_LIMBS_FP], s0[BN_LIMBS_FP], s1[BN_LIMBS_FP];
+    bn_mul(t0, a, b);
+    bn_mul(t1, a + BN_LIMBS_FP, b + BN_LIMBS_FP);
+    bn_add(s0, a, a + BN_LIMBS_FP);
+    bn_add(s1, b, b + BN_LIMBS_FP);
+    bn_mul(s0, s0, s1);
+    bn_sub(s0, s0, t0);
+    bn_sub(c + BN_LIMBS_FP, s0, t1);
+    bn_sub(c, t0, t1);
+}
+
+static void bn2_sqr(uint64_t *c, const uint64_t *a) {
+    uint64_t s[BN_LIMBS_FP], d[BN_LIMBS_FP], m[BN_LIMBS_FP];
+    bn_add(s, a, a + BN_LIMBS_FP);
+    bn_sub(d, a, a + BN_LIMBS_FP);
+    bn_mul(m, a, a + BN_LIMBS_FP);
+    bn_mul(c, s, d);
+    bn_dbl(c + BN_LIMBS_FP, m);
+}
+
+static void bn2_inv(uint64_t *c, const uint64_t *a) {
+    uint64_t t[BN_LIMBS_FP], u[BN_LIMBS_FP], zero[BN_LIMBS_FP] = {0};
+    bn_sqr(t, a);
+    bn_sqr(u, a + BN_LIMBS_FP);
+    bn_add(t, t, u);
+    bn_inv(t, t);
+    bn_mul(c, a, t);
+    bn_mul(u, a + BN_LIMBS_FP, t);
+    bn_sub(c + BN_LIMBS_FP, zero, u);
+}
+
+static void bn_init(void) {
+    uint64_t inv = 1, x[BN_LIMBS_FP] = {1, 0, 0, 0};
+    memcpy(BN.p, BN_P, sizeof BN.p);
+    for (int i = 0; i < 6; i++) {
+        inv *= 2 - BN.p[0] * inv;
+    }
+    BN.n0 = (uint64_t)0 - inv;
+    for (int i = 0; i < 64 * BN_LIMBS_FP; i++) {
+        bn_dbl(x, x); /* 2^256 mod p: R, the Montgomery form of 1 */
+    }
+    BN.fp = (field_ops){bn_mul, bn_add, bn_sub, bn_sqr, bn_dbl, bn_inv, BN_LIMBS_FP, {0}};
+    BN.fp2 = (field_ops){bn2_mul, bn2_add, bn2_sub, bn2_sqr, bn2_dbl, bn2_inv, 2 * BN_LIMBS_FP, {0}};
+    memcpy(BN.fp.one, x, sizeof x);
+    memcpy(BN.fp2.one, x, sizeof x);
+}
+
+/* The field of kind 1, 2 (BLS12-381 G1, G2 in RELIC) or 3, 4 (BN254 G1, G2 in mcl). */
 static const field_ops *field_of(int kind) {
-    return kind == 1 ? &D.fp : &D.fp2;
+    switch (kind) {
+        case 1: return &D.fp;
+        case 2: return &D.fp2;
+        case 3: return &BN.fp;
+        default: return &BN.fp2;
+    }
+}
+
+/* The size of a point of a kind in its library's layout; 0 with an exception for a bad kind. */
+static size_t point_bytes(int kind) {
+    if (kind == 1 || kind == 2) {
+        return kind == 1 ? sizeof(ep_st) : sizeof(ep2_st);
+    }
+    if (kind == 3 || kind == 4) {
+        return 3 * field_of(kind)->limbs * 8;
+    }
+    PyErr_SetString(PyExc_ValueError, "kind must be 1, 2 (BLS12-381 G1, G2) or 3, 4 (BN254)");
+    return 0;
 }
 
 static int fixed_digits(int w) {
@@ -1351,7 +1557,7 @@ static void normalize_batch(int kind, jacobian *pts, size_t n, uint64_t *scratch
             f->mul(acc, acc, pts[i].z);
         }
     }
-    (kind == 1 ? fp_inv_c : fp2_inv_c)(acc, acc);
+    f->inv(acc, acc);
     for (i = n; i-- > 0;) {
         if (pts[i].inf) {
             continue;
@@ -1366,10 +1572,47 @@ static void normalize_batch(int kind, jacobian *pts, size_t n, uint64_t *scratch
     }
 }
 
-/* The RELIC point of an affine or infinite Jacobian point. */
-static void to_relic(int kind, void *out, const jacobian *t) {
+/* A point of a kind in its library's layout as an affine (or infinite) Jacobian point. */
+static void read_point(int kind, const void *in, jacobian *t) {
     const field_ops *f = field_of(kind);
     size_t bytes = f->limbs * 8;
+    if (kind == 1 || kind == 2) {
+        union { ep_st p1; ep2_st p2; } q;
+        memcpy(&q, in, kind == 1 ? sizeof(ep_st) : sizeof(ep2_st));
+        t->inf = kind == 1 ? R.ep_is_infty(&q) : R.ep2_is_infty(&q);
+        if (!t->inf) {
+            (kind == 1 ? R.ep_norm : R.ep2_norm)(&q, &q);
+            memcpy(t->x, kind == 1 ? q.p1.x : &q.p2.x[0][0], bytes);
+            memcpy(t->y, kind == 1 ? q.p1.y : &q.p2.y[0][0], bytes);
+            memcpy(t->z, f->one, bytes);
+        }
+        return;
+    }
+    {
+        uint64_t scratch[MAX_LIMBS];
+        const uint64_t *v = in;
+        memcpy(t->x, v, bytes);
+        memcpy(t->y, v + f->limbs, bytes);
+        memcpy(t->z, v + 2 * f->limbs, bytes);
+        t->inf = is_zero(f, t->z);
+        normalize_batch(kind, t, 1, scratch);
+    }
+}
+
+/* An affine or infinite Jacobian point in its library's layout. */
+static void write_point(int kind, void *out, const jacobian *t) {
+    const field_ops *f = field_of(kind);
+    size_t bytes = f->limbs * 8;
+    if (kind == 3 || kind == 4) {
+        uint64_t *v = out;
+        memset(v, 0, 3 * bytes);
+        if (!t->inf) {
+            memcpy(v, t->x, bytes);
+            memcpy(v + f->limbs, t->y, bytes);
+            memcpy(v + 2 * f->limbs, f->one, bytes);
+        }
+        return;
+    }
     if (t->inf) {
         (kind == 1 ? D.ep_set_infty : D.ep2_set_infty)(out);
         return;
@@ -1389,17 +1632,18 @@ static void to_relic(int kind, void *out, const jacobian *t) {
     }
 }
 
-/* fixed_table(kind, point, w) -> the table of a RELIC point for windows of w bits. */
+/* fixed_table(kind, point, w) -> the table of a point (in its library's layout) for windows of
+ * w bits. */
 static PyObject *py_fixed_table(PyObject *self, PyObject *args) {
     Py_buffer pt;
     int kind, w;
-    size_t size, encoded;
+    size_t size;
     PyObject *table = NULL;
     (void)self;
     if (!check_ready() || !PyArg_ParseTuple(args, "iy*i", &kind, &pt, &w)) {
         return NULL;
     }
-    if (!point_sizes(kind, &size, &encoded)) {
+    if ((size = point_bytes(kind)) == 0) {
         goto done;
     }
     if (pt.len != (Py_ssize_t)size || w < MIN_WINDOW || w > MAX_WINDOW) {
@@ -1420,7 +1664,6 @@ static PyObject *py_fixed_table(PyObject *self, PyObject *args) {
         unsigned char *out = (unsigned char *)PyBytes_AS_STRING(table);
         jacobian *bases = malloc(digits * sizeof *bases), *all = malloc(count * sizeof *all);
         uint64_t *scratch = malloc(count * limbs * 8);
-        union { ep_st p1; ep2_st p2; } q;
         if (bases == NULL || all == NULL || scratch == NULL) {
             free(bases);
             free(all);
@@ -1429,19 +1672,14 @@ static PyObject *py_fixed_table(PyObject *self, PyObject *args) {
             PyErr_NoMemory();
             goto done;
         }
-        memcpy(&q, pt.buf, size);
         memset(out, 0, fixed_table_bytes(kind, w));
         out[0] = (unsigned char)kind;
         out[1] = (unsigned char)w;
         Py_BEGIN_ALLOW_THREADS
-        if (kind == 1 ? R.ep_is_infty(&q) : R.ep2_is_infty(&q)) {
+        read_point(kind, pt.buf, &bases[0]);
+        if (bases[0].inf) {
             out[2] = 1;
         } else {
-            (kind == 1 ? R.ep_norm : R.ep2_norm)(&q, &q);
-            memcpy(bases[0].x, kind == 1 ? q.p1.x : &q.p2.x[0][0], limbs * 8);
-            memcpy(bases[0].y, kind == 1 ? q.p1.y : &q.p2.y[0][0], limbs * 8);
-            memcpy(bases[0].z, f->one, limbs * 8);
-            bases[0].inf = 0;
             for (i = 1; i < digits; i++) {
                 int k;
                 bases[i] = bases[i - 1];
@@ -1486,11 +1724,11 @@ done:
 }
 
 /* fixed_mul(table, scalars, out): scalars are 32-byte little-endian integers below 2^255;
- * out receives one affine (or infinite) RELIC point per scalar. */
+ * out receives one affine (or infinite) point per scalar, in the layout of the table's kind. */
 static PyObject *py_fixed_mul(PyObject *self, PyObject *args) {
     Py_buffer table, scalars, out;
     int kind, w, bad = 0;
-    size_t size, encoded;
+    size_t size;
     Py_ssize_t n = 0;
     PyObject *ret = NULL;
     jacobian *acc = NULL;
@@ -1505,7 +1743,7 @@ static PyObject *py_fixed_mul(PyObject *self, PyObject *args) {
     }
     kind = ((const unsigned char *)table.buf)[0];
     w = ((const unsigned char *)table.buf)[1];
-    if (!point_sizes(kind, &size, &encoded) || w < MIN_WINDOW || w > MAX_WINDOW ||
+    if ((size = point_bytes(kind)) == 0 || w < MIN_WINDOW || w > MAX_WINDOW ||
         (size_t)table.len != fixed_table_bytes(kind, w)) {
         PyErr_Clear();
         PyErr_SetString(PyExc_ValueError, "not a fixed-base table");
@@ -1561,7 +1799,7 @@ static PyObject *py_fixed_mul(PyObject *self, PyObject *args) {
         if (!bad) {
             normalize_batch(kind, acc, (size_t)n, scratch);
             for (i = 0; i < n; i++) {
-                to_relic(kind, (char *)out.buf + i * (Py_ssize_t)size, &acc[i]);
+                write_point(kind, (char *)out.buf + i * (Py_ssize_t)size, &acc[i]);
             }
         }
     }
@@ -1708,7 +1946,7 @@ static PyObject *py_column_sums(PyObject *self, PyObject *args) {
         }
         normalize_batch(1, acc, (size_t)m, scratch);
         for (j = 0; j < m; j++) {
-            to_relic(1, (char *)out.buf + j * (Py_ssize_t)sizeof(ep_st), &acc[j]);
+            write_point(1, (char *)out.buf + j * (Py_ssize_t)sizeof(ep_st), &acc[j]);
         }
     }
     Py_END_ALLOW_THREADS

@@ -698,22 +698,16 @@ class Curve:
         return f"Curve({self.name!r})"
 
 
-class PlainBase:
-    """`FixedBase`'s interface without a table, on BN254: mcl multiplies the point itself."""
+def _bn_gen_mul(cls: type, window: int) -> Callable[[Sequence[int]], list]:
+    """Multiples of the generator by its table, built on first use."""
+    bases: list[_mcl.FixedBase] = []
 
-    __slots__ = ("point",)
-    nbytes = 0
+    def gen_mul(scalars: Sequence[int]) -> list:
+        if not bases:
+            bases.append(_mcl.FixedBase(_mcl.generator(cls), window))
+        return bases[0].mul(scalars)
 
-    def __init__(self, point: object) -> None:
-        self.point = point
-
-    def mul(self, scalars: Sequence[int]) -> list:
-        return _mcl.mul(self.point, scalars)  # type: ignore[arg-type]
-
-
-def _bn_gen_mul(cls: type) -> Callable[[Sequence[int]], list]:
-    gen = _mcl.generator(cls)
-    return lambda scalars: _mcl.mul(gen, scalars)
+    return gen_mul
 
 
 def _bn_typed(cls: type, elements: Sequence[object]) -> list:
@@ -778,14 +772,14 @@ def _bn_curve() -> Curve:
         zr=linalg.Zr(_mcl.ORDER),
         gt_generator=gt.__copy__,
         gt_identity=_mcl.gt_identity,
-        g1_gen_mul=_bn_gen_mul(_mcl.Bn254G1),
-        g2_gen_mul=_bn_gen_mul(_mcl.Bn254G2),
+        g1_gen_mul=_bn_gen_mul(_mcl.Bn254G1, G1_GENERATOR_WINDOW),
+        g2_gen_mul=_bn_gen_mul(_mcl.Bn254G2, G2_GENERATOR_WINDOW),
         g1_mul=_bn_mul(_mcl.Bn254G1),
         g2_mul=_bn_mul(_mcl.Bn254G2),
         g1_msm=bn_msm,
         g1_neg=bn_neg,
         g1_columns=lambda points, f: columns_by_msm(bn_msm, bn_neg, points, f),
-        fixed_base=PlainBase,
+        fixed_base=_mcl.FixedBase,
         pair=_bn_pair,
         prepare_g2=lambda points: PreparedPoints(_bn_typed(_mcl.Bn254G2, points)),
         g1_to_bytes=lambda p: _bn_typed(_mcl.Bn254G1, [p])[0].to_bytes(),

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from petrelic.multiplicative.pairing import G1, G2
 
 from core.errors import ShapeError
-from core.fe import _relic, group
+from core.fe import _mcl, _relic, group
 from core.fe.ipfe import bjk, kim, kks, lin, opt, tao
 from core.fe.qfe import bcfg, sgp
 
@@ -85,6 +85,41 @@ def test_fixed_base_without_the_compiled_module(monkeypatch: pytest.MonkeyPatch)
     assert plain.nbytes == 0
     scalars = [3, -4, R - 2, 2**200, *range(8)]
     assert plain.mul(scalars) == built.mul(scalars) == _plain(g, scalars)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    kind=st.sampled_from([_mcl.Bn254G1, _mcl.Bn254G2]),
+    window=st.integers(2, 12),
+    exponent=st.integers(0, _mcl.ORDER - 1),
+    scalars=st.lists(SCALARS, max_size=8),
+    seed=st.integers(0, 2**32),
+)
+def test_bn254_fixed_base_matches_mcl(
+    kind: Any, window: int, exponent: int, scalars: list[int], seed: int
+) -> None:
+    """The same tables over mcl's layout: mcl's own multiplication agrees, the identity too."""
+    point = _mcl.mul(_mcl.generator(kind), [exponent])[0]
+    # mcl's points are Jacobian: a sum is not normalised, which the table must handle
+    point = point * _mcl.generator(kind)
+    base = _mcl.FixedBase(point, window)
+    scalars = scalars + _signed_digit_edges(window, random.Random(seed))
+    got, want = base.mul(scalars), _mcl.mul(point, scalars)
+    assert [p.to_bytes() for p in got] == [p.to_bytes() for p in want]
+    assert got == want
+
+
+def test_bn254_fixed_base_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    g = _mcl.generator(_mcl.Bn254G2)
+    identity = _mcl.mul(g, [0])[0]
+    assert _mcl.FixedBase(identity).mul([3, 0]) == [identity, identity]
+    with pytest.raises(TypeError):
+        _mcl.FixedBase(group.g1_gen_mul([1])[0])  # type: ignore[arg-type]
+    built = _mcl.FixedBase(g)
+    monkeypatch.setattr(_relic, "pairing_ext", None)
+    plain = _mcl.FixedBase(g)
+    assert plain.nbytes == 0 and built.nbytes > 0
+    assert plain.mul([5, -1]) == built.mul([5, -1]) == _mcl.mul(g, [5, -1])
 
 
 def test_generator_results_are_affine() -> None:
@@ -172,8 +207,8 @@ def test_keys_build_their_tables_once(curve: str) -> None:
         pk, msk = q.setup(3, random.Random(1), curve=curve)
         assert pk.table_bytes == 0 and msk.precompute().table_bytes == 0
         pk.precompute()
-        if curve == group.BLS12_381:  # 4-bit windows: 512 affine multiples per point
-            g2_points = 4 if q is bcfg else 3
-            assert pk.table_bytes == 3 * (8 + 512 * 96) + g2_points * (8 + 512 * 192)
-        else:
-            assert pk.table_bytes == 0  # mcl multiplies the points themselves
+        # 4-bit windows: 512 affine multiples per point, of 96 and 192 bytes on BLS12-381,
+        # 64 and 128 on BN254
+        g1, g2 = (96, 192) if curve == group.BLS12_381 else (64, 128)
+        g2_points = 4 if q is bcfg else 3
+        assert pk.table_bytes == 3 * (8 + 512 * g1) + g2_points * (8 + 512 * g2)

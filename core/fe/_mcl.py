@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from mclbn256 import mclbn256 as _wheel
 
@@ -281,7 +281,7 @@ class FixedBase:
 
     __slots__ = ("_table", "point")
 
-    def __init__(self, point: Bn254G1, window: int = 4) -> None:
+    def __init__(self, point: Any, window: int = 4) -> None:
         if type(point) not in (Bn254G1, Bn254G2):
             raise TypeError(f"expected a BN254 G1 or G2 point, got {type(point).__name__}")
         self.point = point
@@ -311,7 +311,7 @@ class FixedBase:
         array = ctypes.c_uint64 * cls.LIMBS
         points = []
         for i in range(len(scalars)):
-            p = cls.__new__(cls)
+            p: Any = object.__new__(cls)
             p.v = array.from_buffer_copy(out, i * size)
             points.append(p)
         return points

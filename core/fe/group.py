@@ -30,7 +30,7 @@ import secrets
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain
 from random import Random
 from typing import Any
 
@@ -232,10 +232,10 @@ def _elements(curve: _Curve, count: int, fill: Callable[[object], None]) -> list
     """
     block = PETRELIC_FFI.new(f"{curve.ctype}[]", max(1, count))
     fill(PETRELIC_FFI.buffer(block, curve.size * count))
-    make = curve.element.__new__
+    cls = curve.element
     out = []
     for i in range(count):
-        e = make(curve.element)
+        e: Any = object.__new__(cls)
         e.pt = block + i
         e._is_gen = False
         e._block = block
@@ -279,9 +279,7 @@ class FixedBase:
             if ext is None or self._table is None:
                 return _mul_many(self._curve, self.point, scalars, None)
             table = self._table
-            blob = b"".join(
-                map(int.to_bytes, map(ORDER.__rmod__, scalars), repeat(32), repeat("little"))
-            )
+            blob = b"".join([(s % ORDER).to_bytes(32, "little") for s in scalars])
             return _elements(self._curve, len(scalars), lambda out: ext.fixed_mul(table, blob, out))
 
 
@@ -682,7 +680,7 @@ class Curve:
     g1_msm: Callable[[Sequence[object], Sequence[int]], object]
     g1_neg: Callable[[Sequence[object]], list]
     g1_columns: Callable[[Sequence[object], Sequence[Sequence[int]]], list]
-    fixed_base: Callable[[object], Any]
+    fixed_base: Callable[[Any], Any]
     pair: Callable[..., object]
     prepare_g2: Callable[[Sequence[object]], object]
     g1_to_bytes: Callable[[object], bytes]

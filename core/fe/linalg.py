@@ -137,9 +137,7 @@ class PackedMatrix:
             _check_lengths(m[0], row)
         self._limbs: bytes | None = None
         if _compiled is not None:
-            self._limbs = b"".join(
-                map(int.to_bytes, chain.from_iterable(m), repeat(32), repeat("little"))
-            )
+            self._limbs = b"".join([x.to_bytes(32, "little") for x in chain.from_iterable(m)])
             return
         size = self.SLOT_BYTES
         self._rows = [
@@ -165,7 +163,7 @@ class PackedMatrix:
         order = self.order
         coefficients = [vi if -limit < vi < limit else vi % order for vi in v]
         if self._limbs is not None:
-            return _compiled.vec_mat(self._limbs, self.cols, coefficients, order)  # type: ignore[no-any-return,union-attr]
+            return _compiled.vec_mat(self._limbs, self.cols, coefficients, order)
         total = self._bias
         for vi, row in zip(coefficients, self._rows, strict=True):
             if vi:
@@ -241,7 +239,7 @@ class Zr:
     def _invert_reduced(self, m: Sequence[Sequence[int]]) -> tuple[Matrix, int] | None:
         if _compiled is None:
             return self.invert_by_elimination(m)
-        return _compiled.invert(m, self.order)  # type: ignore[no-any-return]
+        return _compiled.invert(m, self.order)
 
     def invert_by_elimination(self, m: Sequence[Sequence[int]]) -> tuple[Matrix, int] | None:
         """`invert` by Gauss–Jordan on [M | I] in Python.

@@ -1771,6 +1771,8 @@ static PyObject *py_fixed_mul(PyObject *self, PyObject *args) {
         for (i = 0; i < n && !bad; i++) {
             uint64_t k[4];
             int d, carry = 0;
+            const unsigned char *entries[256 / MIN_WINDOW];
+            int signs[256 / MIN_WINDOW], used = 0, u;
             memcpy(k, (const unsigned char *)scalars.buf + 32 * i, 32);
             bad = (int)(k[3] >> 63);
             acc[i].inf = 1;
@@ -1784,16 +1786,26 @@ static PyObject *py_fixed_mul(PyObject *self, PyObject *args) {
                 carry = digit > (int)half;
                 digit -= carry << w;
                 if (digit != 0) {
-                    const uint64_t *e =
-                        (const uint64_t *)(t + FIXED_HEADER +
-                                           ((size_t)d * half + (size_t)abs(digit) - 1) * entry);
-                    const uint64_t *y = e + limbs;
-                    if (digit < 0) {
-                        f->sub(neg_y, zero, y);
-                        y = neg_y;
-                    }
-                    jac_add_affine(f, &acc[i], e, y);
+                    entries[used] = t + FIXED_HEADER + ((size_t)d * half + (size_t)abs(digit) - 1) * entry;
+                    signs[used++] = digit < 0;
                 }
+            }
+            /* The entries a scalar needs are known before the first addition: each is fetched
+             * from memory while the one before it is added (a table is megabytes). */
+            for (u = 0; u < used; u++) {
+                const uint64_t *e = (const uint64_t *)entries[u];
+                const uint64_t *y = e + limbs;
+                if (u + 1 < used) {
+                    size_t line;
+                    for (line = 0; line < entry; line += 64) {
+                        __builtin_prefetch(entries[u + 1] + line);
+                    }
+                }
+                if (signs[u]) {
+                    f->sub(neg_y, zero, y);
+                    y = neg_y;
+                }
+                jac_add_affine(f, &acc[i], e, y);
             }
         }
         if (!bad) {

@@ -7,8 +7,12 @@ unchanged), or BN254 through mcl (`core.fe._mcl`). Schemes take every operation 
 
 Elements are petrelic's own classes. Every function here takes `LOCK` itself; callers that use
 petrelic's operators directly must hold it. Batched work goes straight to RELIC's multi-pairing
-(`pp_map_sim_oatep_k12`), multi-scalar (`ep_mul_sim_lot`) and comb (`ep_mul_fix_combs`)
-routines through `core.fe._relic`, chunked because RELIC keeps its temporaries on the stack.
+(`pp_map_sim_oatep_k12`, its inputs made affine in one batch first) and multi-scalar
+(`ep_mul_sim_lot`) routines through `core.fe._relic`, chunked because RELIC keeps its
+temporaries on the stack. Multiples of a fixed point (the generators, a public key's points) come
+from the compiled module's signed-window tables (`FixedBase`), and the quadratic schemes' column
+sums Πᵢ pᵢ^{Fᵢⱼ} from one compiled call (`g1_columns`); without the compiled module, RELIC's comb
+and MSM routines do the same work.
 
 Encodings are RELIC's compressed ones at fixed sizes (G1 49 B, G2 97 B, GT 384 B, scalars 32 B
 big-endian). RELIC writes the identity of G1 and G2 as one zero byte; here it is all-zero bytes
@@ -228,7 +232,7 @@ def _elements(curve: _Curve, count: int, fill: Callable[[object], None]) -> list
     """`count` petrelic elements whose points `fill` writes into one block of memory.
 
     The elements point into the block (each keeps it alive): no allocation and no copy per
-    element, which cost as much as a G1 multiplication by table.
+    element.
     """
     block = PETRELIC_FFI.new(f"{curve.ctype}[]", max(1, count))
     fill(PETRELIC_FFI.buffer(block, curve.size * count))

@@ -417,15 +417,24 @@ static int read_modulus(PyObject *r, modulus *md) {
     return 1;
 }
 
-/* invert(rows, r) -> (inverse as a tuple of int tuples, det) or None when singular, for an
- * m x m matrix of ints in [0, r). */
+/* invert(rows, r, dual=False, scale=1, by_det=False) -> (inverse as a tuple of int tuples,
+ * det) or None when singular, for an m x m matrix of ints in [0, r). With dual, the transpose of
+ * the inverse; every entry multiplied by scale (an int in [0, r)) and, with by_det, by det: the
+ * dual bases of bjk, tao and kim without a pass over the matrix in Python. */
 static PyObject *py_invert(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *rows_in, *r, *fast = NULL, *result = NULL;
-    uint64_t *a = NULL, *inv = NULL;
+    PyObject *rows_in, *r, *scale_in = NULL, *fast = NULL, *result = NULL;
+    uint64_t *a = NULL, *inv = NULL, scale[R_LIMBS] = {1, 0, 0, 0};
+    int dual = 0, by_det = 0;
     modulus md;
-    if (!PyArg_ParseTuple(args, "OO", &rows_in, &r) || !read_modulus(r, &md))
+    if (!PyArg_ParseTuple(args, "OO|pOp", &rows_in, &r, &dual, &scale_in, &by_det) ||
+        !read_modulus(r, &md))
         return NULL;
+    if (scale_in != NULL && (int_to_limbs(scale_in, scale) < 0 || geq(scale, md.r))) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ValueError, "scale must be an int in [0, r)");
+        return NULL;
+    }
     fast = PySequence_Fast(rows_in, "the matrix must be a sequence of rows");
     if (fast == NULL)
         return NULL;
@@ -464,15 +473,16 @@ static PyObject *py_invert(PyObject *self, PyObject *args) {
         mont_mul(&md, a + c, a + c, md.r2);
     ok = invert_lu(&md, a, m, inv, det);
     if (ok == 1) {
-        uint64_t t[WIDE_LIMBS];
-        for (size_t c = 0; c < cells; c += R_LIMBS) {
-            memset(t, 0, sizeof t);
-            memcpy(t, inv + c, R_LIMBS * 8);
-            redc(&md, inv + c, t);
-        }
-        memset(t, 0, sizeof t);
-        memcpy(t, det, R_LIMBS * 8);
-        redc(&md, det, t);
+        /* A Montgomery form times a plain factor is the plain product. */
+        const uint64_t one[R_LIMBS] = {1, 0, 0, 0};
+        uint64_t factor[R_LIMBS];
+        if (by_det)
+            mont_mul(&md, factor, det, scale);
+        else
+            memcpy(factor, scale, sizeof factor);
+        for (size_t c = 0; c < cells; c += R_LIMBS)
+            mont_mul(&md, inv + c, inv + c, factor);
+        mont_mul(&md, det, det, one);
     }
     Py_END_ALLOW_THREADS
     if (ok == 0) {
@@ -494,7 +504,8 @@ static PyObject *py_invert(PyObject *self, PyObject *args) {
         }
         PyTuple_SET_ITEM(rows, i, row);
         for (Py_ssize_t j = 0; j < m; j++) {
-            PyObject *v = limbs_to_int(inv + ((size_t)i * (size_t)m + (size_t)j) * R_LIMBS);
+            size_t at = dual ? (size_t)j * (size_t)m + (size_t)i : (size_t)i * (size_t)m + (size_t)j;
+            PyObject *v = limbs_to_int(inv + at * R_LIMBS);
             if (v == NULL) {
                 Py_DECREF(rows);
                 goto done;

@@ -295,10 +295,29 @@ class Zr:
         self, size: int, rng: random.Random | None = None
     ) -> tuple[Matrix, Matrix, int]:
         """A uniform invertible matrix with its inverse and determinant (rejection sampling)."""
+        return self._random_invertible(size, rng, False, 1, False)
+
+    def random_dual_basis(
+        self, size: int, rng: random.Random | None = None, scale: int = 1, by_det: bool = False
+    ) -> tuple[Matrix, Matrix, int]:
+        """A uniform invertible B, its dual basis scale·(B⁻¹)ᵀ (times det B too with `by_det`)
+        and det B; the same draws as `random_invertible`."""
+        return self._random_invertible(size, rng, True, scale % self.order, by_det)
+
+    def _random_invertible(
+        self, size: int, rng: random.Random | None, dual: bool, scale: int, by_det: bool
+    ) -> tuple[Matrix, Matrix, int]:
         while True:
             entries = self.random_vector(size * size, rng)
             m = tuple(tuple(entries[i : i + size]) for i in range(0, size * size, size))
-            inverted = self._invert_reduced(m)
+            if _compiled is not None:
+                inverted = _compiled.invert(m, self.order, dual, scale, by_det)
+            else:
+                inverted = self.invert_by_elimination(m)
+                if inverted is not None and dual:
+                    inv, det = inverted
+                    factor = scale * det if by_det else scale
+                    inverted = self.scale_matrix(transpose(inv), factor), det
             if inverted is not None:
                 return m, inverted[0], inverted[1]
 

@@ -112,11 +112,9 @@ def setup(
     n = linalg.check_dimension(n)
     grp = group.curve(curve)
     with LOCK:
-        b, b_inv, _ = grp.zr.random_invertible(_size(n), rng)
-        d, d_inv, _ = grp.zr.random_invertible(2, rng)
-        return encoding.identified(
-            MasterKey(n, b, linalg.transpose(b_inv), d, linalg.transpose(d_inv), curve=grp.name)
-        )
+        b, b_star, _ = grp.zr.random_dual_basis(_size(n), rng)
+        d, d_star, _ = grp.zr.random_dual_basis(2, rng)
+        return encoding.identified(MasterKey(n, b, b_star, d, d_star, curve=grp.name))
 
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:

@@ -102,10 +102,8 @@ def setup(
     n = linalg.check_dimension(n)
     grp = group.curve(curve)
     with LOCK:
-        b, b_inv, det = grp.zr.random_invertible(n, rng)
-        return encoding.identified(
-            MasterKey(n, det, b, grp.zr.scale_matrix(linalg.transpose(b_inv), det), curve=grp.name)
-        )
+        b, b_star, det = grp.zr.random_dual_basis(n, rng, by_det=True)
+        return encoding.identified(MasterKey(n, det, b, b_star, curve=grp.name))
 
 
 def keygen(msk: MasterKey, y: Sequence[int], rng: random.Random | None = None) -> Key:

@@ -100,8 +100,7 @@ def setup(
     grp = group.curve(curve)
     with LOCK:
         rho = grp.zr.random_scalar(rng)
-        b, b_inv, _ = grp.zr.random_invertible(_size(n), rng)
-        b_star = grp.zr.scale_matrix(linalg.transpose(b_inv), rho)
+        b, b_star, _ = grp.zr.random_dual_basis(_size(n), rng, rho)
         return encoding.identified(
             MasterKey(n, b, b_star, grp.gt_generator() ** rho, curve=grp.name)
         )

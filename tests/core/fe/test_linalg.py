@@ -304,3 +304,25 @@ def test_python_paths(products_path: str) -> None:
     assert zr.invert(m) == zr.invert_by_elimination(m)
     values = zr.random_vector(50)
     assert len(set(values)) == 50 and all(0 <= v < ORDER for v in values)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("size", [1, 2, 5, 17])
+def test_dual_basis_is_the_scaled_transposed_inverse(
+    products_path: str, order: int, size: int
+) -> None:
+    zr = linalg.Zr(order)
+    m, inv, det = zr.random_invertible(size, random.Random(size))
+    for scale, by_det in ((1, False), (order - 3, False), (7, True), (0, True)):
+        b, dual, det2 = zr.random_dual_basis(size, random.Random(size), scale, by_det)
+        factor = scale * det if by_det else scale
+        assert (b, det2) == (m, det)  # the same draws
+        assert dual == zr.scale_matrix(linalg.transpose(inv), factor)
+
+
+def test_dual_basis_refuses_a_bad_scale() -> None:
+    compiled = linalg._compiled
+    assert compiled is not None
+    for scale in (ORDER, -1, 1.5):
+        with pytest.raises(ValueError, match="scale"):
+            compiled.invert([[1]], ORDER, True, scale, False)

@@ -160,7 +160,15 @@ def _keys(args: argparse.Namespace, settings: Settings) -> None:
             page, _ = keys.readable_page(store, ADMIN, None, None)
             _print([_json(info) for info in page])
         elif args.action == "create":
-            fields = ("name", "type", "dimension", "curve", "exportable", "deletion_protection")
+            fields = (
+                "name",
+                "type",
+                "dimension",
+                "curve",
+                "exportable",
+                "deletion_protection",
+                "allow_backup",
+            )
             body = _checked(keys.KeyCreate, {field: getattr(args, field) for field in fields})
             created = keys.create(store, body, settings)
             trail.record("keys_create_key", principal=CLI_PRINCIPAL, key=body.name, status=201)
@@ -406,6 +414,9 @@ def parser() -> argparse.ArgumentParser:
     create.add_argument("--exportable", action="store_true", help="the admin may export it")
     create.add_argument(
         "--deletion-protection", action="store_true", help="refuse deletion until removed"
+    )
+    create.add_argument(
+        "--allow-backup", action="store_true", help="the admin may back it up to another instance"
     )
     for action in ("rotate", "restore"):
         keys.add_parser(action).add_argument("name")

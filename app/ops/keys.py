@@ -133,6 +133,11 @@ class KeyCreate(BaseModel):
         "120-128-bit security) or bn254 (faster, about 100-bit security)",
     )
     exportable: StrictBool = Field(False, description="whether the admin may export the secret")
+    allow_backup: StrictBool = Field(
+        False,
+        description="whether the admin may back the key up to another instance "
+        "(POST /v1/keys/{name}/backup); set at creation only, never cleared",
+    )
     fe_policy: FePolicy | None = Field(None, description="FE key types only: the function policy")
     deletion_protection: StrictBool = Field(
         False, description="DELETE is refused (409) until this is set false"
@@ -151,6 +156,7 @@ class KeyOut(BaseModel):
     curve: str | None = Field(None, description="FE key types: the pairing curve")
     fe_policy: FePolicy | None = Field(None, description="FE key types: the function policy")
     exportable: bool
+    allow_backup: bool = Field(False, description="whether the key may be backed up")
     created_at: datetime
     updated_at: datetime
     latest_version: int
@@ -184,6 +190,7 @@ def key_out(info: KeyInfo, with_versions: bool) -> KeyOut:
         curve=info.params.get("curve", DEFAULT_CURVE) if "dimension" in info.params else None,
         fe_policy=info.params.get("fe_policy"),
         exportable=info.exportable,
+        allow_backup=bool(info.params.get("allow_backup")),
         created_at=timestamp(info.created_at),
         updated_at=timestamp(info.updated_at),
         latest_version=info.latest_version,
@@ -248,6 +255,8 @@ def checked_fe_policy(policy: FePolicy, key_type: str, dimension: int) -> dict[s
 def create(store: KeyStore, body: KeyCreate, settings: Settings) -> KeyOut:
     """Check the request against the limits, draw the material, store the key."""
     params = _creation_params(body, settings)
+    if body.allow_backup:
+        params["allow_backup"] = True
     secret, public = KEY_TYPES[body.type].generate(params)
     info = store.create(
         body.name, body.type, params, body.exportable, secret, public, body.deletion_protection

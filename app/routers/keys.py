@@ -1,10 +1,10 @@
-"""Key lifecycle routes: create, list, read, rotate, delete, public part, export
-(`app.ops.keys`)."""
+"""Key lifecycle routes: create, list, read, rotate, delete, public part, export (`app.ops.keys`),
+backup and import (`app.ops.backup`)."""
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, status
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Query, Request, Response, status
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.http.body import json_body, read_json
 from app.http.deps import (
@@ -18,9 +18,9 @@ from app.http.deps import (
 )
 from app.http.operation import operation_id
 from app.http.schemas import Base64Bytes
-from app.ops import keys
+from app.ops import backup, keys
 from app.ops.auth import Operation, Principal
-from app.ops.keys import KeyCreate, KeyOut
+from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyOut, KeyTypeName
 from app.ops.work import in_thread
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"], generate_unique_id_function=operation_id)
@@ -53,6 +53,46 @@ class KeyExport(BaseModel):
     secret: Base64Bytes
 
 
+class KeyBackupRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    wrapping_key: Base64Bytes = Field(
+        description="the wrapping public key (GET /v1/sys/wrapping-key) of the instance that "
+        "will import the backup: SEC1 secp256k1"
+    )
+
+
+class KeyBackup(BaseModel):
+    backup: Base64Bytes = Field(
+        description="every version and policy of the key, ECIES-encrypted to the wrapping key"
+    )
+
+
+class KeyImport(BaseModel):
+    """A backup (with `name` to restore it under another name), or BYOK material (with `name`
+    and `type`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backup: Base64Bytes | None = Field(None, description="from POST /v1/keys/{name}/backup")
+    name: str | None = Field(None, pattern=KEY_NAME_PATTERN)
+    type: KeyTypeName | None = None
+    wrapped_material: Base64Bytes | None = Field(
+        None,
+        description="the secret (32 bytes for the ECIES types, 48 for aez) ECIES-encrypted to "
+        "the wrapping key with eciespy's default configuration",
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "KeyImport":
+        if self.backup is not None:
+            if self.type is not None or self.wrapped_material is not None:
+                raise ValueError("a backup takes only name besides it")
+        elif self.name is None or self.type is None or self.wrapped_material is None:
+            raise ValueError("give backup, or name, type and wrapped_material")
+        return self
+
+
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
@@ -65,6 +105,48 @@ async def create_key(request: Request, services: ServicesDep, _: AdminChange) ->
     body = await read_json(request, KeyCreate)  # after the token check
     audit_note(request.scope).key = body.name
     return await in_thread(keys.create, services.store, body, services.settings)
+
+
+@router.post(
+    "/import",
+    status_code=status.HTTP_201_CREATED,
+    response_model=KeyOut,
+    summary="Import a backup, or key material made elsewhere (BYOK) as a new key or a new "
+    "version (admin)",
+    responses={
+        200: {"model": KeyOut, "description": "the material became a new version of the key"},
+        409: {"description": "the name is taken (backup), or by a key of another type (BYOK)"},
+        422: {"description": "does not decrypt under this instance's wrapping key"},
+    },
+    openapi_extra=json_body(KeyImport),
+)
+async def import_key(
+    request: Request, response: Response, services: ServicesDep, _: AdminChange
+) -> KeyOut:
+    body = await read_json(request, KeyImport)
+    note = audit_note(request.scope)
+    note.key = body.name
+    if body.backup is not None:
+        note.details["form"] = "backup"
+        document = await in_thread(backup.open_backup, services.store, body.backup)
+        note.key = body.name or document["name"]
+        key = await in_thread(backup.restore, services.store, document, body.name)
+    else:
+        assert body.name is not None and body.type is not None
+        assert body.wrapped_material is not None
+        note.details["form"] = "byok"
+        key, new = await in_thread(
+            backup.import_material,
+            services.store,
+            services.keyring,
+            body.name,
+            body.type,
+            body.wrapped_material,
+        )
+        if not new:
+            response.status_code = status.HTTP_200_OK
+    note.key, note.key_version = key.name, key.latest_version
+    return key
 
 
 @router.get("", response_model=KeyList, summary="List the keys the token may read, by name")
@@ -199,3 +281,19 @@ def export_key(
     return KeyExport(
         name=name, type=material.type, version=material.version, secret=material.secret
     )
+
+
+@router.post(
+    "/{name}/backup",
+    response_model=KeyBackup,
+    summary="Every version and policy of a key created with allow_backup, encrypted to "
+    "another instance's wrapping key (admin)",
+    responses={403: {"description": "the key was not created with allow_backup"}},
+    openapi_extra=json_body(KeyBackupRequest),
+)
+async def backup_key(
+    request: Request, name: KeyName, services: ServicesDep, _: AdminChange
+) -> KeyBackup:
+    body = await read_json(request, KeyBackupRequest)
+    blob = await in_thread(backup.backup, services.store, name, body.wrapping_key)
+    return KeyBackup(backup=blob)

@@ -1,14 +1,33 @@
-"""The service's own keys (`app.ops.root`): the keyring, read and rotated by the admin."""
+"""The service's own keys, for the admin: the keyring (`app.ops.root`) and the wrapping key
+(`app.ops.backup`)."""
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
 
 from app.http.deps import Admin, ServicesDep, audit_note
 from app.http.operation import operation_id
-from app.ops import root
+from app.http.schemas import Base64Bytes
+from app.ops import backup, root
 from app.ops.root import KeyringOut
 from app.ops.work import in_thread
 
 router = APIRouter(prefix="/v1/sys", tags=["sys"], generate_unique_id_function=operation_id)
+
+
+class WrappingKey(BaseModel):
+    public_key: Base64Bytes = Field(
+        description="this instance's wrapping key: SEC1 secp256k1 (65 bytes); backups and BYOK "
+        "material for it are ECIES-encrypted to it"
+    )
+
+
+@router.get(
+    "/wrapping-key",
+    response_model=WrappingKey,
+    summary="The public key that backups and key material are encrypted to (admin)",
+)
+async def wrapping_key(services: ServicesDep, _: Admin) -> WrappingKey:
+    return WrappingKey(public_key=await in_thread(backup.wrapping_public_key, services.store))
 
 
 @router.get("/keyring", response_model=KeyringOut, summary="The keyring's newest term (admin)")

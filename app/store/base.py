@@ -131,6 +131,26 @@ PolicyDecision = Callable[[KeyInfo], dict[str, Any]]
 
 
 @dataclass(frozen=True)
+class KeyPolicies:
+    """The policies a key keeps in its own columns, as a backup carries them."""
+
+    deletion_protection: bool = False
+    min_decryption_version: int = 1
+    min_encryption_version: int = 0
+    auto_rotate_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class RestoredVersion:
+    """One version of a key brought in from a backup, with its number and creation time."""
+
+    version: int
+    created_at: float
+    secret: bytes = field(repr=False)
+    public: bytes | None
+
+
+@dataclass(frozen=True)
 class KeyMaterial:
     """One unwrapped key version, as the crypto code needs it."""
 
@@ -285,6 +305,23 @@ class KeyStore(ABC):
         `KeyChangedError` if the name now stands for another key, or if `expected_version` is
         given and is no longer the latest; `KeyNotFoundError`; `KeyPendingDeletionError`.
         """
+
+    @abstractmethod
+    def restore_backup(
+        self,
+        name: str,
+        type: str,
+        params: dict[str, Any],
+        exportable: bool,
+        versions: Sequence[RestoredVersion],
+        policies: KeyPolicies,
+    ) -> KeyInfo:
+        """Store a key brought from a backup, with its versions (numbers kept) and policies;
+        `KeyExistsError` if the name is taken."""
+
+    @abstractmethod
+    def wrapping_key(self, generate: Callable[[], tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
+        """The store's wrapping key pair (secret, public), drawn by `generate` the first time."""
 
     @abstractmethod
     def get(self, name: str) -> KeyInfo:

@@ -35,9 +35,11 @@ from app.store.base import (
     KeyNotFoundError,
     KeyNotPendingDeletionError,
     KeyPendingDeletionError,
+    KeyPolicies,
     KeyStore,
     KeyVersionInfo,
     PolicyDecision,
+    RestoredVersion,
     RootKeyMismatchError,
     TokenRecord,
     VersionNotFoundError,
@@ -135,6 +137,11 @@ CREATE TABLE IF NOT EXISTS audit_heads (
 CREATE TABLE IF NOT EXISTS audit_key (
     id INTEGER PRIMARY KEY,
     wrapped {blob} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS wrapping_key (
+    id INTEGER PRIMARY KEY,
+    wrapped {blob} NOT NULL,
+    public {blob} NOT NULL
 )
 """
 
@@ -160,6 +167,7 @@ AUDIT_COLUMNS = (
 )
 # The audit MAC key's wrapping identity: no key has an empty name or version 0.
 AUDIT_KEY_IDENTITY = ("", 0, "audit-mac-key")
+WRAPPING_KEY_IDENTITY = ("", 0, "wrapping-key")
 # 13 columns: under SQLite's oldest limit of 999 parameters per statement.
 AUDIT_ROWS_PER_INSERT = 76
 _AUDIT_PLACEHOLDERS = "(" + ", ".join(["?"] * 13) + ")"
@@ -318,6 +326,75 @@ class SqlKeyStore(KeyStore):
                 (name, now, wrapper.wrap(secret, name, 1, type), public, term),
             )
             return self._info(cursor, name)
+
+    def restore_backup(
+        self,
+        name: str,
+        type: str,
+        params: dict[str, Any],
+        exportable: bool,
+        versions: Sequence[RestoredVersion],
+        policies: KeyPolicies,
+    ) -> KeyInfo:
+        now = time.time()
+        try:
+            with self._transaction(write=True) as cursor:
+                cursor.execute("SELECT 1 FROM keys WHERE name = ?", (name,))
+                if cursor.fetchone() is not None:
+                    raise KeyExistsError(name)
+                term, wrapper = self._terms.current(cursor)
+                latest = max(v.version for v in versions)
+                cursor.execute(
+                    "INSERT INTO keys (name, type, params, exportable, created_at, updated_at,"
+                    " latest_version, deletion_protection, min_decryption_version,"
+                    " min_encryption_version, auto_rotate_seconds)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        name,
+                        type,
+                        json.dumps(params),
+                        int(exportable),
+                        now,
+                        now,
+                        latest,
+                        int(policies.deletion_protection),
+                        policies.min_decryption_version,
+                        policies.min_encryption_version,
+                        policies.auto_rotate_seconds,
+                    ),
+                )
+                for v in versions:
+                    cursor.execute(
+                        "INSERT INTO key_versions"
+                        " (name, version, created_at, wrapped, public, term)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            name,
+                            v.version,
+                            v.created_at,
+                            wrapper.wrap(v.secret, name, v.version, type),
+                            v.public,
+                            term,
+                        ),
+                    )
+                return self._info(cursor, name)
+        except self.INTEGRITY_ERROR:
+            raise KeyExistsError(name) from None
+
+    def wrapping_key(self, generate: Callable[[], tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
+        # Under the keyring's first term, as the audit key: no rewrap moves it.
+        with self._transaction(write=True) as cursor:
+            wrapper = self._terms.wrapper(cursor, 1)
+            cursor.execute("SELECT wrapped, public FROM wrapping_key WHERE id = 1")
+            row = cursor.fetchone()
+            if row is not None:
+                return wrapper.unwrap(bytes(row[0]), *WRAPPING_KEY_IDENTITY), bytes(row[1])
+            secret, public = generate()
+            cursor.execute(
+                "INSERT INTO wrapping_key (id, wrapped, public) VALUES (1, ?, ?)",
+                (wrapper.wrap(secret, *WRAPPING_KEY_IDENTITY), public),
+            )
+            return secret, public
 
     def rotate(
         self,

@@ -45,7 +45,13 @@ def test_a_backup_moves_every_version_to_an_instance_with_another_root_key(
     a, b = instances
     with a.client() as on_a, b.client() as on_b:
         made = on_a.post(
-            "/v1/keys", json={"name": "orders", "type": "ecies-secp256k1", "allow_backup": True}
+            "/v1/keys",
+            json={
+                "name": "orders",
+                "type": "ecies-secp256k1",
+                "allow_backup": True,
+                "deletion_protection": True,
+            },
         )
         assert made.status_code == 201 and made.json()["allow_backup"] is True
         sealed = []
@@ -85,6 +91,7 @@ def test_a_backup_moves_every_version_to_an_instance_with_another_root_key(
         )
         assert [v["version"] for v in info["versions"]] == [1, 2]
         assert info["allow_backup"] is True
+        assert info["deletion_protection"] is True  # the policies travel with the versions
         for ciphertext, plaintext in sealed:
             opened = on_b.post("/v1/ecies/orders/decrypt", json=ciphertext)
             assert opened.status_code == 200, opened.text

@@ -11,7 +11,7 @@ import logging
 import os
 import re
 import time
-from typing import Any
+from typing import Any, cast
 
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -235,20 +235,21 @@ async def _no_body() -> Message:
 # /readyz, /metrics and the documentation do not. Each route's operation name is its
 # operation id (`aez_encrypt`, `keys_delete_key`).
 _AUDITED_PREFIX = "/v1/"
-_operations: dict[int, str | None] = {}
+_UNSET = object()
 
 
 def _audited_operation(scope: Scope) -> str | None:
     route: Any = scope.get("route")
     if route is None:
         return None
-    key = id(route)
-    try:
-        return _operations[key]
-    except KeyError:
-        operation = operation_id(route) if str(route.path).startswith(_AUDITED_PREFIX) else None
-        _operations[key] = operation
-        return operation
+    # Kept on the route itself: an id-keyed cache could hand a new app's route (tests build
+    # many) the name of a freed one that had the same id.
+    known = getattr(route, "audit_operation", _UNSET)
+    if known is not _UNSET:
+        return cast(str | None, known)
+    operation = operation_id(route) if str(route.path).startswith(_AUDITED_PREFIX) else None
+    route.audit_operation = operation
+    return operation
 
 
 # The methods metrics name; any other (PROPFIND, MKCOL, ...) counts as "other", so that a client

@@ -16,6 +16,7 @@ from app.store import (
     KeyNotFoundError,
     KeyNotPendingDeletionError,
     KeyPendingDeletionError,
+    RootKeyMismatchError,
     StoreUnavailableError,
     VersionNotFoundError,
 )
@@ -122,6 +123,16 @@ def problem_for(exc: Exception) -> Problem | None:
             return Problem(409, "deletion-protected", "Deletion protected", str(exc))
         case StoreUnavailableError():
             return Problem(503, "store-unavailable", "Store unavailable", str(exc))
+        case RootKeyMismatchError():
+            # A keyring term this process cannot open: the root key was rotated and its source
+            # still gives the old one. Fail closed until the new one is in place.
+            return Problem(
+                503,
+                "root-key-unavailable",
+                "Root key unavailable",
+                "a keyring term does not open under this process's root key; it was rotated, "
+                "and the new root key must be given to this process",
+            )
     return None
 
 
@@ -139,4 +150,5 @@ KNOWN_ERRORS: tuple[type[Exception], ...] = (
     KeyNotPendingDeletionError,
     DeletionProtectedError,
     StoreUnavailableError,
+    RootKeyMismatchError,
 )

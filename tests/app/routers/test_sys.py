@@ -74,3 +74,28 @@ def test_the_commands_rotate_the_keyring_and_the_root_and_audit_both(
     assert ("sys_rotate_keyring", "cli", {"term": 2}) in operations
     assert ("sys_rotate_root", "cli", {"new_root_key": "file", "terms_rewrapped": 2}) in operations
     assert not any(new_root.read_text().strip() in json.dumps(r) for r in records)
+
+
+def test_a_term_under_a_root_this_process_lacks_is_a_503_not_a_500(
+    client: TestClient, tmp_path: Path
+) -> None:
+    from app.server.bootstrap import load_root_key
+    from app.settings import Settings
+    from app.store import KeyWrapper, open_store
+
+    assert client.post("/v1/keys", json={"name": "k", "type": "aez"}).status_code == 201
+    settings: Settings = client.app.state.services.settings  # type: ignore[attr-defined]
+    operator = open_store(
+        settings.resolved_database_url, lambda: KeyWrapper(load_root_key(settings))
+    )
+    try:
+        operator.rotate_root(KeyWrapper(os.urandom(32)))  # the generated file keeps the old one
+        operator.rotate_keyring()
+    finally:
+        operator.close()
+    answer = client.post("/v1/keys", json={"name": "k2", "type": "aez"})
+    assert answer.status_code == 503
+    assert answer.json()["type"] == "urn:cipherd:problem:root-key-unavailable"
+    assert answer.headers["Retry-After"]
+    sealed = client.post("/v1/aez/k/encrypt", json={"plaintext": "aGk="})
+    assert sealed.status_code == 200  # the term it holds still serves

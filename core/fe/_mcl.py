@@ -43,7 +43,7 @@ _G2_GENERATOR = bytes.fromhex(
 )
 
 
-def _fr(s: int) -> _Fr:
+def _fr(s: int) -> ctypes.Array[ctypes.c_uint64]:
     out = _Fr()
     lib.mclBnFr_setLittleEndianMod(out, (s % ORDER).to_bytes(32, "little"), 32)
     return out
@@ -69,25 +69,25 @@ class _Element:
     def __init__(self) -> None:
         self.v = (ctypes.c_uint64 * self.LIMBS)()
 
-    def _fn(self, op: str) -> ctypes._CFuncPtr:
+    def _fn(self, op: str) -> Any:
         return getattr(lib, f"{self.PREFIX}_{op}")
 
-    def _other(self, other: object) -> Self:
+    def _other(self, other: Any) -> Self:
         if type(other) is not type(self):
             raise TypeError(f"expected {type(self).__name__}, got {type(other).__name__}")
-        return other  # type: ignore[return-value]
+        return other
 
-    def __mul__(self, other: object) -> Self:
+    def __mul__(self, other: Any) -> Self:
         out = type(self)()
         with LOCK:
             self._fn(self.OP_MUL)(out.v, self.v, self._other(other).v)
         return out
 
-    def __eq__(self, other: object) -> bool:
+    def __eq__(self, other: Any) -> bool:
         if type(other) is not type(self):
             return NotImplemented
         with LOCK:
-            return bool(self._fn("isEqual")(self.v, other.v))  # type: ignore[attr-defined]
+            return bool(self._fn("isEqual")(self.v, other.v))
 
     def __copy__(self) -> Self:
         out = type(self)()
@@ -175,12 +175,12 @@ def gt_identity() -> Bn254GT:
     return out
 
 
-def _check_points(cls: type[_Element], points: Sequence[object]) -> ctypes.Array:
+def _check_points(cls: type[_Element], points: Sequence[Any]) -> ctypes.Array:
     arr = (ctypes.c_uint64 * (cls.LIMBS * max(1, len(points))))()
     for i, p in enumerate(points):
         if type(p) is not cls:
             raise TypeError(f"expected {cls.__name__}, got {type(p).__name__}")
-        ctypes.memmove(ctypes.byref(arr, i * cls.LIMBS * 8), p.v, cls.LIMBS * 8)  # type: ignore[attr-defined]
+        ctypes.memmove(ctypes.byref(arr, i * cls.LIMBS * 8), p.v, cls.LIMBS * 8)
     return arr
 
 
@@ -198,7 +198,7 @@ def mul(point: Bn254G1, scalars: Sequence[int]) -> list:
     return out
 
 
-def msm(cls: type[Bn254G1], points: Sequence[object], scalars: Sequence[int]) -> Bn254G1:
+def msm(cls: type[Bn254G1], points: Sequence[Any], scalars: Sequence[int]) -> Bn254G1:
     """Σ s_i·P_i by mcl's multi-scalar multiplication."""
     if len(scalars) != len(points):
         raise ShapeError(len(points), len(scalars))
@@ -253,7 +253,7 @@ def _read(cls: type[_Element], raw: bytes, what: str) -> _Element:
     return out
 
 
-def decode_run(cls: type[_Element], data: object, count: int, offset: int, what: str) -> list:
+def decode_run(cls: type[_Element], data: Any, count: int, offset: int, what: str) -> list:
     """`count` consecutive encodings from `data[offset:]`, each validated; errors name the
     index of the first bad one."""
     if not isinstance(data, bytes | bytearray | memoryview):

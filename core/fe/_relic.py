@@ -17,6 +17,7 @@ import importlib
 import threading
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 from cffi import FFI
 from petrelic.bindings import _C as PETRELIC_LIB
@@ -111,7 +112,7 @@ def failed() -> bool:
     return lib.err_get_code() != RLC_OK
 
 
-def bn_array(scalars: Sequence[int]) -> object:
+def bn_array(scalars: Sequence[int]) -> Any:
     """RELIC big numbers holding each scalar reduced mod r, in one contiguous array."""
     out = ffi.new("bn_st[]", max(1, len(scalars)))
     for i, s in enumerate(scalars):
@@ -123,7 +124,7 @@ def bn_array(scalars: Sequence[int]) -> object:
     return out
 
 
-def point_array(ctype: str, size: int, points: Sequence[object]) -> object:
+def point_array(ctype: str, size: int, points: Sequence[Any]) -> Any:
     """Copy petrelic points (their `pt` structs) into one contiguous RELIC array."""
     out = ffi.new(f"{ctype}[]", max(1, len(points)))
     for i, p in enumerate(points):

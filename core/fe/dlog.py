@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 from math import isqrt
+from typing import Any, cast
 
 import numpy as np
 from petrelic.bindings import _FFI as PETRELIC_FFI
@@ -50,7 +51,7 @@ def _fingerprint(e: GTElement | _mcl.Bn254GT) -> int:
 def _mul_into(acc: GTElement | _mcl.Bn254GT, other: GTElement | _mcl.Bn254GT) -> None:
     """acc ← acc · other, in place (caller holds LOCK)."""
     if type(acc) is _mcl.Bn254GT:
-        _mcl.lib.mclBnGT_mul(acc.v, acc.v, other.v)  # type: ignore[union-attr]
+        _mcl.lib.mclBnGT_mul(acc.v, acc.v, other.v)
     else:
         lib.fp12_mul_lazyr(acc.pt, acc.pt, other.pt)  # type: ignore[union-attr]
 
@@ -61,7 +62,7 @@ def _baby_keys(base: GTElement | _mcl.Bn254GT, m: int) -> np.ndarray:
     if type(base) is _mcl.Bn254GT:
         cur = _mcl.gt_identity()
     elif _relic.pairing_ext is not None:
-        _relic.pairing_ext.baby_steps(PETRELIC_FFI.buffer(base.pt), keys)
+        _relic.pairing_ext.baby_steps(PETRELIC_FFI.buffer(cast(Any, base).pt), keys)
         return keys
     else:
         cur = GT.neutral_element()

@@ -293,10 +293,10 @@ class Encoded:
             return identified(decoded)
         return decoded
 
-    def __eq__(self, other: object) -> bool:
+    def __eq__(self, other: Any) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.to_bytes() == other.to_bytes()  # type: ignore[attr-defined]
+        return self.to_bytes() == other.to_bytes()
 
     def __hash__(self) -> int:
         return hash(self.to_bytes())

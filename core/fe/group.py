@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from random import Random
-from typing import Any
+from typing import Any, cast
 
 from petrelic.bindings import _FFI as PETRELIC_FFI
 from petrelic.multiplicative.pairing import (
@@ -197,28 +197,28 @@ _G2 = _Curve(
 _generator_tables: dict[int, object] = {}
 
 
-def _points(curve: _Curve, points: Sequence[object]) -> object:
+def _points(curve: _Curve, points: Sequence[Any]) -> Any:
     for p in points:
         if type(p) is not curve.element:
             raise TypeError(f"expected {curve.element.__name__}, got {type(p).__name__}")
     return _relic.point_array(curve.ctype, curve.size, points)
 
 
-def _new(curve: _Curve, raw: object) -> object:
+def _new(curve: _Curve, raw: Any) -> Any:
     """A petrelic element holding a copy of the RELIC point at `raw`."""
     out = curve.element()
     ffi.memmove(out.pt, raw, curve.size)
     return out
 
 
-def _comb_table(curve: _Curve, point: object) -> object:
+def _comb_table(curve: _Curve, point: Any) -> Any:
     """RELIC's comb table of a point given as a RELIC struct pointer."""
     table = ffi.new(f"{curve.ctype}[]", _relic.COMB_TABLE)
     curve.pre_combs(table, point)
     return table
 
 
-def _comb_generator_table(curve: _Curve) -> object:
+def _comb_generator_table(curve: _Curve) -> Any:
     """RELIC's comb table of the generator, for the path without the compiled module (caller
     holds LOCK); built once per process on first use."""
     table = _generator_tables.get(curve.kind)
@@ -299,7 +299,7 @@ def _gen_mul(curve: _Curve, scalars: Sequence[int]) -> list:
     return base.mul(scalars)
 
 
-def _mul_many(curve: _Curve, point: object, scalars: Sequence[int], table: object | None) -> list:
+def _mul_many(curve: _Curve, point: Any, scalars: Sequence[int], table: Any) -> list:
     """Each scalar times `point`: small ones by additions, the rest by comb table or wNAF."""
     out = []
     big = any(not -SMALL_MUL < s < SMALL_MUL for s in scalars)
@@ -313,6 +313,7 @@ def _mul_many(curve: _Curve, point: object, scalars: Sequence[int], table: objec
             if s < 0:
                 curve.neg(r.pt, r.pt)
         elif table is not None:
+            assert bns is not None  # drawn whenever a scalar is big
             curve.fix_combs(r.pt, table, bns + i)
         else:
             r = point ** (s % ORDER)
@@ -343,7 +344,7 @@ def g2_mul(point: G2Element, scalars: Sequence[int]) -> list[G2Element]:
         return _mul_many(_G2, point, scalars, None)
 
 
-def _msm(curve: _Curve, points: Sequence[object], scalars: Sequence[int]) -> object:
+def _msm(curve: _Curve, points: Sequence[Any], scalars: Sequence[int]) -> Any:
     if len(scalars) != len(points):
         raise ShapeError(len(points), len(scalars))
     arr = _points(curve, points)
@@ -358,7 +359,7 @@ def _msm(curve: _Curve, points: Sequence[object], scalars: Sequence[int]) -> obj
     return _new(curve, acc)
 
 
-def _msm_small(curve: _Curve, arr: object, scalars: Sequence[int]) -> object:
+def _msm_small(curve: _Curve, arr: Any, scalars: Sequence[int]) -> Any:
     """Σ s_i·P_i for |s_i| ≤ SMALL_MSM: one bucket per |s|, then a running sum (2·max adds)."""
     top = max((abs(s) for s in scalars), default=0)
     pos = ffi.new(f"{curve.ctype}[]", top + 1)
@@ -395,9 +396,9 @@ def g1_neg(points: Sequence[G1Element]) -> list[G1Element]:
 
 
 def columns_by_msm(
-    msm: Callable[[Sequence[object], Sequence[int]], object],
-    neg: Callable[[Sequence[object]], list],
-    points: Sequence[object],
+    msm: Callable[[Sequence[Any], Sequence[int]], object],
+    neg: Callable[[Sequence[Any]], list],
+    points: Sequence[Any],
     f: Sequence[Sequence[int]],
 ) -> list:
     """Πᵢ pᵢ^{Fᵢⱼ} for every column j of F, one MSM per column; a negative entry is applied
@@ -458,7 +459,7 @@ def prepare_g2(points: Sequence[G2Element]) -> PreparedG2:
     return PreparedG2(points)
 
 
-def _normalized(curve: _Curve, arr: object, n: int) -> object:
+def _normalized(curve: _Curve, arr: Any, n: int) -> Any:
     """The points of `arr` made affine with one inversion for all (RELIC's multi-pairing would
     spend one on each point that is not)."""
     if _relic.pairing_ext is not None:
@@ -466,7 +467,7 @@ def _normalized(curve: _Curve, arr: object, n: int) -> object:
     return arr
 
 
-def _pair_arrays(g1s: object, g2s: object, n: int) -> GTElement:
+def _pair_arrays(g1s: Any, g2s: Any, n: int) -> GTElement:
     out = GT.neutral_element()
     part = GTElement()
     for start in range(0, n, PAIRING_CHUNK):
@@ -515,7 +516,7 @@ def gt_to_bytes(e: GTElement) -> bytes:
         return e.to_binary()
 
 
-def _check_len(b: object, size: int, what: str) -> bytes:
+def _check_len(b: Any, size: int, what: str) -> bytes:
     if not isinstance(b, bytes | bytearray | memoryview):
         raise EncodingError(f"{what} must be bytes, got {type(b).__name__}")
     b = bytes(b)
@@ -532,7 +533,7 @@ _REJECTIONS = {
 }
 
 
-def _decode_point(b: object, size: int, what: str, group: type, reader: Callable) -> object:
+def _decode_point(b: Any, size: int, what: str, group: Any, reader: Callable) -> Any:
     """One point by the pure-Python path (RELIC's reader, re-encoding, petrelic's check)."""
     raw = _check_len(b, size, what)
     if not any(raw):
@@ -543,7 +544,7 @@ def _decode_point(b: object, size: int, what: str, group: type, reader: Callable
     return _decode(raw, what, "is not a point on the curve", group._element_type(), reader)
 
 
-def _decode(raw: bytes, what: str, invalid: str, element: type, reader: Callable) -> object:
+def _decode(raw: bytes, what: str, invalid: str, element: type, reader: Callable) -> Any:
     """Read with RELIC, then check its error code, canonical form and the subgroup."""
     with LOCK:
         out = element()
@@ -558,7 +559,7 @@ def _decode(raw: bytes, what: str, invalid: str, element: type, reader: Callable
         return out
 
 
-def _decode_run(curve: _Curve, data: object, count: int, offset: int, what: str) -> list:
+def _decode_run(curve: _Curve, data: Any, count: int, offset: int, what: str) -> list:
     """`count` consecutive encodings from `data[offset:]`, each validated as `_decode_point`.
 
     The compiled module decodes the whole run in one call (the lock taken once, the GIL
@@ -652,7 +653,7 @@ class PreparedPoints:
 
     __slots__ = ("points",)
 
-    def __init__(self, points: Sequence[object]) -> None:
+    def __init__(self, points: Sequence[Any]) -> None:
         self.points = tuple(points)
 
     def __len__(self) -> int:
@@ -675,24 +676,24 @@ class Curve:
     scalar_bytes: int
     gt_type: type
     zr: linalg.Zr
-    gt_generator: Callable[[], object]
-    gt_identity: Callable[[], object]
+    gt_generator: Callable[[], Any]
+    gt_identity: Callable[[], Any]
     g1_gen_mul: Callable[[Sequence[int]], list]
     g2_gen_mul: Callable[[Sequence[int]], list]
-    g1_mul: Callable[[object, Sequence[int]], list]
-    g2_mul: Callable[[object, Sequence[int]], list]
-    g1_msm: Callable[[Sequence[object], Sequence[int]], object]
-    g1_neg: Callable[[Sequence[object]], list]
-    g1_columns: Callable[[Sequence[object], Sequence[Sequence[int]]], list]
+    g1_mul: Callable[[Any, Sequence[int]], list]
+    g2_mul: Callable[[Any, Sequence[int]], list]
+    g1_msm: Callable[[Sequence[Any], Sequence[int]], Any]
+    g1_neg: Callable[[Sequence[Any]], list]
+    g1_columns: Callable[[Sequence[Any], Sequence[Sequence[int]]], list]
     fixed_base: Callable[[Any], Any]
-    pair: Callable[..., object]
-    prepare_g2: Callable[[Sequence[object]], object]
-    g1_to_bytes: Callable[[object], bytes]
-    g2_to_bytes: Callable[[object], bytes]
-    gt_to_bytes: Callable[[object], bytes]
+    pair: Callable[..., Any]
+    prepare_g2: Callable[[Sequence[Any]], Any]
+    g1_to_bytes: Callable[[Any], bytes]
+    g2_to_bytes: Callable[[Any], bytes]
+    gt_to_bytes: Callable[[Any], bytes]
     g1_vector_from_bytes: Callable[..., list]
     g2_vector_from_bytes: Callable[..., list]
-    gt_from_bytes: Callable[[bytes], object]
+    gt_from_bytes: Callable[[bytes], Any]
     scalar_to_bytes: Callable[[int], bytes]
     scalar_from_bytes: Callable[[bytes], int]
 
@@ -712,7 +713,7 @@ def _bn_gen_mul(cls: type, window: int) -> Callable[[Sequence[int]], list]:
     return gen_mul
 
 
-def _bn_typed(cls: type, elements: Sequence[object]) -> list:
+def _bn_typed(cls: type, elements: Sequence[Any]) -> list:
     for e in elements:
         if type(e) is not cls:
             raise TypeError(f"expected {cls.__name__}, got {type(e).__name__}")
@@ -720,15 +721,15 @@ def _bn_typed(cls: type, elements: Sequence[object]) -> list:
 
 
 def _bn_mul(cls: type) -> Callable[[object, Sequence[int]], list]:
-    def mul(point: object, scalars: Sequence[int]) -> list:
+    def mul(point: Any, scalars: Sequence[int]) -> list:
         return _mcl.mul(_bn_typed(cls, [point])[0], scalars)
 
     return mul
 
 
-def _bn_pair(g1s: Sequence[object], g2s: Sequence[object] | PreparedPoints) -> object:
+def _bn_pair(g1s: Sequence[Any], g2s: Sequence[Any] | PreparedPoints) -> Any:
     points = g2s.points if isinstance(g2s, PreparedPoints) else g2s
-    return _mcl.pair(g1s, points)  # type: ignore[arg-type]
+    return _mcl.pair(g1s, points)
 
 
 def _scalar_codec(order: int) -> tuple[Callable[[int], bytes], Callable[[bytes], int]]:
@@ -745,19 +746,20 @@ def _scalar_codec(order: int) -> tuple[Callable[[int], bytes], Callable[[bytes],
     return encode, decode
 
 
-def _bn_gt_from_bytes(b: bytes) -> object:
+def _bn_gt_from_bytes(b: bytes) -> Any:
     raw = _check_len(b, _mcl.GT_BYTES, "GT element")
     return _mcl.decode_run(_mcl.Bn254GT, raw, 1, 0, "GT element")[0]
 
 
 def _bn_curve() -> Curve:
-    gt = _mcl.pair([_mcl.generator(_mcl.Bn254G1)], [_mcl.generator(_mcl.Bn254G2)])
+    g1, g2 = _mcl.generator(_mcl.Bn254G1), _mcl.generator(_mcl.Bn254G2)
+    gt = _mcl.pair([cast(_mcl.Bn254G1, g1)], [cast(_mcl.Bn254G2, g2)])
     scalar_encode, scalar_decode = _scalar_codec(_mcl.ORDER)
 
-    def bn_msm(points: Sequence[object], scalars: Sequence[int]) -> object:
+    def bn_msm(points: Sequence[Any], scalars: Sequence[int]) -> Any:
         return _mcl.msm(_mcl.Bn254G1, points, scalars)
 
-    def bn_neg(points: Sequence[object]) -> list:
+    def bn_neg(points: Sequence[Any]) -> list:
         return [p.inverse() for p in _bn_typed(_mcl.Bn254G1, points)]
 
     def vector_reader(cls: type, what: str) -> Callable[..., list]:
@@ -838,10 +840,10 @@ def curve(name: str) -> Curve:
         raise ValueError(f"unknown curve {name!r}; expected one of {', '.join(CURVES)}") from None
 
 
-def same_curve(key: object, ciphertext: object) -> Curve:
+def same_curve(key: Any, ciphertext: Any) -> Curve:
     """The curve of a key and a ciphertext (or table base) that must share it; mixing curves
     is a `ValueError`, never a silently wrong result."""
-    a, b = key.curve, ciphertext.curve  # type: ignore[attr-defined]
+    a, b = key.curve, ciphertext.curve
     if a != b:
         raise ValueError(f"the key is for {a} and the ciphertext for {b}")
     return curve(a)

@@ -15,13 +15,14 @@ import os
 import random
 import secrets
 from collections.abc import Sequence
-from itertools import chain, repeat
+from itertools import chain
+from typing import Any
 
 from core.errors import ShapeError
 from core.fe._relic import ORDER
 
 try:  # exact F·v, inversion and sampling in C (little-endian limbs, as on x86-64)
-    from core.fe import _linalg as _compiled
+    from core.fe import _linalg as _compiled  # type: ignore[attr-defined]  # compiled, no stub
 except ImportError:  # pragma: no cover - only where the extension was not built
     _compiled = None
 
@@ -100,7 +101,7 @@ def same_dimension(expected: int, actual: int) -> None:
         raise ShapeError(expected=expected, actual=actual)
 
 
-def _check_lengths(a: Sequence[object], b: Sequence[object]) -> None:
+def _check_lengths(a: Sequence[Any], b: Sequence[Any]) -> None:
     if len(a) != len(b):
         raise ShapeError(expected=len(a), actual=len(b))
 
@@ -141,9 +142,7 @@ class PackedMatrix:
             return
         size = self.SLOT_BYTES
         self._rows = [
-            int.from_bytes(
-                b"".join(map(int.to_bytes, row, repeat(size), repeat("little"))), "little"
-            )
+            int.from_bytes(b"".join([entry.to_bytes(size, "little") for entry in row]), "little")
             for row in m
         ]
         self._bias = int.from_bytes(self._OFFSET.to_bytes(size, "little") * self.cols, "little")

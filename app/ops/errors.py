@@ -17,6 +17,7 @@ from app.store import (
     KeyNotPendingDeletionError,
     KeyPendingDeletionError,
     RootKeyMismatchError,
+    StorageFullError,
     StoreUnavailableError,
     VersionNotFoundError,
 )
@@ -121,6 +122,8 @@ def problem_for(exc: Exception) -> Problem | None:
             return Problem(409, "key-not-pending-deletion", "Key not pending deletion", str(exc))
         case DeletionProtectedError():
             return Problem(409, "deletion-protected", "Deletion protected", str(exc))
+        case StorageFullError():
+            return Problem(503, "storage-full", "Storage full", str(exc))
         case StoreUnavailableError():
             return Problem(503, "store-unavailable", "Store unavailable", str(exc))
         case RootKeyMismatchError():

@@ -31,6 +31,11 @@ class StoreUnavailableError(KeyStoreError):
     A write that failed this way may or may not have been applied."""
 
 
+class StorageFullError(StoreUnavailableError):
+    """A write found no space on the store's disk; reads go on, and writes work again once
+    space is freed. Nothing of the failed write was applied."""
+
+
 class RootKeyMismatchError(KeyStoreError):
     """The store's secrets were wrapped under another root key."""
 

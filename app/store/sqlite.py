@@ -1,18 +1,27 @@
 """SQLite backend: the embedded default, one file in the data directory.
 
-WAL lets readers run beside a writer, so several worker processes share one file. Every
-thread gets its own connection (sqlite3 connections are not shared across threads), and write
-transactions start with BEGIN IMMEDIATE, which takes the database's write lock, so concurrent
-rotations queue on it instead of failing half-way; a write that waits LOCK_WAIT_SECONDS (another
-process frozen while holding the lock) fails with StoreUnavailableError. `synchronous=FULL`
-makes a write that has returned survive a crash. `secure_delete` zeroes what a deletion frees,
-and a deletion is checkpointed at once (unless another connection still reads an older snapshot),
-so a deleted key's wrapped secret does not stay behind in the database or its write-ahead log.
+WAL lets readers run beside a writer, so several worker processes share one file. A process
+keeps at most POOL_SIZE connections, lent to one thread at a time and kept when it is done
+with them: the thread pool retires idle threads and starts new ones, and a connection per
+thread would leave one behind (a file descriptor and a page cache) with every thread it
+outlived. Write transactions start with BEGIN IMMEDIATE, which takes the database's write lock,
+so concurrent rotations queue on it instead of failing half-way; a write that waits
+LOCK_WAIT_SECONDS (another process frozen while holding the lock) fails with
+StoreUnavailableError. `synchronous=FULL` makes a write that has returned survive a crash.
+`secure_delete` zeroes what a deletion frees, and a deletion is checkpointed at once (unless
+another connection still reads an older snapshot), so a deleted key's wrapped secret does not
+stay behind in the database or its write-ahead log.
+
+A full disk fails writes with StorageFullError and nothing else: reads go on, and writes work
+again once there is space. The log is checkpointed every WAL_CHECKPOINT_PAGES pages and cut
+back to that size, so the store's own files do not grow without its data growing.
 """
 
 import builtins
+import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,29 +32,57 @@ from app.store.base import (
     AuditRow,
     KeyInfo,
     KeyStoreError,
+    StorageFullError,
     StoreUnavailableError,
 )
 from app.store.hierarchy import RootKeyLoader
 from app.store.patterns import GlobParts, sqlite_glob
 from app.store.sql import Cursor, SqlKeyStore
 
-_BUSY, _LOCKED = 5, 6  # SQLite's primary result codes for a lock held elsewhere
+# Connections per process: more threads than this wait for one (reads take microseconds).
+POOL_SIZE = 8
+# Write-ahead log pages between checkpoints (SQLite's default is 1000, 4 MiB).
+WAL_CHECKPOINT_PAGES = 100
+# How long a readiness probe waits for the write lock before it settles for a read.
+PROBE_LOCK_WAIT_SECONDS = 0.2
+_PAGE_BYTES = 4096
+
+# SQLite's primary result codes: a lock held elsewhere, a failed read or write, a full disk.
+_BUSY, _LOCKED, _IOERR, _FULL = 5, 6, 10, 13
+
+log = logging.getLogger("cipherd.keystore")
+
+
+class _LockedError(StoreUnavailableError):
+    """The write lock stayed with another connection for the whole wait."""
 
 
 class SqliteKeyStore(SqlKeyStore):
     INTEGRITY_ERROR = sqlite3.IntegrityError
 
-    def __init__(self, path: Path, load_root: RootKeyLoader) -> None:
+    def __init__(self, path: Path, load_root: RootKeyLoader, pool_size: int = POOL_SIZE) -> None:
         super().__init__(load_root)
         self._path = path
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._connections_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(pool_size)
+        self._idle: list[sqlite3.Connection] = []  # most recently used last
+        self._idle_lock = threading.Lock()
+        self._closed = False
+        # Set while this thread appends audit records that need not wait for the disk.
+        self._relaxed = threading.local()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._create_schema()
-        except (OSError, sqlite3.DatabaseError) as exc:
+        except (OSError, sqlite3.DatabaseError, StoreUnavailableError) as exc:
             raise KeyStoreError(f"cannot open the SQLite store {path}: {exc}") from exc
+
+    def _create_schema(self) -> None:
+        super()._create_schema()
+        with self._transaction(write=True) as cursor:
+            # One row that readiness probes overwrite (see `ping`).
+            cursor.execute(
+                "CREATE TABLE IF NOT EXISTS store_probe"
+                " (id INTEGER PRIMARY KEY, written_at DOUBLE PRECISION NOT NULL)"
+            )
 
     def _name_matches(self, globs: Sequence[GlobParts]) -> tuple[str, list[str]]:
         return "(" + " OR ".join(["name GLOB ?"] * len(globs)) + ")", list(map(sqlite_glob, globs))
@@ -54,58 +91,83 @@ class SqliteKeyStore(SqlKeyStore):
         cursor.execute(f"PRAGMA table_info({table})")
         return any(row[1] == column for row in cursor.fetchall())
 
-    def _connection(self) -> sqlite3.Connection:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = sqlite3.connect(
-                self._path,
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=LOCK_WAIT_SECONDS,
-            )
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = FULL")
-            connection.execute("PRAGMA foreign_keys = ON")
-            connection.execute("PRAGMA secure_delete = ON")
-            self._local.connection = connection
-            with self._connections_lock:
-                self._connections.append(connection)
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            self._path,
+            isolation_level=None,
+            check_same_thread=False,  # lent to one thread at a time, by `_connection`
+            timeout=LOCK_WAIT_SECONDS,
+        )
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("PRAGMA synchronous = FULL")
+        connection.execute("PRAGMA foreign_keys = ON")
+        connection.execute("PRAGMA secure_delete = ON")
+        connection.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
+        connection.execute(f"PRAGMA journal_size_limit = {WAL_CHECKPOINT_PAGES * _PAGE_BYTES}")
         return connection
 
     @contextmanager
-    def _transaction(self, write: bool) -> Iterator[Cursor]:
-        connection = self._connection()
-        cursor = connection.cursor()
-        try:
-            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield cursor
-            except BaseException:
-                cursor.execute("ROLLBACK")
-                raise
-            else:
-                cursor.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF not in (_BUSY, _LOCKED):
-                raise
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """A connection of the pool, for this thread alone until the block ends."""
+        if not self._slots.acquire(timeout=LOCK_WAIT_SECONDS):
             raise StoreUnavailableError(
-                f"the SQLite store stayed locked by another process for {LOCK_WAIT_SECONDS:g} s;"
+                f"every SQLite connection of this process stayed busy for {LOCK_WAIT_SECONDS:g} s;"
                 " retry"
-            ) from None
+            )
+        try:
+            with self._idle_lock:
+                connection = self._idle.pop() if self._idle else None
+            if connection is None:
+                connection = self._connect()
+            try:
+                yield connection
+            finally:
+                # One left inside a transaction (a ROLLBACK that failed) is not lent again.
+                if self._closed or connection.in_transaction:
+                    connection.close()
+                else:
+                    with self._idle_lock:
+                        self._idle.append(connection)
         finally:
-            cursor.close()
+            self._slots.release()
+
+    @contextmanager
+    def _transaction(
+        self, write: bool, lock_wait_seconds: float = LOCK_WAIT_SECONDS
+    ) -> Iterator[Cursor]:
+        relaxed = getattr(self._relaxed, "on", False)
+        with self._connection() as connection:
+            cursor = connection.cursor()
+            try:
+                if lock_wait_seconds != LOCK_WAIT_SECONDS:
+                    cursor.execute(f"PRAGMA busy_timeout = {round(lock_wait_seconds * 1000)}")
+                if relaxed:
+                    # In WAL mode, NORMAL commits to the log without waiting for the disk.
+                    cursor.execute("PRAGMA synchronous = NORMAL")
+                cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield cursor
+                    cursor.execute("COMMIT")
+                finally:
+                    # An error in the block, or a COMMIT that failed (SQLite may already have
+                    # rolled back on its own after a full disk).
+                    if connection.in_transaction:
+                        cursor.execute("ROLLBACK")
+            except sqlite3.OperationalError as exc:
+                raise _unavailable(exc, write) from None
+            finally:
+                if lock_wait_seconds != LOCK_WAIT_SECONDS:
+                    cursor.execute(f"PRAGMA busy_timeout = {round(LOCK_WAIT_SECONDS * 1000)}")
+                if relaxed:
+                    cursor.execute("PRAGMA synchronous = FULL")
+                cursor.close()
 
     def append_audit(self, rows: Sequence[AuditRow], head: AuditHead, sync: bool = True) -> None:
-        if sync:
-            super().append_audit(rows, head)
-            return
-        # In WAL mode, NORMAL commits to the log without waiting for the disk.
-        connection = self._connection()
-        connection.execute("PRAGMA synchronous = NORMAL")
+        self._relaxed.on = not sync
         try:
-            super().append_audit(rows, head, sync=False)
+            super().append_audit(rows, head, sync)
         finally:
-            connection.execute("PRAGMA synchronous = FULL")
+            self._relaxed.on = False
 
     def delete(self, name: str) -> None:
         super().delete(name)
@@ -128,17 +190,49 @@ class SqliteKeyStore(SqlKeyStore):
         # Move the zeroed pages into the database and empty the log, which still holds the
         # pages as they were. Without waiting: a reader holding an old snapshot (a backup, a
         # frozen worker) makes it give up at once rather than hold the delete for the busy
-        # timeout; a later checkpoint then completes it.
-        connection = self._connection()
-        connection.execute("PRAGMA busy_timeout = 0")
+        # timeout; a later checkpoint then completes it. The delete itself is durable by now,
+        # so a checkpoint that fails (a full disk) is only logged.
+        with self._connection() as connection:
+            connection.execute("PRAGMA busy_timeout = 0")
+            try:
+                connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError as exc:
+                log.warning("SQLite checkpoint after a delete failed: %s", exc)
+            finally:
+                connection.execute(f"PRAGMA busy_timeout = {round(LOCK_WAIT_SECONDS * 1000)}")
+
+    def ping(self) -> None:
+        """A read, then a write of the probe row: a full disk fails writes while reads go on,
+        and a store that cannot write is not ready. A write lock held elsewhere for the whole
+        probe wait means another connection is writing, which is enough."""
+        super().ping()
         try:
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            connection.execute(f"PRAGMA busy_timeout = {round(LOCK_WAIT_SECONDS * 1000)}")
+            with self._transaction(True, PROBE_LOCK_WAIT_SECONDS) as cursor:
+                cursor.execute(
+                    "INSERT OR REPLACE INTO store_probe (id, written_at) VALUES (1, ?)",
+                    (time.time(),),
+                )
+        except _LockedError:
+            pass
 
     def close(self) -> None:
-        with self._connections_lock:
-            for connection in self._connections:
+        self._closed = True
+        with self._idle_lock:
+            for connection in self._idle:
                 connection.close()
-            self._connections.clear()
-        self._local = threading.local()
+            self._idle.clear()
+
+
+def _unavailable(exc: sqlite3.OperationalError, write: bool) -> Exception:
+    """The store error an SQLite failure stands for, or `exc` itself (a bug)."""
+    code = exc.sqlite_errorcode & 0xFF
+    if code in (_BUSY, _LOCKED):
+        return _LockedError(
+            f"the SQLite store stayed locked by another process for {LOCK_WAIT_SECONDS:g} s; retry"
+        )
+    if code in (_FULL, _IOERR):
+        log.warning("SQLite %s failed: %s", "write" if write else "read", exc)
+        if code == _FULL:
+            return StorageFullError("the key store's disk is full; retry once space is freed")
+        return StoreUnavailableError("the key store could not read or write its files; retry")
+    return exc

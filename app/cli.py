@@ -70,11 +70,17 @@ def _tls_files(args: argparse.Namespace, settings: Settings) -> "TlsFiles | None
 
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
     import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
 
     from app.server.bootstrap import load_admin_token, root_key
     from app.server.logs import configure_logging
-    from app.server.workers import Supervisor
+    from app.server.workers import Supervisor, claim_address
 
+    try:
+        claimed = claim_address(args.host, args.port, shared=args.workers > 1)
+    except OSError as exc:
+        address = f"[{args.host}]:{args.port}" if ":" in args.host else f"{args.host}:{args.port}"
+        raise SystemExit(f"cannot listen on {address}: {exc.strerror}") from None
     # The supervising process logs too (worker deaths, restarts): the same JSON lines.
     configure_logging(settings.log_format, settings.log_level)
     # Generate the embedded default's secrets once, before any worker starts, and open the store
@@ -93,8 +99,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
     options = uvicorn_options(args.host, args.port, tls)
     if args.workers > 1:
         supervisor = Supervisor(options, args.workers, settings.worker_unresponsive_seconds)
-        sys.exit(supervisor.run())
-    uvicorn.run(**options)
+        sys.exit(supervisor.run(claimed))
+    server = uvicorn.Server(uvicorn.Config(**options))
+    with claimed:
+        server.run(sockets=[claimed])
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)
 
 
 def openapi_yaml(document: dict[str, Any]) -> str:

@@ -9,10 +9,10 @@ its own socket to the same address with SO_REUSEPORT, and the kernel assigns eac
 connection to one of them by a hash of its addresses: even in expectation, whatever the
 clients do. (That spreading is Linux's; other systems accept the option but may not spread.)
 
-The supervising process binds the address first, so that a port in use fails at once and port 0
-picks one port for all, and holds it (bound, never listening) while it restarts any worker that
-dies. SIGTERM or SIGINT stops the workers gracefully; so does the supervisor's own death. SIGHUP
-is passed on to every worker (each reloads its TLS files).
+`cipherd serve` claims the address first (`claim_address`), so that a port in use fails at once
+and port 0 picks one port for all, and the supervisor holds it (bound, never listening) while it
+restarts any worker that dies. SIGTERM or SIGINT stops the workers gracefully; so does the
+supervisor's own death. SIGHUP is passed on to every worker (each reloads its TLS files).
 
 A worker that hangs is worse here than behind a shared socket: its socket still listens, so the
 kernel goes on giving it a share of the new connections, which wait forever. Each worker's event
@@ -58,6 +58,28 @@ def listening_socket(host: str, port: int) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def claim_address(host: str, port: int, shared: bool) -> socket.socket:
+    """A TCP socket bound to (host, port), or OSError if another socket listens there.
+
+    The bind is made without SO_REUSEPORT: Linux lets sockets that all set it share a port
+    (when one user owns them), so a bind with it would join another server's listening
+    sockets, another `cipherd serve` included, and take a share of its connections. With
+    `shared` the option is turned on once bound, for the workers' own sockets to bind beside.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        # Past connections waiting out TIME_WAIT on the port do not count as its being in use.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        if shared:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     except BaseException:
         sock.close()
         raise
@@ -111,14 +133,9 @@ class Supervisor:
         self.heartbeats: list[c_double] = []
         self.stopping = False
 
-    def run(self) -> int:
-        """Serve until SIGTERM or SIGINT; the exit status (STARTUP_FAILURE if workers cannot
-        start)."""
-        try:
-            reserved = listening_socket(self.options["host"], self.options["port"])
-        except OSError as exc:
-            log.error("cannot bind %s:%s: %s", self.options["host"], self.options["port"], exc)
-            return STARTUP_FAILURE
+    def run(self, reserved: socket.socket) -> int:
+        """Serve on the address `reserved` holds (from `claim_address`) until SIGTERM or
+        SIGINT; the exit status (STARTUP_FAILURE if workers cannot start)."""
         with reserved:
             self.options["port"] = reserved.getsockname()[1]
             for sig in (signal.SIGTERM, signal.SIGINT):

@@ -11,6 +11,7 @@ import logging
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -89,22 +90,32 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
     load_admin_token(settings)
     tls = _tls_files(args, settings)
     _store(settings).close()
-    if args.workers > 1:
-        metrics_dir = settings.data_dir / "metrics"
-        shutil.rmtree(metrics_dir, ignore_errors=True)
-        metrics_dir.mkdir(parents=True)
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     if not settings.admin_token:
         logging.getLogger("cipherd").warning("admin token: in %s", settings.admin_token_file)
     options = uvicorn_options(args.host, args.port, tls)
     if args.workers > 1:
         supervisor = Supervisor(options, args.workers, settings.worker_unresponsive_seconds)
-        sys.exit(supervisor.run(claimed))
+        metrics_dir = tempfile.mkdtemp(prefix="cipherd-metrics-", dir=_metrics_parent(settings))
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+        try:
+            sys.exit(supervisor.run(claimed))
+        finally:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
     server = uvicorn.Server(uvicorn.Config(**options))
     with claimed:
         server.run(sockets=[claimed])
     if not server.started:
         sys.exit(STARTUP_FAILURE)
+
+
+def _metrics_parent(settings: Settings) -> str | None:
+    """Where the workers' shared metrics files go: memory-backed and off the data directory's
+    file system by default. They are mmap'd, and a page of one that the file system has no
+    room for kills the worker writing it (SIGBUS): on the data directory, a full disk, which
+    should fail only writes, took the workers with it."""
+    if settings.metrics_dir is not None:
+        return str(settings.metrics_dir)
+    return "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
 
 
 def openapi_yaml(document: dict[str, Any]) -> str:

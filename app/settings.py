@@ -55,6 +55,13 @@ class Settings(BaseSettings):
         le=3600,
         description="how long a process reuses an unwrapped key (rotation lag bound)",
     )
+    outage_grace_seconds: float = Field(
+        60.0,
+        ge=0,
+        le=3600,
+        description="while the store does not answer, how long after its unwrapping a cached key "
+        "still serves (outage lag bound)",
+    )
     token_cache_seconds: float = Field(
         2.0,
         ge=0,
@@ -98,6 +105,11 @@ class Settings(BaseSettings):
         description="full: each group of audit records is on disk before its requests are "
         "answered; normal: committed, flushed to disk later (survives a crash of the service, "
         "not of the machine)",
+    )
+    metrics_dir: Path | None = Field(
+        None,
+        description="with several workers, where their shared metrics files go (a directory "
+        "is made in it); default /dev/shm, or the system's temporary directory without it",
     )
     log_format: str = Field("json", description="json or text")
     log_level: str = Field("INFO")

@@ -15,7 +15,8 @@ class Status(BaseModel):
     status: str
 
 
-_ALIVE = json_response(Status(status="ok")).body
+_ALIVE = _READY = json_response(Status(status="ok")).body
+_UNAVAILABLE = json_response(Status(status="unavailable")).body
 
 
 @router.get("/healthz", response_model=Status, summary="Liveness: the process answers")
@@ -27,14 +28,14 @@ async def healthz() -> Response:
 @router.get(
     "/readyz",
     response_model=Status,
-    summary="Readiness: the key store answers",
-    responses={503: {"model": Status, "description": "the key store cannot be reached"}},
+    summary="Readiness: the key store answers and takes writes",
+    responses={503: {"model": Status, "description": "the key store cannot be reached or written"}},
 )
-def readyz(services: ServicesDep, response: Response) -> Status:
-    if not health.ready(services.store):
-        response.status_code = 503
-        return Status(status="unavailable")
-    return Status(status="ok")
+async def readyz(services: ServicesDep) -> Response:
+    # Async: the check runs on a thread of its own (`app.ops.health`), not the request pool.
+    if not await health.ready(services.store):
+        return Response(_UNAVAILABLE, status_code=503, media_type="application/json")
+    return Response(_READY, media_type="application/json")
 
 
 @router.get(

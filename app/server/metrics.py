@@ -1,7 +1,8 @@
 """Prometheus metrics: requests and latency per route, crypto durations, cache figures.
 
-With several worker processes, `cipherd serve` points PROMETHEUS_MULTIPROC_DIR at a directory in
-the data directory, so that /metrics on any worker reports the sum over all of them.
+With several worker processes, `cipherd serve` points PROMETHEUS_MULTIPROC_DIR at a directory of
+its own, in memory and off the data directory's file system (`app.cli`), so that /metrics on any
+worker reports the sum over all of them.
 """
 
 import os

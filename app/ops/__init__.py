@@ -37,7 +37,7 @@ class Services:
 
     @classmethod
     def build(cls, settings: Settings, store: KeyStore, admin_token: str) -> "Services":
-        keyring = Keyring(store, settings.key_cache_seconds)
+        keyring = Keyring(store, settings.key_cache_seconds, settings.outage_grace_seconds)
         # The worker and each FE pool process share the cache budgets equally.
         shares = settings.fe_processes + 1
         table_bytes = settings.fe_table_cache_bytes // shares

@@ -18,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
+from app.ops.keyring import Keyring
 from app.settings import Settings
 from app.store import KeyWrapper, StoreUnavailableError, postgres
 from app.store.postgres import STORE_WAIT_SECONDS, PostgresKeyStore
@@ -232,3 +233,67 @@ def test_a_session_frozen_in_a_transaction_is_ended_and_frees_its_locks(
         rotated.set()
         frozen.close()
         other.close()
+
+
+def test_keys_unwrapped_lately_serve_through_an_outage_for_the_grace_only(
+    postgres_url: str, forwarder: Forwarder
+) -> None:
+    store = PostgresKeyStore(_through(postgres_url, forwarder), KeyWrapper(ROOT_KEY))
+    keyring = Keyring(store, cache_seconds=0.2, grace_seconds=2.0)
+    try:
+        store.create("hot", "aez", {}, False, b"h" * 48, None)
+        store.create("cold", "aez", {}, False, b"c" * 48, None)
+        assert keyring.material("hot").secret == b"h" * 48
+        unwrapped = time.monotonic()
+        forwarder.cut()
+        time.sleep(0.3)  # past the cache time
+        assert keyring.cached("hot") is None  # the event loop leaves it to a thread
+
+        started = time.monotonic()
+        assert keyring.material("hot").secret == b"h" * 48  # asked the store, which failed
+        assert time.monotonic() - started < STORE_WAIT_SECONDS + 0.5
+        # The store is known to be down: the next lookups do not wait for it.
+        started = time.monotonic()
+        assert keyring.cached("hot") is not None
+        assert keyring.material("hot").secret == b"h" * 48
+        assert time.monotonic() - started < 0.1
+        # A key not unwrapped lately fails fast.
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError):
+            keyring.material("cold")
+        assert time.monotonic() - started < STORE_WAIT_SECONDS + 0.5
+
+        # Past the grace, the key fails closed like any other.
+        time.sleep(max(0.0, unwrapped + 2.0 - time.monotonic()) + 0.1)
+        assert keyring.cached("hot") is None
+        with pytest.raises(StoreUnavailableError):
+            keyring.material("hot")
+
+        forwarder.restore()
+        _eventually(lambda: keyring.material("cold"))
+        assert keyring.material("hot").secret == b"h" * 48
+    finally:
+        store.close()
+
+
+def test_readyz_answers_within_a_second_while_the_store_is_down(
+    tmp_path: Path, postgres_url: str, forwarder: Forwarder
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        admin_token=ADMIN_TOKEN,
+        database_url=_through(postgres_url, forwarder),
+    )
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/readyz").status_code == 200
+        forwarder.cut()
+        for _ in range(3):
+            started = time.monotonic()
+            assert client.get("/readyz").status_code == 503
+            assert time.monotonic() - started < 1.0
+        forwarder.restore()
+        _eventually(lambda: _assert_status(client.get("/readyz"), 200))
+
+
+def _assert_status(answer: object, status: int) -> None:
+    assert getattr(answer, "status_code", None) == status

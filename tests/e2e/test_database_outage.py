@@ -1,0 +1,145 @@
+"""The machine's PostgreSQL stopped under a running `cipherd serve` and started again.
+
+While it is down, keys unwrapped in the last seconds go on encrypting and decrypting from
+memory; what needs the store (a new key, metadata, a key not used lately) answers 503 with
+Retry-After within about a second, and /readyz 503 within one; once it is back, everything
+serves again without a restart. Other tests use that server: the outage is kept short, and the
+server is started again whatever happens (here, and once more at the end of the session).
+"""
+
+import base64
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.server import Server, running
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
+
+KEY_CACHE_SECONDS = 2.0
+FAIL_FAST_SECONDS = 1.5  # "about 1 s": the store's 1 s wait and the request around it
+READY_SECONDS = 1.0
+RECOVERY_SECONDS = 30.0
+NO_REUSE = httpx.Limits(max_keepalive_connections=0)  # every request to either worker
+
+
+def _cluster(action: str) -> subprocess.CompletedProcess[str]:
+    version = sorted(os.listdir("/etc/postgresql"))[-1]
+    return subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", action],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def postgres_running() -> bool:
+    return _cluster("status").returncode == 0
+
+
+def start_postgres() -> None:
+    if not postgres_running():
+        started = _cluster("start")
+        assert started.returncode == 0, started.stderr
+
+
+@pytest.fixture(scope="session", autouse=True)
+def postgres_started_at_the_end() -> Iterator[None]:
+    """The safety net: whatever became of a test, PostgreSQL runs when the session ends."""
+    yield
+    start_postgres()
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def timed(call: Callable[[], httpx.Response]) -> tuple[httpx.Response, float]:
+    started = time.monotonic()
+    answer = call()
+    return answer, time.monotonic() - started
+
+
+def round_trip(client: httpx.Client, family: str, name: str) -> tuple[int, float]:
+    """Encrypt and decrypt under `name`: the worse status and the longer time."""
+    plaintext = os.urandom(24)
+    sealed, sealing = timed(
+        lambda: client.post(f"/v1/{family}/{name}/encrypt", json={"plaintext": b64(plaintext)})
+    )
+    if sealed.status_code != 200:
+        return sealed.status_code, sealing
+    body = {"ciphertext": sealed.json()["ciphertext"]}
+    opened, opening = timed(lambda: client.post(f"/v1/{family}/{name}/decrypt", json=body))
+    if opened.status_code == 200:
+        assert base64.b64decode(opened.json()["plaintext"]) == plaintext
+    return opened.status_code, max(sealing, opening)
+
+
+def assert_fails_fast(answer: httpx.Response, seconds: float) -> None:
+    assert answer.status_code == 503, answer.text
+    assert answer.headers["retry-after"] == "1"
+    assert answer.json()["type"] == "urn:cipherd:problem:store-unavailable"
+    assert seconds < FAIL_FAST_SECONDS, seconds
+
+
+@pytest.fixture
+def server(tmp_path: Path, postgres_url: str) -> Iterator[Server]:
+    env = {
+        "CIPHERD_DATABASE_URL": postgres_url,
+        "CIPHERD_KEY_CACHE_SECONDS": str(KEY_CACHE_SECONDS),
+        "CIPHERD_ROOT_KEY": b64(os.urandom(32)),
+    }
+    with running(tmp_path / "data", workers_count=2, env=env) as started:
+        yield started
+
+
+def test_a_database_outage_is_ridden_out(server: Server) -> None:
+    hot = [("aez", "hot-aez"), ("ecies", "hot-ecies")]
+    with server.client(limits=NO_REUSE) as client:
+        for (_, name), key_type in zip(hot, ("aez", "ecies-secp256k1"), strict=True):
+            assert client.post("/v1/keys", json={"name": name, "type": key_type}).status_code == 201
+        assert client.post("/v1/keys", json={"name": "cold", "type": "aez"}).status_code == 201
+        # Each request on a new connection: both workers unwrap the hot keys.
+        for _ in range(20):
+            for family, name in hot:
+                assert round_trip(client, family, name)[0] == 200
+
+        stopped = _cluster("stop")
+        try:
+            assert stopped.returncode == 0, stopped.stderr
+            # Past the key cache's time: what serves now is the outage grace.
+            time.sleep(KEY_CACHE_SECONDS + 0.5)
+            for _ in range(10):
+                for family, name in hot:
+                    status, seconds = round_trip(client, family, name)
+                    assert status == 200
+                    assert seconds < FAIL_FAST_SECONDS, seconds
+            for _ in range(3):
+                ready, seconds = timed(lambda: client.get("/readyz"))
+                assert ready.status_code == 503
+                assert seconds < READY_SECONDS, seconds
+            assert_fails_fast(
+                *timed(lambda: client.post("/v1/keys", json={"name": "new", "type": "aez"}))
+            )
+            assert_fails_fast(*timed(lambda: client.get("/v1/keys/hot-aez")))
+            assert_fails_fast(
+                *timed(lambda: client.post("/v1/aez/cold/encrypt", json={"plaintext": ""}))
+            )
+        finally:
+            start_postgres()
+
+        deadline = time.monotonic() + RECOVERY_SECONDS
+        while client.get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline, "not ready after PostgreSQL came back"
+            time.sleep(0.2)
+        # The failed creation stored nothing; everything serves again.
+        assert client.get("/v1/keys/new").status_code == 404
+        for _ in range(10):
+            assert client.post("/v1/keys/hot-aez/rotate").status_code == 200
+            assert round_trip(client, "aez", "cold")[0] == 200
+        assert client.post("/v1/keys", json={"name": "new", "type": "aez"}).status_code == 201

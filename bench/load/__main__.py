@@ -10,8 +10,8 @@ audits: its other rows write every group of records to disk before answering.
 Creates the keys and request bodies, then runs `bench.load.driver` in a separate process with a
 fixed request count and concurrency per operation, split into rounds that take the operations
 in turn (so that load from elsewhere on the machine falls on all of them alike), showing
-progress. Prints requests/s and p50/p99 latency per operation and writes them to DIR/load.md
-and DIR/load.png.
+progress. Prints requests/s and p50/p99 latency per operation, and each cipherd worker's resident
+memory at the start and the end of the run, and writes them to DIR/load.md and DIR/load.png.
 """
 
 import argparse
@@ -80,18 +80,36 @@ def process(command: list[str], env: dict[str, str], log: Path) -> Iterator[subp
 
 def start_cipherd(
     stack: ExitStack, work: Path, name: str = "cipherd", settings: dict[str, str] | None = None
-) -> tuple[str, int, str]:
+) -> tuple[str, int, str, int]:
+    """cipherd's URL, port, admin token and the pid of its supervising process."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CIPHERD_")}
     env["CIPHERD_DATA_DIR"] = str(work / name)
     env.update(settings or {})
     log = work / f"{name}.log"
     command = [sys.executable, "-m", "app", "serve", "--host", HOST, "--port", str(port)]
-    stack.enter_context(process([*command, "--workers", "2"], env, log))
+    supervisor = stack.enter_context(process([*command, "--workers", "2"], env, log))
     url = f"http://{HOST}:{port}"
     wait_until(lambda: httpx.get(f"{url}/readyz").status_code == 200, "cipherd", log)
+    wait_until(lambda: len(worker_rss(supervisor.pid)) == 2, "cipherd's workers", log)
     token = (work / name / "admin-token").read_text().strip()
-    return url, port, token
+    return url, port, token, supervisor.pid
+
+
+def worker_rss(supervisor: int) -> dict[int, int]:
+    """Resident memory in bytes of each worker process of a `cipherd serve` (Linux /proc)."""
+    children = Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()
+    rss = {}
+    for pid in map(int, children):
+        try:
+            if b"spawn_main" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                continue  # the resource tracker, say
+            status = Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:  # exited since the listing
+            continue
+        kib = next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))
+        rss[pid] = int(kib) * 1024
+    return rss
 
 
 def start_openbao(
@@ -333,7 +351,7 @@ def main() -> None:
             "(dev, Transit; and again with a file audit device)",
             file=sys.stderr,
         )
-        url, port, token = start_cipherd(stack, work)
+        url, port, token, supervisor = start_cipherd(stack, work)
         bao_url, bao_port, bao_token = start_openbao(stack, work)
         normal = start_cipherd(stack, work, "cipherd-normal", {"CIPHERD_AUDIT_SYNC": "normal"})
         audited_bao = start_openbao(stack, work, audit_file=work / "openbao-audit.jsonl")
@@ -342,16 +360,18 @@ def main() -> None:
         plan = (
             cipherd_scenarios(url, port, token, fe)
             + transit_scenarios(bao_url, bao_port, bao_token)
-            + audited_scenarios(*normal, *audited_bao)
+            + audited_scenarios(*normal[:3], *audited_bao)
         )
         for scenario in plan:
             heavy = scenario["items"] > 1 or scenario["name"].startswith("FE")
             scenario["requests"] = max(args.requests // 20, args.rounds) if heavy else args.requests
             scenario["concurrency"] = min(args.concurrency, scenario["requests"])
         print(f"driving {len(plan)} operations from a separate process", file=sys.stderr)
+        rss_start = worker_rss(supervisor)
         results = drive(plan, args.rounds)
+        rss_end = worker_rss(supervisor)
 
-    table = write_report(results, args.out)
+    table = write_report(results, args.out, (rss_start, rss_end))
     print(table)
 
 

@@ -11,7 +11,11 @@ AEZ_ENCRYPT_NORMAL = "AEZ encrypt 64 B, audit sync normal"
 TRANSIT_ENCRYPT_AUDITED = "OpenBao Transit encrypt 64 B, file audit"
 
 
-def markdown(results: list[dict[str, Any]]) -> str:
+# Resident memory per cipherd worker process (pid to bytes) at the start and the end of a run.
+WorkerMemory = tuple[dict[int, int], dict[int, int]]
+
+
+def markdown(results: list[dict[str, Any]], memory: WorkerMemory | None = None) -> str:
     lines = [
         "| operation | requests | conc. | req/s | items/s | p50 ms | p99 ms | errors |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -44,7 +48,22 @@ def markdown(results: list[dict[str, Any]]) -> str:
             ratio = by_name[numerator]["rps"] / by_name[denominator]["rps"]
             verdict = "met" if ratio >= target else "missed"
             lines.append(f"- {label}: {ratio:.2f} (target ≥ {target}: {verdict})")
+    if memory is not None:
+        lines.append(f"- cipherd RSS per worker: {_memory(memory)}")
     return "\n".join(lines) + "\n"
+
+
+def _memory(memory: WorkerMemory) -> str:
+    """Each worker's start and end figures; a worker replaced during the run shows as gone and
+    its replacement as new."""
+    start, end = memory
+    mib = 1024 * 1024
+    parts = []
+    for pid in sorted(start.keys() | end.keys()):
+        before = f"{start[pid] / mib:.0f}" if pid in start else "new"
+        after = f"{end[pid] / mib:.0f}" if pid in end else "gone"
+        parts.append(f"pid {pid} {before} -> {after} MiB")
+    return ", ".join(parts)
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
@@ -74,9 +93,11 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     plt.close(figure)
 
 
-def write_report(results: list[dict[str, Any]], out: Path) -> str:
+def write_report(
+    results: list[dict[str, Any]], out: Path, memory: WorkerMemory | None = None
+) -> str:
     out.mkdir(parents=True, exist_ok=True)
-    table = markdown(results)
+    table = markdown(results, memory)
     (out / "load.md").write_text(table)
     plot(results, out / "load.png")
     return table

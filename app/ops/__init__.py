@@ -51,7 +51,9 @@ class Services:
             settings=settings,
             store=store,
             keyring=keyring,
-            auth=Authenticator(store, admin_token, settings.token_cache_seconds),
+            auth=Authenticator(
+                store, admin_token, settings.token_cache_seconds, settings.outage_grace_seconds
+            ),
             ecies=Ecies(keyring, settings.bare_payload_versions),
             aez=Aez(keyring, settings.bare_payload_versions),
             fe=Fe(keyring, caches, settings.fe_max_range, settings.fe_max_request_work, pool),

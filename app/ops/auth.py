@@ -3,7 +3,8 @@
 Scoped tokens are random 256-bit strings shown once at creation; the store keeps only their
 SHA-256, which is enough for a secret of that entropy and lets a lookup be one indexed query.
 The admin token is compared in constant time. Lookups are cached per process for
-`CIPHERD_TOKEN_CACHE_SECONDS`, which bounds how long a revoked token keeps working.
+`CIPHERD_TOKEN_CACHE_SECONDS`, which bounds how long a revoked token keeps working, and kept
+through a store outage for `CIPHERD_OUTAGE_GRACE_SECONDS` (`app.ops.keyring.StoreCache`).
 """
 
 import enum
@@ -11,15 +12,16 @@ import fnmatch
 import hashlib
 import hmac
 import secrets
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.ops.errors import unauthorized
+from app.ops.keyring import StoreCache
 from app.store import KeyStore, TokenRecord
 
 SCOPED_TOKEN_PREFIX = "cdt_"
+MAX_CACHED_TOKENS = 10_000
 
 
 class Operation(enum.StrEnum):
@@ -75,12 +77,15 @@ class _NotCached(Exception):
 
 
 class Authenticator:
-    def __init__(self, store: KeyStore, admin_token: str, cache_seconds: float) -> None:
+    def __init__(
+        self, store: KeyStore, admin_token: str, cache_seconds: float, grace_seconds: float
+    ) -> None:
         self._store = store
         self._admin_digest = hash_token(admin_token)
-        self._cache_seconds = cache_seconds
-        self._cache: dict[bytes, tuple[float, TokenRecord | None]] = {}
-        self._lock = threading.Lock()
+        # Unknown tokens too, so that a stream of bad ones does not reach the store each time.
+        self._cache: StoreCache[bytes, TokenRecord | None] = StoreCache(
+            store, cache_seconds, grace_seconds, MAX_CACHED_TOKENS
+        )
 
     def principal(self, token: str | None) -> Principal:
         """The principal a bearer token stands for; 401 if it is missing or not valid.
@@ -119,31 +124,14 @@ class Authenticator:
         )
 
     def _cached(self, digest: bytes) -> TokenRecord | None:
-        with self._lock:
-            cached = self._cache.get(digest)
-        if cached is None or cached[0] <= time.monotonic():
+        hit = self._cache.cached(digest)
+        if hit is None:
             raise _NotCached
-        return cached[1]
+        return hit[0]
 
     def _lookup(self, digest: bytes) -> TokenRecord | None:
-        now = time.monotonic()
-        with self._lock:
-            cached = self._cache.get(digest)
-        if cached is not None and cached[0] > now:
-            return cached[1]
-        record = self._store.token_by_hash(digest)
-        if self._cache_seconds > 0:
-            with self._lock:
-                if len(self._cache) > 10_000:
-                    self._cache.clear()
-                self._cache[digest] = (now + self._cache_seconds, record)
-        return record
+        return self._cache.load(digest, self._store.token_by_hash)
 
     def forget(self, token_id: str) -> None:
         """Drop a revoked token from this process's cache at once."""
-        with self._lock:
-            self._cache = {
-                digest: entry
-                for digest, entry in self._cache.items()
-                if entry[1] is None or entry[1].id != token_id
-            }
+        self._cache.discard(lambda _, record: record is not None and record.id == token_id)

@@ -1,17 +1,20 @@
 """The machine's PostgreSQL stopped under a running `cipherd serve` and started again.
 
 While it is down, keys unwrapped in the last seconds go on encrypting and decrypting from
-memory; what needs the store (a new key, metadata, a key not used lately) answers 503 with
-Retry-After within about a second, and /readyz 503 within one; once it is back, everything
-serves again without a restart. Other tests use that server: the outage is kept short, and the
-server is started again whatever happens (here, and once more at the end of the session).
+memory, for the admin token and for a scoped token used in those seconds; what needs the store
+(a new key, metadata, a key not used lately) answers 503 with Retry-After within about a
+second, and /readyz 503 within one; once it is back, everything serves again without a restart.
+Other tests use that server: the outage is kept short, and the server is started again whatever
+happens (here, and once more at the end of the session).
 """
 
 import base64
+import itertools
 import os
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -100,14 +103,20 @@ def server(tmp_path: Path, postgres_url: str) -> Iterator[Server]:
 
 def test_a_database_outage_is_ridden_out(server: Server) -> None:
     hot = [("aez", "hot-aez"), ("ecies", "hot-ecies")]
-    with server.client(limits=NO_REUSE) as client:
+    with ExitStack() as stack:
+        client = stack.enter_context(server.client(limits=NO_REUSE))
         for (_, name), key_type in zip(hot, ("aez", "ecies-secp256k1"), strict=True):
             assert client.post("/v1/keys", json={"name": name, "type": key_type}).status_code == 201
         assert client.post("/v1/keys", json={"name": "cold", "type": "aez"}).status_code == 201
-        # Each request on a new connection: both workers unwrap the hot keys.
+        scope = {"keys": ["hot-*"], "operations": ["encrypt", "decrypt"]}
+        token = client.post("/v1/tokens", json=scope).json()["token"]
+        scoped = stack.enter_context(server.client(token, limits=NO_REUSE))
+        # Each request on a new connection: both workers unwrap the hot keys and look the
+        # scoped token up.
         for _ in range(20):
             for family, name in hot:
                 assert round_trip(client, family, name)[0] == 200
+                assert round_trip(scoped, family, name)[0] == 200
 
         stopped = _cluster("stop")
         try:
@@ -115,8 +124,8 @@ def test_a_database_outage_is_ridden_out(server: Server) -> None:
             # Past the key cache's time: what serves now is the outage grace.
             time.sleep(KEY_CACHE_SECONDS + 0.5)
             for _ in range(10):
-                for family, name in hot:
-                    status, seconds = round_trip(client, family, name)
+                for (family, name), caller in itertools.product(hot, (client, scoped)):
+                    status, seconds = round_trip(caller, family, name)
                     assert status == 200
                     assert seconds < FAIL_FAST_SECONDS, seconds
             for _ in range(3):

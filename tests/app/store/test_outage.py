@@ -297,3 +297,40 @@ def test_readyz_answers_within_a_second_while_the_store_is_down(
 
 def _assert_status(answer: object, status: int) -> None:
     assert getattr(answer, "status_code", None) == status
+
+
+def test_scoped_tokens_used_lately_serve_through_an_outage(
+    tmp_path: Path, postgres_url: str, forwarder: Forwarder
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        admin_token=ADMIN_TOKEN,
+        database_url=_through(postgres_url, forwarder),
+        key_cache_seconds=0.2,
+        token_cache_seconds=0.2,
+        outage_grace_seconds=30,
+    )
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with TestClient(create_app(settings)) as client:
+        assert client.post("/v1/keys", json={"name": "k", "type": "aez"}, headers=admin).is_success
+        scope = {"keys": ["k"], "operations": ["encrypt"]}
+        issued = [
+            client.post("/v1/tokens", json=scope, headers=admin).json()["token"] for _ in range(2)
+        ]
+        used, unused = ({"Authorization": f"Bearer {token}"} for token in issued)
+        assert client.post("/v1/aez/k/encrypt", json={"plaintext": ""}, headers=used).is_success
+        forwarder.cut()
+        time.sleep(0.3)  # past both caches' time
+        for _ in range(5):
+            answer = client.post("/v1/aez/k/encrypt", json={"plaintext": ""}, headers=used)
+            assert answer.status_code == 200
+        # A token this process has not looked up lately cannot be told from a revoked one.
+        answer = client.post("/v1/aez/k/encrypt", json={"plaintext": ""}, headers=unused)
+        assert answer.status_code == 503
+        assert answer.json()["type"] == "urn:cipherd:problem:store-unavailable"
+        forwarder.restore()
+        _eventually(
+            lambda: _assert_status(
+                client.post("/v1/aez/k/encrypt", json={"plaintext": ""}, headers=unused), 200
+            )
+        )

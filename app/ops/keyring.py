@@ -62,6 +62,9 @@ class StoreCache(Generic[K, V]):
         self._max_entries = max_entries
         # When each entry was fetched (monotonic), and the answer.
         self._entries: dict[K, tuple[float, V]] = {}
+        # Entries past their grace are dropped once per grace (or when the cache is full), so
+        # that memory follows what was used lately rather than fill up to the cap.
+        self._swept_at = time.monotonic()
         self._hold = _hold_of(store)
         self._lock = threading.Lock()
 
@@ -101,7 +104,9 @@ class StoreCache(Generic[K, V]):
         if self._cache_seconds > 0:
             with self._lock:
                 self._hold.until = 0.0
-                if len(self._entries) >= self._max_entries:
+                if len(self._entries) >= self._max_entries or (
+                    now > self._swept_at + self._keep_seconds
+                ):
                     self._drop_expired(now)
                 self._entries[key] = (now, value)
         return value
@@ -112,7 +117,8 @@ class StoreCache(Generic[K, V]):
             self._entries = {k: e for k, e in self._entries.items() if not drop(k, e[1])}
 
     def _drop_expired(self, now: float) -> None:
-        """Make room (the lock held): entries past their grace, or all of them."""
+        """Drop entries past their grace (the lock held), and all of them if still full."""
+        self._swept_at = now
         self._entries = {
             key: entry
             for key, entry in self._entries.items()

@@ -43,6 +43,9 @@ from app.store.sql import Cursor, SqlKeyStore
 POOL_SIZE = 8
 # Write-ahead log pages between checkpoints (SQLite's default is 1000, 4 MiB).
 WAL_CHECKPOINT_PAGES = 100
+# Page cache per connection (SQLite's default is 2 MiB): the file is in the system's cache
+# anyway, and a connection's own cache grows with the database up to this, per connection.
+CACHE_KIB = 256
 # How long a readiness probe waits for the write lock before it settles for a read.
 PROBE_LOCK_WAIT_SECONDS = 0.2
 _PAGE_BYTES = 4096
@@ -102,6 +105,7 @@ class SqliteKeyStore(SqlKeyStore):
         connection.execute("PRAGMA synchronous = FULL")
         connection.execute("PRAGMA foreign_keys = ON")
         connection.execute("PRAGMA secure_delete = ON")
+        connection.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         connection.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
         connection.execute(f"PRAGMA journal_size_limit = {WAL_CHECKPOINT_PAGES * _PAGE_BYTES}")
         return connection

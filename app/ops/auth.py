@@ -80,11 +80,10 @@ class Authenticator:
     def __init__(
         self, store: KeyStore, admin_token: str, cache_seconds: float, grace_seconds: float
     ) -> None:
-        self._store = store
         self._admin_digest = hash_token(admin_token)
         # Unknown tokens too, so that a stream of bad ones does not reach the store each time.
         self._cache: StoreCache[bytes, TokenRecord | None] = StoreCache(
-            store, cache_seconds, grace_seconds, MAX_CACHED_TOKENS
+            store, store.token_by_hash, cache_seconds, grace_seconds, MAX_CACHED_TOKENS
         )
 
     def principal(self, token: str | None) -> Principal:
@@ -130,7 +129,7 @@ class Authenticator:
         return hit[0]
 
     def _lookup(self, digest: bytes) -> TokenRecord | None:
-        return self._cache.load(digest, self._store.token_by_hash)
+        return self._cache.load(digest)
 
     def forget(self, token_id: str) -> None:
         """Drop a revoked token from this process's cache at once."""

@@ -5,11 +5,11 @@ second. Entries live `CIPHERD_KEY_CACHE_SECONDS`, which bounds how long another 
 rotation or deletion goes unseen here; this process's own changes drop the entry at once.
 
 While the store does not answer (StoreUnavailableError), an entry fetched within the last
-`CIPHERD_OUTAGE_GRACE_SECONDS` goes on serving from memory, and past that it fails closed like
-any other: the grace bounds how long a change made elsewhere meanwhile goes unseen. During the
-outage one lookup per RETRY_SECONDS asks the store again, and the others are answered from
-memory without waiting for it. `StoreCache` does this for the keys here and for the token
-lookups of `app.ops.auth`.
+`CIPHERD_OUTAGE_GRACE_SECONDS` goes on serving from memory, without waiting for the store, and
+past that it fails closed like any other: the grace bounds how long a change made elsewhere
+meanwhile goes unseen. During the outage a thread of its own asks the store again, once per
+RETRY_SECONDS, and the first answer ends the outage for every cache of that store.
+`StoreCache` does this for the keys here and for the token lookups of `app.ops.auth`.
 """
 
 import threading
@@ -20,7 +20,7 @@ from typing import Generic, TypeVar
 
 from anyio.to_thread import run_sync
 
-from app.store import KeyMaterial, KeyStore, StoreUnavailableError
+from app.store import KeyMaterial, KeyStore, KeyStoreError, StoreUnavailableError
 
 MAX_ENTRIES = 4096
 # While the store is down, how often a lookup asks it again.
@@ -30,33 +30,57 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-class _Hold:
-    """Until `until` (monotonic), the caches of one store serve entries past their cache time
-    but within the grace as they are: a lookup is asking the store already, or the store did
-    not answer. Shared by all of them, so that a request that looks up a token and then a key
-    waits for the store once at most (each cache sets it under its own lock: a race between two
-    only moves the next retry)."""
+class _Outage:
+    """Whether a store is taken to be down: its last call through a cache did not answer, and
+    none has since. Shared by the caches of one store, so that a request that looks up a token
+    and then a key waits for it once at most."""
 
     def __init__(self) -> None:
-        self.until = 0.0
+        self.down = False
+        self.retry_at = 0.0  # monotonic: when the next retry may start
+        self.lock = threading.Lock()
+
+    def failed(self) -> None:
+        with self.lock:
+            self.down = True
+            self.retry_at = time.monotonic() + RETRY_SECONDS
+
+    def answered(self) -> None:
+        self.down = False
+
+    def claim_retry(self) -> bool:
+        """Whether the caller is to ask the store again now (at most once per RETRY_SECONDS)."""
+        with self.lock:
+            now = time.monotonic()
+            if not self.down or now < self.retry_at:
+                return False
+            self.retry_at = now + RETRY_SECONDS
+            return True
 
 
-_holds: "weakref.WeakKeyDictionary[KeyStore, _Hold]" = weakref.WeakKeyDictionary()
-_holds_lock = threading.Lock()
+_outages: "weakref.WeakKeyDictionary[KeyStore, _Outage]" = weakref.WeakKeyDictionary()
+_outages_lock = threading.Lock()
 
 
-def _hold_of(store: KeyStore) -> _Hold:
-    with _holds_lock:
-        return _holds.setdefault(store, _Hold())
+def _outage_of(store: KeyStore) -> _Outage:
+    with _outages_lock:
+        return _outages.setdefault(store, _Outage())
 
 
 class StoreCache(Generic[K, V]):
-    """Answers of `store` by key: fresh for `cache_seconds`, and while the store does not
-    answer, kept for `grace_seconds` from their fetching (nothing is kept with no cache time)."""
+    """Answers of `store` by key, from `fetch`: fresh for `cache_seconds`, and while the store
+    does not answer, kept for `grace_seconds` from their fetching (nothing is kept with no
+    cache time)."""
 
     def __init__(
-        self, store: KeyStore, cache_seconds: float, grace_seconds: float, max_entries: int
+        self,
+        store: KeyStore,
+        fetch: Callable[[K], V],
+        cache_seconds: float,
+        grace_seconds: float,
+        max_entries: int,
     ) -> None:
+        self._fetch = fetch
         self._cache_seconds = cache_seconds
         self._keep_seconds = max(cache_seconds, grace_seconds) if cache_seconds > 0 else 0.0
         self._max_entries = max_entries
@@ -65,51 +89,68 @@ class StoreCache(Generic[K, V]):
         # Entries past their grace are dropped once per grace (or when the cache is full), so
         # that memory follows what was used lately rather than fill up to the cap.
         self._swept_at = time.monotonic()
-        self._hold = _hold_of(store)
+        self._outage = _outage_of(store)
         self._lock = threading.Lock()
 
     def cached(self, key: K) -> tuple[V] | None:
-        """The answer, in a 1-tuple, if the store need not be asked; else None."""
+        """The answer, in a 1-tuple, if the store need not be asked now; else None."""
         now = time.monotonic()
         with self._lock:
             entry = self._entries.get(key)
-            if entry is None:
-                return None
-            if now < entry[0] + self._cache_seconds or (
-                now < self._hold.until and now < entry[0] + self._keep_seconds
-            ):
-                return (entry[1],)
+        if entry is None:
             return None
+        if now < entry[0] + self._cache_seconds:
+            return (entry[1],)
+        if self._outage.down and now < entry[0] + self._keep_seconds:
+            self._retry_later(key)
+            return (entry[1],)
+        return None
 
-    def load(self, key: K, fetch: Callable[[K], V]) -> V:
-        """The answer, from memory or from `fetch` (a store call)."""
+    def load(self, key: K) -> V:
+        """The answer, from memory or from the store."""
+        hit = self.cached(key)
+        if hit is not None:
+            return hit[0]
         now = time.monotonic()
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and now < entry[0] + self._cache_seconds:
-                return entry[1]
-            kept = entry is not None and now < entry[0] + self._keep_seconds
-            if kept and now < self._hold.until:
-                return entry[1]  # type: ignore[index]
-            if kept:  # this lookup asks the store, the others need not wait for it
-                self._hold.until = now + RETRY_SECONDS
         try:
-            value = fetch(key)
+            value = self._fetch(key)
         except StoreUnavailableError:
+            self._outage.failed()
             with self._lock:
-                self._hold.until = time.monotonic() + RETRY_SECONDS
-            if kept:
-                return entry[1]  # type: ignore[index]
+                entry = self._entries.get(key)
+            if entry is not None and now < entry[0] + self._keep_seconds:
+                return entry[1]
             raise
-        if self._cache_seconds > 0:
-            with self._lock:
-                self._hold.until = 0.0
-                if len(self._entries) >= self._max_entries or (
-                    now > self._swept_at + self._keep_seconds
-                ):
-                    self._drop_expired(now)
-                self._entries[key] = (now, value)
+        self._outage.answered()
+        self._put(key, value, now)
         return value
+
+    def _put(self, key: K, value: V, now: float) -> None:
+        if self._cache_seconds <= 0:
+            return
+        with self._lock:
+            if len(self._entries) >= self._max_entries or now > self._swept_at + self._keep_seconds:
+                self._drop_expired(now)
+            self._entries[key] = (now, value)
+
+    def _retry_later(self, key: K) -> None:
+        """Ask the store for `key` again on a thread of its own, if no retry is due yet."""
+        if self._outage.claim_retry():
+            threading.Thread(target=self._retry, args=(key,), daemon=True).start()
+
+    def _retry(self, key: K) -> None:
+        now = time.monotonic()
+        try:
+            value = self._fetch(key)
+        except StoreUnavailableError:
+            self._outage.failed()
+            return
+        except KeyStoreError:  # the store answered otherwise (the key is gone): fail closed
+            self._outage.answered()
+            self.discard(lambda k, _: k == key)
+            return
+        self._outage.answered()
+        self._put(key, value, now)
 
     def discard(self, drop: Callable[[K, V], bool]) -> None:
         """Drop the entries `drop` picks (after this process changed what they hold)."""
@@ -132,12 +173,12 @@ class Keyring:
     def __init__(self, store: KeyStore, cache_seconds: float, grace_seconds: float) -> None:
         self.store = store
         self._cache: StoreCache[tuple[str, int | None], KeyMaterial] = StoreCache(
-            store, cache_seconds, grace_seconds, MAX_ENTRIES
+            store, self._unwrap, cache_seconds, grace_seconds, MAX_ENTRIES
         )
 
     def material(self, name: str, version: int | None = None) -> KeyMaterial:
         """One version of a key (the latest when `version` is None)."""
-        return self._cache.load((name, version), self._unwrap)
+        return self._cache.load((name, version))
 
     def _unwrap(self, key: tuple[str, int | None]) -> KeyMaterial:
         return self.store.material(*key)

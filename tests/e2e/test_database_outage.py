@@ -11,6 +11,7 @@ happens (here, and once more at the end of the session).
 import base64
 import itertools
 import os
+import statistics
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -119,15 +120,20 @@ def test_a_database_outage_is_ridden_out(server: Server) -> None:
                 assert round_trip(scoped, family, name)[0] == 200
 
         stopped = _cluster("stop")
+        outage_started = time.monotonic()
         try:
             assert stopped.returncode == 0, stopped.stderr
             # Past the key cache's time: what serves now is the outage grace.
             time.sleep(KEY_CACHE_SECONDS + 0.5)
+            times = []
             for _ in range(10):
                 for (family, name), caller in itertools.product(hot, (client, scoped)):
                     status, seconds = round_trip(caller, family, name)
                     assert status == 200
-                    assert seconds < FAIL_FAST_SECONDS, seconds
+                    times.append(seconds)
+            # At most a worker's first lookup waits for the store; the rest come from memory.
+            assert max(times) < FAIL_FAST_SECONDS, times
+            assert statistics.median(times) < 0.1, times
             for _ in range(3):
                 ready, seconds = timed(lambda: client.get("/readyz"))
                 assert ready.status_code == 503
@@ -141,11 +147,16 @@ def test_a_database_outage_is_ridden_out(server: Server) -> None:
             )
         finally:
             start_postgres()
+        back = time.monotonic()
 
-        deadline = time.monotonic() + RECOVERY_SECONDS
+        deadline = back + RECOVERY_SECONDS
         while client.get("/readyz").status_code != 200:
             assert time.monotonic() < deadline, "not ready after PostgreSQL came back"
             time.sleep(0.2)
+        print(
+            f"outage {back - outage_started:.1f} s; ready again {time.monotonic() - back:.1f} s"
+            " after PostgreSQL started"
+        )
         # The failed creation stored nothing; everything serves again.
         assert client.get("/v1/keys/new").status_code == 404
         for _ in range(10):

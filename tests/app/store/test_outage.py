@@ -238,7 +238,7 @@ def test_a_session_frozen_in_a_transaction_is_ended_and_frees_its_locks(
 def test_keys_unwrapped_lately_serve_through_an_outage_for_the_grace_only(
     postgres_url: str, forwarder: Forwarder
 ) -> None:
-    store = PostgresKeyStore(_through(postgres_url, forwarder), KeyWrapper(ROOT_KEY))
+    store = PostgresKeyStore(_through(postgres_url, forwarder), lambda: KeyWrapper(ROOT_KEY))
     keyring = Keyring(store, cache_seconds=0.2, grace_seconds=2.0)
     try:
         store.create("hot", "aez", {}, False, b"h" * 48, None)

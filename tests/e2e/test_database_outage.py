@@ -11,7 +11,6 @@ happens (here, and once more at the end of the session).
 import base64
 import itertools
 import os
-import statistics
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -26,7 +25,6 @@ from tests.e2e.server import Server, running
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
 KEY_CACHE_SECONDS = 2.0
-FAIL_FAST_SECONDS = 1.5  # "about 1 s": the store's 1 s wait and the request around it
 READY_SECONDS = 1.0
 RECOVERY_SECONDS = 30.0
 NO_REUSE = httpx.Limits(max_keepalive_connections=0)  # every request to either worker
@@ -84,11 +82,20 @@ def round_trip(client: httpx.Client, family: str, name: str) -> tuple[int, float
     return opened.status_code, max(sealing, opening)
 
 
+# Every /v1 request is audited in the store and fails closed when its record cannot be written
+# (README, "Audit trail"), as Vault refuses requests that no audit device can record: with the
+# store down, a key held in memory is not used either.
+# The store's 1 s wait, once for the request and once for its audit record, and the request
+# around them on a loaded machine.
+AUDIT_REFUSAL_SECONDS = 4.0
+OUTAGE_REFUSALS = {"urn:cipherd:problem:store-unavailable", "urn:cipherd:problem:audit-unavailable"}
+
+
 def assert_fails_fast(answer: httpx.Response, seconds: float) -> None:
     assert answer.status_code == 503, answer.text
     assert answer.headers["retry-after"] == "1"
-    assert answer.json()["type"] == "urn:cipherd:problem:store-unavailable"
-    assert seconds < FAIL_FAST_SECONDS, seconds
+    assert answer.json()["type"] in OUTAGE_REFUSALS
+    assert seconds < AUDIT_REFUSAL_SECONDS, seconds
 
 
 @pytest.fixture
@@ -123,17 +130,16 @@ def test_a_database_outage_is_ridden_out(server: Server) -> None:
         outage_started = time.monotonic()
         try:
             assert stopped.returncode == 0, stopped.stderr
-            # Past the key cache's time: what serves now is the outage grace.
+            # Past the key cache's time. The keys are still held (the outage grace), but their
+            # use cannot be audited: refused at once, not after a wait.
             time.sleep(KEY_CACHE_SECONDS + 0.5)
             times = []
             for _ in range(10):
                 for (family, name), caller in itertools.product(hot, (client, scoped)):
                     status, seconds = round_trip(caller, family, name)
-                    assert status == 200
+                    assert status == 503
                     times.append(seconds)
-            # At most a worker's first lookup waits for the store; the rest come from memory.
-            assert max(times) < FAIL_FAST_SECONDS, times
-            assert statistics.median(times) < 0.1, times
+            assert max(times) < AUDIT_REFUSAL_SECONDS, times
             for _ in range(3):
                 ready, seconds = timed(lambda: client.get("/readyz"))
                 assert ready.status_code == 503

@@ -120,13 +120,15 @@ class Fe:
 
     @staticmethod
     def released(y: Sequence[int] | None, f: Sequence[Sequence[int]] | None) -> dict[str, Any]:
-        """What the audit trail records of a function whose key is asked for: the SHA-256 of
-        its canonical JSON and its dimension (the vector's length, the matrix's rows)."""
+        """What the audit trail records of a function whose key is asked for: the function
+        itself (what its key reveals of every ciphertext: not a secret, and what an auditor of
+        an FE policy needs), the SHA-256 of its canonical JSON and its dimension (the vector's
+        length, the matrix's rows)."""
         function: Any = f if f is not None else y
         if function is None:
             return {}
         digest = hashlib.sha256(json.dumps(function, separators=(",", ":")).encode()).hexdigest()
-        return {"function_sha256": digest, "dimension": len(function)}
+        return {"function": function, "function_sha256": digest, "dimension": len(function)}
 
     def keygen(self, principal: str, request: KeygenRequest) -> Sealed:
         """A functional key for y (inner product) or F (quadratic), if the key's policy

@@ -132,6 +132,12 @@ def test_a_mixed_run_gives_one_record_per_request_and_verifies(
     keygen = next(r for r in records if r["operation"] == "fe_keygen")
     assert keygen["details"]["dimension"] == 3
     assert len(keygen["details"]["function_sha256"]) == 64
+    # The released function, once in the audit trail as in the FE ledger.
+    assert keygen["details"]["function"] == [1, 2, 3]
+    ledger = admin.get("/v1/fe/stats/functions").json()["functions"]
+    assert [f["function"] for f in ledger] == [
+        r["details"]["function"] for r in records if r["operation"] == "fe_keygen"
+    ]
     failed = next(r for r in records if r["status"] == 400)
     assert failed["problem"] == "authentication-failed"
     malformed = next(r for r in records if r["status"] == 422)

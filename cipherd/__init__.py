@@ -1,0 +1,59 @@
+"""The Python client of a cipherd service.
+
+    import cipherd
+    with cipherd.Client("http://127.0.0.1:8000", token="...") as client:
+        client.keys.create("orders", "ecies-secp256k1")
+        sealed = client.ecies.encrypt("orders", b"hello")
+        assert client.ecies.decrypt("orders", sealed.ciphertext).plaintext == b"hello"
+
+This package needs only httpx: it imports nothing of the server. `cipherd.fe_local` (local FE
+encryption and decryption) needs the `core` library, and imports it only when used.
+"""
+
+from cipherd._transport import Retries
+from cipherd.client import AsyncClient, Client
+from cipherd.errors import *  # noqa: F403 (the exception classes are part of the API)
+from cipherd.errors import CipherdError, ProblemError, UnreachableError
+from cipherd.models import (
+    BatchItem,
+    Ciphertext,
+    ExportedKey,
+    FeFunctions,
+    FeResult,
+    FunctionalKey,
+    IssuedToken,
+    Key,
+    KeyPage,
+    Keyring,
+    KeyVersion,
+    Plaintext,
+    PublicKey,
+    ReleasedFunction,
+    Streamed,
+    Token,
+)
+
+__all__ = [
+    "AsyncClient",
+    "BatchItem",
+    "CipherdError",
+    "Ciphertext",
+    "Client",
+    "ExportedKey",
+    "FeFunctions",
+    "FeResult",
+    "FunctionalKey",
+    "IssuedToken",
+    "Key",
+    "KeyPage",
+    "KeyVersion",
+    "Keyring",
+    "Plaintext",
+    "ProblemError",
+    "PublicKey",
+    "ReleasedFunction",
+    "Retries",
+    "Streamed",
+    "Token",
+    "UnreachableError",
+]

@@ -1,0 +1,349 @@
+"""The Python SDK (`import cipherd`) against a live service: every family round-trips, problems
+come back as their exception classes, idempotent calls are retried after 429/503 as
+Retry-After says (and others are not), and the package imports nothing of the server."""
+
+import asyncio
+import base64
+import http.server
+import io
+import itertools
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import ecies as eciespy
+import pytest
+
+import cipherd
+from cipherd.fe_local import FeDecryptor, QfeEncryptor
+from tests.e2e.server import Server, running
+
+pytestmark = pytest.mark.e2e
+
+ADMIN_TOKEN = "sdk-admin-" + secrets.token_urlsafe(16)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    env = {"CIPHERD_ADMIN_TOKEN": ADMIN_TOKEN, "CIPHERD_FE_MAX_DIMENSION": "8"}
+    with running(tmp_path_factory.mktemp("sdk") / "data", env=env) as started:
+        yield started
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[cipherd.Client]:
+    with cipherd.Client(server.url, token=ADMIN_TOKEN) as sdk:
+        yield sdk
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+def test_the_package_imports_none_of_the_server() -> None:
+    probe = (
+        "import sys, cipherd; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'fastapi', 'starlette', 'uvicorn', 'psycopg', 'petrelic', 'app', 'core', 'pydantic'}))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "[]"
+
+
+def test_keys_and_tokens(client: cipherd.Client, server: Server) -> None:
+    name = _name("sdk-keys")
+    created = client.keys.create(name, "ecies-x25519", exportable=True)
+    assert (created.name, created.type, created.latest_version) == (name, "ecies-x25519", 1)
+    assert client.keys.rotate(name).latest_version == 2
+    assert [v.version for v in client.keys.get(name).versions or []] == [1, 2]
+    assert len(client.keys.public(name, version=1).public_key) == 32
+    assert len(client.keys.export(name).secret) == 32
+    with pytest.raises(cipherd.KeyExists) as exists:
+        client.keys.create(name, "aez")
+    assert exists.value.status == 409
+    assert exists.value.type == "urn:cipherd:problem:key-exists"
+
+    client.keys.create(f"{name}-b", "aez")
+    first = client.keys.list(limit=1)
+    assert len(first.keys) == 1 and first.next == first.keys[0].name
+    assert name in {key.name for key in client.keys.list(limit=1000).keys}
+
+    issued = client.tokens.create([f"{name}*"], ["public"], description="sdk", ttl_seconds=60)
+    assert issued.token and issued.id in {token.id for token in client.tokens.list()}
+    with cipherd.Client(server.url, token=issued.token) as scoped:
+        assert scoped.keys.public(name).version == 2
+        with pytest.raises(cipherd.Forbidden):
+            scoped.ecies.encrypt(name, b"x")
+        with pytest.raises(cipherd.Forbidden):
+            scoped.keys.create(_name("sdk-no"), "aez")
+    client.tokens.revoke(issued.id)
+    with (
+        cipherd.Client(server.url, token=issued.token) as revoked,
+        pytest.raises(cipherd.Unauthorized),
+    ):
+        revoked.keys.public(name)
+
+    client.keys.delete(name)
+    with pytest.raises(cipherd.KeyNotFound) as missing:
+        client.keys.get(name)
+    assert missing.value.detail and missing.value.request_id
+
+
+def test_ecies(client: cipherd.Client) -> None:
+    name = _name("sdk-ecies")
+    client.keys.create(name, "ecies-secp256k1", exportable=True)
+    sealed = client.ecies.encrypt(name, b"hello", symmetric_nonce_length=12)
+    # eciespy with its matching configuration reads what the service wrote.
+    secret = client.keys.export(name).secret
+    eciespy.ECIES_CONFIG.symmetric_nonce_length = 12
+    try:
+        assert eciespy.decrypt(secret, sealed.ciphertext) == b"hello"
+    finally:
+        eciespy.ECIES_CONFIG.symmetric_nonce_length = 16
+    opened = client.ecies.decrypt(name, sealed.ciphertext, symmetric_nonce_length=12)
+    assert (opened.plaintext, opened.key_version) == (b"hello", 1)
+
+    items = client.ecies.encrypt_batch(name, [b"a", b"bb"])
+    ciphertexts = [item.unwrap().ciphertext for item in items]
+    opened_items = client.ecies.decrypt_batch(name, [*ciphertexts, b"\x00" * 80])
+    assert [item.unwrap().plaintext for item in opened_items[:2]] == [b"a", b"bb"]
+    assert isinstance(opened_items[2].error, cipherd.DecryptionFailed)
+
+    public = client.keys.public(name).public_key
+    to_public = client.ecies.encrypt_to_public_key(public, b"direct")
+    assert client.ecies.decrypt(name, to_public).plaintext == b"direct"
+
+    message = secrets.token_bytes(3 * 1024 * 1024 + 5)
+    sealed_file, opened_file = io.BytesIO(), io.BytesIO()
+    streamed = client.ecies.encrypt_stream(name, io.BytesIO(message), sealed_file)
+    assert streamed.key_version == 1 and streamed.length == len(message) + 65 + 16 + 16
+    chunks = iter([sealed_file.getvalue()[:1000], sealed_file.getvalue()[1000:]])
+    client.ecies.decrypt_stream(name, chunks, opened_file, key_version=1)
+    assert opened_file.getvalue() == message
+
+    with pytest.raises(cipherd.DecryptionFailed) as failed:
+        client.ecies.decrypt(name, b"\x04" * 100)
+    assert failed.value.status == 400 and len(failed.value.request_id or "") == 32
+
+
+def test_aez(client: cipherd.Client) -> None:
+    name = _name("sdk-aez")
+    client.keys.create(name, "aez")
+    options = {"nonce": b"\x00\x01\x02\x03", "ad": [b"header"], "tau": 16}
+    sealed = client.aez.encrypt(name, b"hello", **options)  # type: ignore[arg-type]
+    assert len(sealed.ciphertext) == 5 + 16
+    assert client.aez.decrypt(name, sealed.ciphertext, **options).plaintext == b"hello"  # type: ignore[arg-type]
+    with pytest.raises(cipherd.AuthenticationFailed):
+        client.aez.decrypt(name, sealed.ciphertext, nonce=b"other", ad=[b"header"], tau=16)
+    batch = client.aez.encrypt_batch(name, [b"x", b"y"], nonce=b"n")
+    opened = client.aez.decrypt_batch(name, [i.unwrap().ciphertext for i in batch], nonce=b"n")
+    assert [item.unwrap().plaintext for item in opened] == [b"x", b"y"]
+
+    message = secrets.token_bytes(2 * 1024 * 1024)
+    sealed_file, opened_file = io.BytesIO(), io.BytesIO()
+    client.aez.encrypt_stream(name, message, sealed_file, nonce=b"n", ad=[b"a", b"b"])
+    client.aez.decrypt_stream(
+        name, sealed_file.getvalue(), opened_file, nonce=b"n", ad=[b"a", b"b"]
+    )
+    assert opened_file.getvalue() == message
+
+
+def test_fe_through_the_service_and_locally(client: cipherd.Client) -> None:
+    inner, quadratic = _name("sdk-ipfe"), _name("sdk-qfe")
+    client.keys.create(inner, "ipfe-opt", dimension=3)
+    key = client.fe.keygen(inner, y=[1, 2, 3])
+    sealed = client.fe.encrypt(inner, [4, 5, 6])
+    assert client.fe.decrypt(inner, key.functional_key, sealed.ciphertext, (0, 100)) == 32
+    assert client.fe.decrypt(inner, key.functional_key, sealed.ciphertext, (0, 10)) is None
+    many = client.fe.decrypt_many(inner, key.functional_key, [sealed.ciphertext] * 2, (0, 100))
+    assert [item.unwrap().result for item in many] == [32, 32]
+    keys = client.fe.keygen_batch(inner, [[1, 0, 0], [0, 0, 1]])
+    cts = client.fe.encrypt_batch(inner, [[7, 8, 9]])
+    pairs = [(k.unwrap().functional_key, cts[0].unwrap().ciphertext) for k in keys]
+    assert [i.unwrap().result for i in client.fe.decrypt_batch(inner, pairs, (0, 20))] == [7, 9]
+    ledger = client.fe.functions(inner)
+    assert [f.function for f in ledger.functions] == [[1, 2, 3], [1, 0, 0], [0, 0, 1]]
+    with pytest.raises(cipherd.ShapeMismatch):
+        client.fe.encrypt(inner, [1, 2])
+
+    # Locally: the service's ciphertexts decrypt here, and what is encrypted here decrypts there.
+    local = FeDecryptor.fetch(client, inner, key.functional_key, (0, 100))
+    assert local.decrypt(sealed.ciphertext) == 32
+    client.keys.create(quadratic, "qfe-sgp", dimension=2)
+    f = [[1, 2], [3, 4]]
+    functional = client.fe.keygen(quadratic, f=f).functional_key
+    here = QfeEncryptor.fetch(client, quadratic).encrypt([1, 2], [3, 4])
+    expected = 1 * 1 * 3 + 1 * 2 * 4 + 2 * 3 * 3 + 2 * 4 * 4  # xᵀFy
+    assert client.fe.decrypt(quadratic, functional, here.ciphertext, (0, 100)) == expected
+    there = client.fe.encrypt(quadratic, [1, 2], y=[3, 4]).ciphertext
+    assert FeDecryptor.fetch(client, quadratic, functional, (0, 100)).decrypt(there) == expected
+
+
+def test_the_async_client(server: Server) -> None:
+    async def scenario() -> None:
+        async with cipherd.AsyncClient(server.url, token=ADMIN_TOKEN) as client:
+            name = _name("sdk-async")
+            await client.keys.create(name, "ecies-ed25519")
+            results = await asyncio.gather(
+                *(client.ecies.encrypt(name, bytes([i])) for i in range(8))
+            )
+            opened = [await client.ecies.decrypt(name, r.ciphertext) for r in results]
+            assert [o.plaintext for o in opened] == [bytes([i]) for i in range(8)]
+            sink = io.BytesIO()
+            await client.ecies.encrypt_stream(name, io.BytesIO(b"s" * 100_000), sink)
+            back = io.BytesIO()
+            await client.ecies.decrypt_stream(name, sink.getvalue(), back)
+            assert back.getvalue() == b"s" * 100_000
+            with pytest.raises(cipherd.KeyNotFound):
+                await client.keys.get(_name("sdk-none"))
+
+    asyncio.run(scenario())
+
+
+def test_settings_from_the_environment(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(ADMIN_TOKEN + "\n")
+    monkeypatch.setenv("CIPHERD_ADDR", server.url)
+    monkeypatch.delenv("CIPHERD_TOKEN", raising=False)
+    monkeypatch.setenv("CIPHERD_TOKEN_FILE", str(token_file))
+    with cipherd.Client() as client:
+        assert client.sys.ready() == "ok"
+        assert client.sys.keyring().term >= 1
+    monkeypatch.setenv("CIPHERD_ADDR", "http://127.0.0.1:9")
+    with (
+        cipherd.Client(retries=cipherd.Retries(attempts=1)) as client,
+        pytest.raises(cipherd.UnreachableError),
+    ):
+        client.keys.list()
+
+
+class _Overloaded(http.server.BaseHTTPRequestHandler):
+    """Answers the first `busy` requests with a 503 and Retry-After: 1, then 200."""
+
+    busy = 2
+    seen: list[tuple[str, float]] = []  # noqa: RUF012 (one server per test)
+
+    def _answer(self) -> None:
+        self.seen.append((self.command, time.monotonic()))
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        if len(self.seen) <= self.busy:
+            body = (
+                b'{"type": "urn:cipherd:problem:store-unavailable", "title": "Store unavailable",'
+            )
+            body += b' "status": 503, "detail": "try later"}'
+            self.send_response(503)
+            self.send_header("Retry-After", "1")
+            self.send_header("Content-Type", "application/problem+json")
+        else:
+            body = b'{"status": "ok"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def overloaded() -> Iterator[str]:
+    _Overloaded.seen = []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Overloaded)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+
+
+def test_idempotent_calls_wait_as_retry_after_says(overloaded: str) -> None:
+    with cipherd.Client(overloaded, token="t") as client:
+        assert client.sys.ready() == "ok"
+    times = [when for _, when in _Overloaded.seen]
+    assert len(times) == 3
+    assert all(later - earlier >= 0.95 for earlier, later in itertools.pairwise(times))
+
+
+def test_other_calls_are_not_retried(overloaded: str) -> None:
+    with (
+        cipherd.Client(overloaded, token="t") as client,
+        pytest.raises(cipherd.StoreUnavailable) as busy,
+    ):
+        client.keys.create("k", "aez")
+    assert busy.value.retry_after == 1.0 and busy.value.status == 503
+    assert [method for method, _ in _Overloaded.seen] == ["POST"]
+
+
+def test_b64_helper_matches_the_service() -> None:
+    assert base64.b64decode(cipherd._calls.b64(b"\xff\x00")) == b"\xff\x00"
+
+
+GIB = 1 << 30
+STREAM_SCRIPT = """
+import sys, cipherd
+
+def kib(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+
+url, token, name, plain, sealed, opened = sys.argv[1:]
+with cipherd.Client(url, token=token, timeout=600) as client:
+    start = kib("VmRSS")
+    with open(plain, "rb") as source, open(sealed, "wb") as sink:
+        client.ecies.encrypt_stream(name, source, sink)
+    with open(sealed, "rb") as source, open(opened, "wb") as sink:
+        client.ecies.decrypt_stream(name, source, sink)
+    print(kib("VmHWM") - start)
+"""
+
+
+def _digest(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@pytest.mark.slow
+def test_a_gibibyte_streams_through_in_bounded_memory(tmp_path: Path) -> None:
+    env = {"CIPHERD_ADMIN_TOKEN": ADMIN_TOKEN, "CIPHERD_MAX_BODY_BYTES": str(GIB + (1 << 20))}
+    plain, sealed, opened = tmp_path / "plain", tmp_path / "sealed", tmp_path / "opened"
+    block = secrets.token_bytes(1 << 20)
+    with plain.open("wb") as file:
+        for i in range(GIB >> 20):
+            file.write(i.to_bytes(8, "big") + block[8:])
+    try:
+        with running(tmp_path / "data", env=env) as server:
+            with cipherd.Client(server.url, token=ADMIN_TOKEN) as client:
+                client.keys.create("big", "ecies-secp256k1")
+            args = [server.url, ADMIN_TOKEN, "big", str(plain), str(sealed), str(opened)]
+            run = subprocess.run(
+                [sys.executable, "-c", STREAM_SCRIPT, *args],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+        assert run.returncode == 0, run.stderr
+        growth_mib = int(run.stdout) / 1024
+        assert sealed.stat().st_size == GIB + 65 + 16 + 16
+        assert _digest(opened) == _digest(plain)
+        assert growth_mib < 100, f"the client grew by {growth_mib:.0f} MiB"
+    finally:
+        for path in (plain, sealed, opened):
+            path.unlink(missing_ok=True)

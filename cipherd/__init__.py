@@ -15,8 +15,11 @@ from cipherd.client import AsyncClient, Client
 from cipherd.errors import *  # noqa: F403 (the exception classes are part of the API)
 from cipherd.errors import CipherdError, ProblemError, UnreachableError
 from cipherd.models import (
+    AuditPage,
+    AuditRecord,
     BatchItem,
     Ciphertext,
+    DeletionScheduled,
     ExportedKey,
     FeFunctions,
     FeResult,
@@ -35,10 +38,13 @@ from cipherd.models import (
 
 __all__ = [
     "AsyncClient",
+    "AuditPage",
+    "AuditRecord",
     "BatchItem",
     "CipherdError",
     "Ciphertext",
     "Client",
+    "DeletionScheduled",
     "ExportedKey",
     "FeFunctions",
     "FeResult",

@@ -112,9 +112,44 @@ def rotate_key(name: str) -> Call[models.Key]:
     return Call("POST", f"/v1/keys/{_name(name)}/rotate", _into(models.Key))
 
 
-def delete_key(name: str) -> Call[None]:
-    """Delete the key and every version of it (admin token)."""
-    return Call("DELETE", f"/v1/keys/{_name(name)}", _nothing, idempotent=True)
+def delete_key(name: str, *, window_seconds: int | None = None) -> Call[models.DeletionScheduled]:
+    """Schedule the key's deletion (admin token): restorable until the answer's deletion_date,
+    `window_seconds` from now (default: the service's window)."""
+    params = _defined(window_seconds=window_seconds)
+    path = f"/v1/keys/{_name(name)}"
+    return Call("DELETE", path, _into(models.DeletionScheduled), params=params, idempotent=True)
+
+
+def restore_key(name: str) -> Call[models.Key]:
+    """Cancel a scheduled deletion (admin token)."""
+    return Call("POST", f"/v1/keys/{_name(name)}/restore", _into(models.Key), idempotent=True)
+
+
+def update_key(
+    name: str,
+    *,
+    min_decryption_version: int | None = None,
+    min_encryption_version: int | None = None,
+    auto_rotate_seconds: int | None = None,
+    deletion_protection: bool | None = None,
+    exportable: bool | None = None,
+    fe_policy: Mapping[str, Any] | None = None,
+) -> Call[models.Key]:
+    """Change a key's policies (admin token); the fields not given stay as they are."""
+    body = _defined(
+        min_decryption_version=min_decryption_version,
+        min_encryption_version=min_encryption_version,
+        auto_rotate_seconds=auto_rotate_seconds,
+        deletion_protection=deletion_protection,
+        exportable=exportable,
+        fe_policy=dict(fe_policy) if fe_policy is not None else None,
+    )
+    return Call("PATCH", f"/v1/keys/{_name(name)}", _into(models.Key), json=body, idempotent=True)
+
+
+def trim_key(name: str) -> Call[models.Key]:
+    """Destroy the versions below min_decryption_version, for good (admin token)."""
+    return Call("POST", f"/v1/keys/{_name(name)}/trim", _into(models.Key), idempotent=True)
 
 
 def public_key(name: str, *, version: int | None = None) -> Call[models.PublicKey]:
@@ -547,6 +582,31 @@ def fe_functions(name: str, *, key_version: int | None = None) -> Call[models.Fe
 
 
 # The service itself
+
+
+def list_audit(
+    *,
+    key: str | None = None,
+    principal: str | None = None,
+    operation: str | None = None,
+    outcome: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    limit: int | None = None,
+    after: str | None = None,
+) -> Call[models.AuditPage]:
+    """One page of the audit trail (admin token), filtered; `next` is the next page's `after`."""
+    params = _defined(
+        key=key,
+        principal=principal,
+        operation=operation,
+        outcome=outcome,
+        since=since,
+        until=until,
+        limit=limit,
+        after=after,
+    )
+    return Call("GET", "/v1/audit", _into(models.AuditPage), params=params, idempotent=True)
 
 
 def keyring() -> Call[models.Keyring]:

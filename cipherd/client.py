@@ -60,6 +60,9 @@ class Keys(Family[SenderT]):
     get = operation(_calls.get_key)
     rotate = operation(_calls.rotate_key)
     delete = operation(_calls.delete_key)
+    restore = operation(_calls.restore_key)
+    update = operation(_calls.update_key)
+    trim = operation(_calls.trim_key)
     public = operation(_calls.public_key)
     export = operation(_calls.export_key)
 
@@ -98,6 +101,10 @@ class Fe(Family[SenderT]):
     decrypt_many = operation(_calls.fe_decrypt_many)
     decrypt_batch = operation(_calls.fe_decrypt_batch)
     functions = operation(_calls.fe_functions)
+
+
+class Audit(Family[SenderT]):
+    list = operation(_calls.list_audit)
 
 
 class Sys(Family[SenderT]):
@@ -144,6 +151,7 @@ class Client:
         self.ecies: Ecies[Client] = Ecies(self)
         self.aez: Aez[Client] = Aez(self)
         self.fe: Fe[Client] = Fe(self)
+        self.audit: Audit[Client] = Audit(self)
         self.sys: Sys[Client] = Sys(self)
 
     def _send(self, call: Call[T]) -> T:
@@ -196,6 +204,7 @@ class AsyncClient:
         self.ecies: Ecies[AsyncClient] = Ecies(self)
         self.aez: Aez[AsyncClient] = Aez(self)
         self.fe: Fe[AsyncClient] = Fe(self)
+        self.audit: Audit[AsyncClient] = Audit(self)
         self.sys: Sys[AsyncClient] = Sys(self)
 
     def _send(self, call: Call[T]) -> Awaitable[T]:

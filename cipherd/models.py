@@ -37,7 +37,22 @@ class Key:
     dimension: int | None = None
     curve: str | None = None
     fe_policy: dict[str, Any] | None = None
+    state: str | None = None
+    deletion_date: datetime | None = None
+    deletion_protection: bool | None = None
+    min_decryption_version: int | None = None
+    min_encryption_version: int | None = None
+    auto_rotate_seconds: int | None = None
     versions: list[KeyVersion] | None = None
+
+
+@dataclass(frozen=True)
+class DeletionScheduled:
+    """A key whose deletion is scheduled: it can be restored until `deletion_date`."""
+
+    name: str
+    state: str
+    deletion_date: datetime
 
 
 @dataclass(frozen=True)
@@ -129,6 +144,30 @@ class Keyring:
 
 
 @dataclass(frozen=True)
+class AuditRecord:
+    time: datetime
+    request_id: str
+    operation: str
+    status: int
+    outcome: str
+    chain: str
+    seq: int
+    mac: str
+    client: str | None = None
+    principal: str | None = None
+    key: str | None = None
+    key_version: int | list[int] | None = None
+    problem: str | None = None
+    details: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class AuditPage:
+    records: list[AuditRecord]
+    next: str | None = None
+
+
+@dataclass(frozen=True)
 class Streamed:
     """A raw-form call streamed into a file: the key version used and the bytes written."""
 
@@ -182,8 +221,8 @@ def _convert(hint: Any, value: Any) -> Any:
     if origin in (Union, types.UnionType):
         if value is None:
             return None
-        (inner,) = [arg for arg in get_args(hint) if arg is not type(None)]
-        return _convert(inner, value)
+        inner = [arg for arg in get_args(hint) if arg is not type(None)]
+        return _convert(inner[0], value) if len(inner) == 1 else value
     if hint is bytes:
         return base64.b64decode(value)
     if hint is datetime:

@@ -88,10 +88,19 @@ def test_keys_and_tokens(client: cipherd.Client, server: Server) -> None:
     ):
         revoked.keys.public(name)
 
-    client.keys.delete(name)
+    updated = client.keys.update(name, min_decryption_version=2)
+    assert updated.min_decryption_version == 2
+    assert client.keys.trim(name).versions is not None
+    scheduled = client.keys.delete(name)
+    assert scheduled.state == client.keys.get(name).state
+    assert client.keys.restore(name).deletion_date is None
+    with pytest.raises(cipherd.InvalidInput):
+        client.keys.delete(name, window_seconds=0)
     with pytest.raises(cipherd.KeyNotFound) as missing:
-        client.keys.get(name)
+        client.keys.get(_name("sdk-none"))
     assert missing.value.detail and missing.value.request_id
+    audit = client.audit.list(key=name, limit=50)
+    assert {"keys_create_key", "keys_rotate_key"} <= {r.operation for r in audit.records}
 
 
 def test_ecies(client: cipherd.Client) -> None:

@@ -1,7 +1,8 @@
 """The `cipherd` command: run the service, print its OpenAPI document, manage keys and tokens.
 
-Key and token commands work on the configured store directly (same settings as the service), so
-an operator can bootstrap a deployment without a running server. They call the same verbs as the
+`cipherd keys|tokens|ecies|aez|fe ...` talk to a running service (`cipherd.cli`). `cipherd local
+keys|tokens ...` work on the configured store directly (same settings as the service), so an
+operator can bootstrap a deployment without a running server. They call the same verbs as the
 REST API (`app.ops.keys`, `app.ops.tokens`), with the same checks and the same JSON.
 """
 
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from app.settings import Settings, get_settings
+from cipherd.cli import add_commands as add_client_commands
+from cipherd.cli import run as run_client_command
 
 if TYPE_CHECKING:
     from app.ops.audit import AuditTrail
@@ -423,7 +426,11 @@ def parser() -> argparse.ArgumentParser:
         run=_openapi
     )
 
-    keys = commands.add_parser("keys", help="manage keys in the store").add_subparsers(
+    add_client_commands(commands)
+    local = commands.add_parser(
+        "local", help="keys and tokens on the store itself, without a service"
+    ).add_subparsers(dest="command", required=True)
+    keys = local.add_parser("keys", help="manage keys in the store").add_subparsers(
         dest="action", required=True
     )
     keys.add_parser("list")
@@ -446,9 +453,9 @@ def parser() -> argparse.ArgumentParser:
     delete.add_argument(
         "--window-seconds", type=_int_in(0, 10 * 365 * 86400), help="default: the setting"
     )
-    commands.choices["keys"].set_defaults(run=_keys)
+    local.choices["keys"].set_defaults(run=_keys)
 
-    tokens = commands.add_parser("tokens", help="manage scoped tokens").add_subparsers(
+    tokens = local.add_parser("tokens", help="manage scoped tokens").add_subparsers(
         dest="action", required=True
     )
     token_create = tokens.add_parser("create")
@@ -458,7 +465,7 @@ def parser() -> argparse.ArgumentParser:
     token_create.add_argument("--ttl", type=int, help="lifetime in seconds")
     tokens.add_parser("list")
     tokens.add_parser("revoke").add_argument("id")
-    commands.choices["tokens"].set_defaults(run=_tokens)
+    local.choices["tokens"].set_defaults(run=_tokens)
 
     keyring = commands.add_parser(
         "keyring", help="the keyring of data-encryption keys under the root key"
@@ -511,6 +518,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     from app.store import KeyStoreError
 
     args = parser().parse_args(argv)
+    if getattr(args, "client", False):
+        raise SystemExit(run_client_command(args))
     try:
         args.run(args, _settings())
         sys.stdout.flush()

@@ -34,19 +34,19 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
 
 
 def test_keys_lifecycle(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    created = run(capsys, "keys", "create", "orders", "ecies-secp256k1")
+    created = run(capsys, "local", "keys", "create", "orders", "ecies-secp256k1")
     assert created["name"] == "orders" and created["latest_version"] == 1
-    fe = run(capsys, "keys", "create", "analytics", "ipfe-opt", "--dimension", "4")
+    fe = run(capsys, "local", "keys", "create", "analytics", "ipfe-opt", "--dimension", "4")
     assert (fe["dimension"], fe["curve"]) == (4, "bls12-381")
-    assert run(capsys, "keys", "rotate", "orders")["latest_version"] == 2
-    assert [k["name"] for k in run(capsys, "keys", "list")] == ["analytics", "orders"]
-    assert run(capsys, "keys", "delete", "orders")["state"] == "pending-deletion"
-    listed = run(capsys, "keys", "list")
+    assert run(capsys, "local", "keys", "rotate", "orders")["latest_version"] == 2
+    assert [k["name"] for k in run(capsys, "local", "keys", "list")] == ["analytics", "orders"]
+    assert run(capsys, "local", "keys", "delete", "orders")["state"] == "pending-deletion"
+    listed = run(capsys, "local", "keys", "list")
     assert [(k["name"], k["state"]) for k in listed] == [
         ("analytics", "active"),
         ("orders", "pending-deletion"),
     ]
-    assert run(capsys, "keys", "restore", "orders")["latest_version"] == 2
+    assert run(capsys, "local", "keys", "restore", "orders")["latest_version"] == 2
     assert (data_dir / "root-key").exists()
 
 
@@ -54,15 +54,15 @@ def test_keys_read_as_the_api_gives_them(
     data_dir: Path, capsys: pytest.CaptureFixture[str], client: TestClient
 ) -> None:
     created = run(
-        capsys, "keys", "create", "orders", "ipfe-opt", "--dimension", "3", "--curve", "bn254",
-        "--exportable",
+        capsys, "local", "keys", "create", "orders", "ipfe-opt", "--dimension", "3",
+        "--curve", "bn254", "--exportable",
     )  # fmt: skip
     assert (created["curve"], created["exportable"]) == ("bn254", True)
     assert client.get("/v1/keys/orders").json() == created
-    rotated = run(capsys, "keys", "rotate", "orders")
+    rotated = run(capsys, "local", "keys", "rotate", "orders")
     assert rotated["latest_version"] == 2
     assert client.get("/v1/keys/orders").json() == rotated
-    assert client.get("/v1/keys").json()["keys"] == run(capsys, "keys", "list")
+    assert client.get("/v1/keys").json()["keys"] == run(capsys, "local", "keys", "list")
 
 
 @pytest.mark.parametrize(
@@ -70,16 +70,34 @@ def test_keys_read_as_the_api_gives_them(
     [
         (["keys", "create", "bad name", "aez"], "name: String should match pattern"),
         (["keys", "create", "x", "rsa"], "type: unknown key type 'rsa'"),
-        (["keys", "create", "x", "aez", "--dimension", "3"], "only FE key types take a dimension"),
+        (
+            ["local", "keys", "create", "x", "aez", "--dimension", "3"],
+            "only FE key types take a dimension",
+        ),
         (["keys", "create", "x", "ipfe-opt"], "key type ipfe-opt needs a dimension"),
-        (["keys", "create", "x", "ipfe-opt", "--dimension", "0"], "dimension: Input should be"),
+        (
+            ["local", "keys", "create", "x", "ipfe-opt", "--dimension", "0"],
+            "dimension: Input should be",
+        ),
         # Refused before any setup: drawing a key of this size would take all the memory.
-        (["keys", "create", "x", "ipfe-opt", "--dimension", "100000000"], "maximum of 128"),
-        (["keys", "create", "x", "ipfe-opt", "--dimension", "3", "--curve", "p256"], "curve:"),
-        (["keys", "rotate", "missing"], "no key named 'missing'"),
-        (["keys", "delete", "missing"], "no key named 'missing'"),
-        (["tokens", "create", "--keys", "a*", "--operations", "sign"], "operations.0: Input"),
-        (["tokens", "create", "--keys", "a*", "--operations", "read", "--ttl", "0"], "ttl_seconds"),
+        (
+            ["local", "keys", "create", "x", "ipfe-opt", "--dimension", "100000000"],
+            "maximum of 128",
+        ),
+        (
+            ["local", "keys", "create", "x", "ipfe-opt", "--dimension", "3", "--curve", "p256"],
+            "curve:",
+        ),
+        (["local", "keys", "rotate", "missing"], "no key named 'missing'"),
+        (["local", "keys", "delete", "missing"], "no key named 'missing'"),
+        (
+            ["local", "tokens", "create", "--keys", "a*", "--operations", "sign"],
+            "operations.0: Input",
+        ),
+        (
+            ["local", "tokens", "create", "--keys", "a*", "--operations", "read", "--ttl", "0"],
+            "ttl_seconds",
+        ),
     ],
 )
 def test_refusals_are_one_line_and_store_nothing(
@@ -87,15 +105,15 @@ def test_refusals_are_one_line_and_store_nothing(
 ) -> None:
     with pytest.raises(SystemExit, match=re.escape(message)):
         main(argv)
-    assert run(capsys, "keys", "list") == []
-    assert run(capsys, "tokens", "list") == []
+    assert run(capsys, "local", "keys", "list") == []
+    assert run(capsys, "local", "tokens", "list") == []
 
 
 def test_an_existing_name_is_refused(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    first = run(capsys, "keys", "create", "orders", "aez")
+    first = run(capsys, "local", "keys", "create", "orders", "aez")
     with pytest.raises(SystemExit, match="a key named 'orders' already exists"):
-        main(["keys", "create", "orders", "aez"])
-    assert run(capsys, "keys", "list") == [{**first, "versions": None}]
+        main(["local", "keys", "create", "orders", "aez"])
+    assert run(capsys, "local", "keys", "list") == [{**first, "versions": None}]
 
 
 @pytest.mark.parametrize(
@@ -113,15 +131,17 @@ def test_serve_arguments_are_checked_before_anything_starts(
 
 
 def test_tokens(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    issued = run(capsys, "tokens", "create", "--keys", "a-*,b", "--operations", "encrypt,read")
+    issued = run(
+        capsys, "local", "tokens", "create", "--keys", "a-*,b", "--operations", "encrypt,read"
+    )
     assert issued["token"].startswith("cdt_")
-    listed = run(capsys, "tokens", "list")
+    listed = run(capsys, "local", "tokens", "list")
     assert listed[0]["keys"] == ["a-*", "b"] and listed[0]["operations"] == ["encrypt", "read"]
     assert issued["token"] not in json.dumps(listed)
-    run(capsys, "tokens", "revoke", issued["id"])
-    assert run(capsys, "tokens", "list") == []
+    run(capsys, "local", "tokens", "revoke", issued["id"])
+    assert run(capsys, "local", "tokens", "list") == []
     with pytest.raises(SystemExit, match="no token"):
-        main(["tokens", "revoke", issued["id"]])
+        main(["local", "tokens", "revoke", issued["id"]])
 
 
 def test_openapi_dump(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -169,7 +189,7 @@ def test_a_wrong_setting_stops_serve_in_one_line(
 def test_serve_refuses_a_root_key_that_is_not_the_stores(
     data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run(capsys, "keys", "create", "orders", "aez")
+    run(capsys, "local", "keys", "create", "orders", "aez")
     other = base64.b64encode(os.urandom(32)).decode()
     refusal = _refused_serve(data_dir, {"CIPHERD_ROOT_KEY": other})
     assert "the root key does not open this key store" in refusal
@@ -203,10 +223,10 @@ def _refused_serve(data_dir: Path, environment: dict[str, str]) -> str:
 
 def test_a_reader_that_leaves_early_is_no_error(data_dir: Path) -> None:
     """`cipherd keys list | head -0`: the pipe closes before the output is written."""
-    main(["keys", "create", "orders", "aez"])
+    main(["local", "keys", "create", "orders", "aez"])
     read_end, write_end = os.pipe()
     os.close(read_end)
-    command = [sys.executable, "-m", "app", "keys", "list"]
+    command = [sys.executable, "-m", "app", "local", "keys", "list"]
     finished = subprocess.run(command, stdout=write_end, stderr=subprocess.PIPE, timeout=60)
     os.close(write_end)
     assert finished.returncode == 1

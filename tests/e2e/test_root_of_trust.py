@@ -99,7 +99,7 @@ def test_the_keyring_rewrap_is_bounded_in_rate_and_survives_a_sigkill(tmp_path: 
     data = tmp_path / "data"
     env = e2e._environment(data, {"CIPHERD_KEYRING_REWRAP_PER_SECOND": "40"})
     for index in range(60):
-        made = cipherd(env, "keys", "create", f"k{index:02d}", "aez")
+        made = cipherd(env, "local", "keys", "create", f"k{index:02d}", "aez")
         assert made.returncode == 0, made.stderr
     process = subprocess.Popen(
         [sys.executable, "-m", "app", "keyring", "rotate"],

@@ -344,7 +344,7 @@ def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_cli_verifies_and_lists(admin: TestClient, audited: Settings) -> None:
     admin.post("/v1/keys", json={"name": "a", "type": "aez"})
     admin.post("/v1/aez/a/encrypt", json={"plaintext": "aGk="})
-    created = _cli(audited, "keys", "create", "b", "aez")
+    created = _cli(audited, "local", "keys", "create", "b", "aez")
     assert created.returncode == 0, created.stderr
     done = _cli(audited, "audit", "verify")
     assert done.returncode == 0, done.stderr

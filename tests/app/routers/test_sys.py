@@ -53,7 +53,7 @@ def _lines(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, int
 def test_the_commands_rotate_the_keyring_and_the_root_and_audit_both(
     data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _run(capsys, "keys", "create", "k", "aez")
+    _run(capsys, "local", "keys", "create", "k", "aez")
     lines = _lines(capsys, "keyring", "rotate")
     assert lines[0] == {"term": 2, "versions": 1, "versions_behind": 1}
     assert lines[-1] == {"term": 2, "versions": 1, "versions_behind": 0}
@@ -65,7 +65,7 @@ def test_the_commands_rotate_the_keyring_and_the_root_and_audit_both(
     assert rotated["terms_rewrapped"] == 2  # type: ignore[index]
     # The generated root key file now holds the new key, and the store opens under it.
     assert (data_dir / "root-key").read_text() == new_root.read_text() != old_root
-    assert _run(capsys, "keys", "rotate", "k")["latest_version"] == 2  # type: ignore[index]
+    assert _run(capsys, "local", "keys", "rotate", "k")["latest_version"] == 2  # type: ignore[index]
 
     main(["audit", "verify"])
     capsys.readouterr()

@@ -68,13 +68,13 @@ def test_keys_read_as_the_api_gives_them(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["keys", "create", "bad name", "aez"], "name: String should match pattern"),
-        (["keys", "create", "x", "rsa"], "type: unknown key type 'rsa'"),
+        (["local", "keys", "create", "bad name", "aez"], "name: String should match pattern"),
+        (["local", "keys", "create", "x", "rsa"], "type: unknown key type 'rsa'"),
         (
             ["local", "keys", "create", "x", "aez", "--dimension", "3"],
             "only FE key types take a dimension",
         ),
-        (["keys", "create", "x", "ipfe-opt"], "key type ipfe-opt needs a dimension"),
+        (["local", "keys", "create", "x", "ipfe-opt"], "key type ipfe-opt needs a dimension"),
         (
             ["local", "keys", "create", "x", "ipfe-opt", "--dimension", "0"],
             "dimension: Input should be",

@@ -45,7 +45,7 @@ def test_a_file_encrypted_and_decrypted_in_three_commands(server: Server, tmp_pa
     assert json.loads(made.stdout)["name"] == "orders"
     sealed = cipherd(server, "ecies", "encrypt", "orders", "--in", str(tmp_path / "plain"))
     assert sealed.returncode == 0, sealed.stderr
-    assert len(sealed.stdout) == len(message) + 65 + 16 + 16
+    assert len(sealed.stdout) == len(b"cipherd:v1:") + len(message) + 65 + 16 + 16
     opened = cipherd(server, "ecies", "decrypt", "orders", stdin=sealed.stdout)
     assert opened.returncode == 0, opened.stderr
     assert opened.stdout == message
@@ -55,7 +55,7 @@ def test_aez_fe_and_tables(server: Server) -> None:
     assert cipherd(server, "keys", "create", "session", "aez").returncode == 0
     options = ["--nonce", "AAECAw==", "--ad", "aGVhZGVy", "--tau", "16"]
     sealed = cipherd(server, "aez", "encrypt", "session", *options, stdin=b"hello")
-    assert len(sealed.stdout) == 5 + 16
+    assert len(sealed.stdout) == len(b"cipherd:v1:") + 5 + 16
     assert (
         cipherd(server, "aez", "decrypt", "session", *options, stdin=sealed.stdout).stdout
         == b"hello"

@@ -25,6 +25,7 @@ from tests.e2e.server import Server, running
 pytestmark = pytest.mark.e2e
 
 ADMIN_TOKEN = "sdk-admin-" + secrets.token_urlsafe(16)
+PREFIX = b"cipherd:v1:"  # a stored key's ciphertexts name the key version
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +112,7 @@ def test_ecies(client: cipherd.Client) -> None:
     secret = client.keys.export(name).secret
     eciespy.ECIES_CONFIG.symmetric_nonce_length = 12
     try:
-        assert eciespy.decrypt(secret, sealed.ciphertext) == b"hello"
+        assert eciespy.decrypt(secret, sealed.ciphertext.removeprefix(PREFIX)) == b"hello"
     finally:
         eciespy.ECIES_CONFIG.symmetric_nonce_length = 16
     opened = client.ecies.decrypt(name, sealed.ciphertext, symmetric_nonce_length=12)
@@ -130,7 +131,9 @@ def test_ecies(client: cipherd.Client) -> None:
     message = secrets.token_bytes(3 * 1024 * 1024 + 5)
     sealed_file, opened_file = io.BytesIO(), io.BytesIO()
     streamed = client.ecies.encrypt_stream(name, io.BytesIO(message), sealed_file)
-    assert streamed.key_version == 1 and streamed.length == len(message) + 65 + 16 + 16
+    assert (
+        streamed.key_version == 1 and streamed.length == len(PREFIX) + len(message) + 65 + 16 + 16
+    )
     chunks = iter([sealed_file.getvalue()[:1000], sealed_file.getvalue()[1000:]])
     client.ecies.decrypt_stream(name, chunks, opened_file, key_version=1)
     assert opened_file.getvalue() == message
@@ -145,7 +148,8 @@ def test_aez(client: cipherd.Client) -> None:
     client.keys.create(name, "aez")
     options = {"nonce": b"\x00\x01\x02\x03", "ad": [b"header"], "tau": 16}
     sealed = client.aez.encrypt(name, b"hello", **options)  # type: ignore[arg-type]
-    assert len(sealed.ciphertext) == 5 + 16
+    assert sealed.ciphertext == PREFIX + sealed.ciphertext[len(PREFIX) :]
+    assert len(sealed.ciphertext) == len(PREFIX) + 5 + 16
     assert client.aez.decrypt(name, sealed.ciphertext, **options).plaintext == b"hello"  # type: ignore[arg-type]
     with pytest.raises(cipherd.AuthenticationFailed):
         client.aez.decrypt(name, sealed.ciphertext, nonce=b"other", ad=[b"header"], tau=16)
@@ -350,7 +354,7 @@ def test_a_gibibyte_streams_through_in_bounded_memory(tmp_path: Path) -> None:
             )
         assert run.returncode == 0, run.stderr
         growth_mib = int(run.stdout) / 1024
-        assert sealed.stat().st_size == GIB + 65 + 16 + 16
+        assert sealed.stat().st_size == len(PREFIX) + GIB + 65 + 16 + 16
         assert _digest(opened) == _digest(plain)
         assert growth_mib < 100, f"the client grew by {growth_mib:.0f} MiB"
     finally:

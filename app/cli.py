@@ -45,10 +45,11 @@ def uvicorn_options(host: str, port: int, tls: "TlsFiles | None" = None) -> dict
         "log_config": None,
         "access_log": False,
         "timeout_graceful_shutdown": 3,
-        # What "auto" picks when uvicorn[standard] is installed, named so that a missing C
-        # parser or loop fails at start instead of halving throughput unnoticed (h11, asyncio).
-        "http": "httptools",
-        "loop": "uvloop",
+        # httptools (what "auto" picks when uvicorn[standard] is installed), named so that a
+        # missing C parser fails at start instead of halving throughput unnoticed (h11), with
+        # the bounds on connections uvicorn lacks.
+        "http": "app.server.protocol:BoundedHttpToolsProtocol",
+        "loop": "uvloop",  # named for the same reason (asyncio)
         **uvicorn_tls_options(tls),
     }
 

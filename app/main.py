@@ -54,6 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ObserveMiddleware,
         max_body_bytes=settings.max_body_bytes,
         max_json_body_bytes=settings.max_json_body_bytes,
+        body_memory=settings.body_memory_bytes,
         audit=services.audit,
     )
     install_routes(

@@ -111,6 +111,24 @@ class Settings(BaseSettings):
         description="with several workers, where their shared metrics files go (a directory "
         "is made in it); default /dev/shm, or the system's temporary directory without it",
     )
+    head_timeout_seconds: float = Field(
+        15.0, gt=0, le=3600, description="time a connection has to send a whole request head"
+    )
+    body_timeout_seconds: float = Field(
+        20.0,
+        gt=0,
+        le=3600,
+        description="longest stall of a request body, and the grace before its pace is checked",
+    )
+    min_body_bytes_per_second: int = Field(
+        16384, ge=0, description="slowest average pace of a request body after the grace"
+    )
+    max_connections: int = Field(1024, ge=1, description="open connections per worker")
+    body_memory_bytes: int = Field(
+        512 * 1024 * 1024,
+        ge=1024,
+        description="request bodies held in memory at once per worker, JSON counted 8 times",
+    )
     log_format: str = Field("json", description="json or text")
     log_level: str = Field("INFO")
 

@@ -18,11 +18,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.http.body import header
 from app.http.operation import operation_id
-from app.http.problems import BodyTooLarge, problem_response
+from app.http.problems import BodyMemoryFull, BodyTooLarge, problem_response
 from app.ops.audit import AuditNote, AuditRecord, AuditTrail
 from app.ops.errors import Problem
 from app.server.logs import access_writer, request_id_var
-from app.server.metrics import request_metrics
+from app.server.metrics import REFUSED, request_metrics
 
 log = logging.getLogger("cipherd.errors")
 
@@ -55,18 +55,43 @@ class BodyLimit:
         self.limit, self.raw = self._raw_limit, True
 
 
+# A JSON body's share of the body memory budget per byte: parsed, it takes about ten times its
+# size (bench/README.md); raw bytes go to the crypto as they are.
+JSON_MEMORY_FACTOR = 8
+
+
+class BodyMemory:
+    """The memory the request bodies of this worker hold at once, against a budget: past it a
+    request is answered 503 rather than read, so memory does not grow with the number of
+    clients. Used only from the event loop."""
+
+    __slots__ = ("budget", "held")
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.held = 0
+
+    def take(self, amount: int) -> None:
+        if self.held + amount > self.budget:
+            REFUSED.labels("body-memory").inc()
+            raise BodyMemoryFull()
+        self.held += amount
+
+
 class ObserveMiddleware:
     def __init__(
         self,
         app: ASGIApp,
         max_body_bytes: int,
         max_json_body_bytes: int,
+        body_memory: int,
         audit: AuditTrail | None = None,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.max_json_body_bytes = max_json_body_bytes
         self.audit = audit
+        self.body_memory = BodyMemory(body_memory)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -92,17 +117,26 @@ class ObserveMiddleware:
         length = header(scope, b"content-length")
         declared = int(length) if length is not None and length.isdigit() else 0
         received = 0
+        memory = self.body_memory
+        held = 0
 
         async def counting_receive() -> Message:
-            nonlocal received
+            nonlocal received, held
             limit = body_limit.limit  # read now: the route may have allowed raw bytes
             if declared > limit:
                 raise BodyTooLarge(limit, body_limit.raw)
+            factor = 1 if body_limit.raw else JSON_MEMORY_FACTOR
+            if declared * factor > held:  # the whole declared body, before any of it is read
+                memory.take(declared * factor - held)
+                held = declared * factor
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
                     raise BodyTooLarge(limit, body_limit.raw)
+                if received * factor > held:  # a body longer than declared, or chunked
+                    memory.take(received * factor - held)
+                    held = received * factor
             return message
 
         answered = refused = False
@@ -196,6 +230,7 @@ class ObserveMiddleware:
                 if entry is not None:  # a client that left: its request still gets its record
                     with contextlib.suppress(Problem):
                         await audit.write(entry)
+            memory.held -= held
             elapsed = time.perf_counter() - started
             path = _route_label(routed)
             method = scope["method"]

@@ -49,6 +49,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (409, "the key exists already, or its type does not fit the operation"),
         (413, "the body is over the size limit"),
         (422, "the request is invalid"),
+        (429, "too many requests: retry after the seconds of Retry-After"),
+        (503, "overloaded or the store unavailable: retry after the seconds of Retry-After"),
     )
 }
 
@@ -67,6 +69,18 @@ class BodyTooLarge(StarletteHTTPException):
             413, f"the request body is over this service's limit of {limit} bytes{hint}"
         )
         self.limit = limit
+
+
+class BodyMemoryFull(StarletteHTTPException):
+    """The request bodies in progress on this worker fill CIPHERD_BODY_MEMORY_BYTES: an
+    HTTPException for the reason BodyTooLarge is."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            503,
+            "the request bodies in progress on this worker fill its memory budget "
+            "(CIPHERD_BODY_MEMORY_BYTES); retry shortly",
+        )
 
 
 def problem_response(
@@ -152,6 +166,10 @@ def install_handlers(app: FastAPI) -> None:
     async def _too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
         problem = Problem(413, "body-too-large", "Body too large", exc.detail)
         return problem_response(problem, request=request)
+
+    @app.exception_handler(BodyMemoryFull)
+    async def _memory_full(request: Request, exc: BodyMemoryFull) -> JSONResponse:
+        return problem_response(Problem(503, "overloaded", "Overloaded", exc.detail))
 
     async def _known(request: Request, exc: Exception) -> JSONResponse:
         problem = problem_for(exc)

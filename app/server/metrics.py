@@ -40,6 +40,12 @@ CRYPTO_SECONDS = Histogram(
     ["family", "operation"],
     buckets=LATENCY_BUCKETS,
 )
+REFUSED = Counter(
+    "cipherd_refused",
+    "connections and requests refused by a bound, by reason: connection-limit, head-timeout, "
+    "body-timeout, body-memory, auth-throttle, token-rate",
+    ["reason"],
+)
 CACHE_EVENTS = Counter(
     "cipherd_cache_events",
     "cache hits and misses by cache",

@@ -3,11 +3,14 @@ unbounded work or get more than it should: each is refused or bounded, and an or
 on the same worker is answered meanwhile."""
 
 import base64
+import contextlib
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -259,3 +262,141 @@ def test_row6_many_wildcard_patterns_do_not_drain_the_postgresql_pool(
     assert ordinary.status_code == 200 and ordinary_seconds < ORDINARY_SECONDS
     assert [status for status, _ in results] == [200] * 24
     assert max(seconds for _, seconds in results) < 10
+
+
+@pytest.fixture(scope="module")
+def bounded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server with short connection bounds and a small body memory budget, so that the
+    attacks on them take seconds."""
+    settings = {
+        "CIPHERD_HEAD_TIMEOUT_SECONDS": "3",
+        "CIPHERD_BODY_TIMEOUT_SECONDS": "3",
+        "CIPHERD_MAX_CONNECTIONS": "60",
+        "CIPHERD_BODY_MEMORY_BYTES": str(300 * 1024 * 1024),
+    }
+    with running(tmp_path_factory.mktemp("abuse-bounded") / "data", env=settings) as started:
+        yield started
+
+
+def _port(server: Server) -> int:
+    return int(server.url.rsplit(":", 1)[1])
+
+
+def _answer_or_close(sock: socket.socket, seconds: float) -> bytes:
+    """What the server sends before it closes the connection (within `seconds`)."""
+    sock.settimeout(seconds)
+    received = b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except TimeoutError:
+        return received + b"<still open>"
+    return received
+
+
+def test_row3_slow_heads_and_bodies_are_closed_and_connections_bounded(
+    bounded_server: Server,
+) -> None:
+    """100 sockets sending a request head one line a second, no token: the 40 over the
+    connection limit are answered 503 with Retry-After at once, the others 408 and closed once
+    the head timeout passes; a body that trickles is closed too; afterwards an ordinary request
+    is answered within 2 s."""
+    server = bounded_server
+    started = time.monotonic()
+    sockets = [socket.create_connection(("127.0.0.1", _port(server))) for _ in range(100)]
+    for sock in sockets:
+        sock.sendall(b"GET /v1/keys HTTP/1.1\r\n")
+    for line in range(3):
+        time.sleep(1)
+        for sock in sockets:
+            with contextlib.suppress(OSError):  # closed already
+                sock.sendall(f"x-slow-{line}: 1\r\n".encode())
+    answers = [_answer_or_close(sock, 10) for sock in sockets]
+    closed_after = time.monotonic() - started
+    for sock in sockets:
+        sock.close()
+    refused = [a for a in answers if a.startswith(b"HTTP/1.1 503")]
+    timed_out = [a for a in answers if a.startswith(b"HTTP/1.1 408")]
+    assert len(refused) == 40 and len(timed_out) == 60, [a[:40] for a in answers]
+    assert all(b"retry-after: 1" in a and b"too-many-connections" in a for a in refused)
+    assert all(b"request-timeout" in a for a in timed_out)
+    assert closed_after < 12
+
+    trickle = socket.create_connection(("127.0.0.1", _port(server)))
+    trickle.sendall(
+        b"POST /v1/keys HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"authorization: Bearer " + server.admin_token.encode() + b"\r\n"
+        b"content-length: 100000\r\n\r\n{"
+    )
+    body_started = time.monotonic()
+    while time.monotonic() - body_started < 12:
+        try:
+            trickle.sendall(b" ")
+        except OSError:
+            break
+        time.sleep(0.5)
+    assert _answer_or_close(trickle, 5).startswith(b"HTTP/1.1 408")
+    assert time.monotonic() - body_started < 10
+    trickle.close()
+
+    begin = time.monotonic()
+    with server.client() as admin:
+        assert admin.get("/v1/keys").status_code == 200
+    assert time.monotonic() - begin < ORDINARY_SECONDS
+    metrics = httpx.get(f"{server.url}/metrics").text
+    assert 'cipherd_refused_total{reason="connection-limit"} 40.0' in metrics
+    assert 'cipherd_refused_total{reason="head-timeout"} 60.0' in metrics
+    assert 'cipherd_refused_total{reason="body-timeout"} 1.0' in metrics
+
+
+def _peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_row4_request_bodies_share_a_memory_budget_and_json_is_parsed_off_the_loop(
+    bounded_server: Server,
+) -> None:
+    """Three 120 MB raw AEZ encryptions at once under a 300 MiB budget: the one that does not
+    fit is a 503 `overloaded` with Retry-After, the others are served, and the worker's peak
+    memory stays bounded; a 30 MB JSON keygen is parsed off the event loop while an ordinary
+    request is answered within 2 s."""
+    server = bounded_server
+    with server.client() as admin:
+        assert admin.post("/v1/keys", json={"name": "row4", "type": "aez"}).status_code == 201
+        payload = b"\x5a" * (120 * 1024 * 1024)
+        barrier = threading.Barrier(3)
+
+        def raw_encrypt(_: int) -> httpx.Response:
+            barrier.wait()
+            return admin.post(
+                "/v1/aez/row4/encrypt",
+                content=payload,
+                headers={"content-type": "application/octet-stream"},
+            )
+
+        with ThreadPoolExecutor(3) as pool:
+            answers = list(pool.map(raw_encrypt, range(3)))
+        statuses = sorted(a.status_code for a in answers)
+        assert statuses == [200, 200, 503], statuses
+        busy = next(a for a in answers if a.status_code == 503)
+        assert busy.headers["retry-after"] == "1"
+        assert busy.json()["type"] == PROBLEM + "overloaded"
+        assert all(len(a.content) == len(payload) + 16 for a in answers if a.status_code == 200)
+        assert _peak_rss_mib(server.process.pid) < 1000
+
+        assert (
+            admin.post(
+                "/v1/keys", json={"name": "row4-fe", "type": "qfe-sgp", "dimension": 2}
+            ).status_code
+            == 201
+        )
+        matrix = [[123456789] * 3000 for _ in range(1000)]  # about 30 MB of JSON
+        attack, _, normal, normal_seconds = while_attacked(
+            lambda: admin.post("/v1/fe/row4-fe/keygen", json={"f": matrix}),
+            lambda: admin.get("/v1/keys/row4"),
+        )
+    assert attack.status_code == 422, attack.text[:200]
+    assert normal.status_code == 200 and normal_seconds < ORDINARY_SECONDS

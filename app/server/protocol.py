@@ -1,0 +1,161 @@
+"""uvicorn's HTTP protocol (httptools) with the bounds it lacks: time to send a request head, pace
+of a body, and connections per worker.
+
+uvicorn closes an idle keep-alive connection, but it waits forever for a request head sent one
+line at a time, or for a body that trickles in, and accepts any number of connections: a hundred
+sockets that each send a header line every few seconds hold a worker's file descriptors and
+memory without ever authenticating. Here a connection that has not sent its whole head within
+CIPHERD_HEAD_TIMEOUT_SECONDS is answered 408 and closed, so is one whose body stalls for
+CIPHERD_BODY_TIMEOUT_SECONDS or arrives slower than CIPHERD_MIN_BODY_BYTES_PER_SECOND on
+average (after that same grace), and a connection past CIPHERD_MAX_CONNECTIONS is answered 503
+with Retry-After and closed at once.
+"""
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from app.ops.errors import PROBLEM_TYPE_PREFIX, RETRY_AFTER_SECONDS
+from app.server.metrics import REFUSED
+from app.settings import get_settings
+
+# How often a connection in the middle of a body checks its pace.
+_PACE_CHECK_SECONDS = 1.0
+
+
+def _answer(status: str, slug: str, title: str, detail: str, retry: bool) -> bytes:
+    body = json.dumps(
+        {
+            "type": PROBLEM_TYPE_PREFIX + slug,
+            "title": title,
+            "status": int(status.split()[0]),
+            "detail": detail,
+        }
+    ).encode()
+    head = [
+        f"HTTP/1.1 {status}",
+        "content-type: application/problem+json",
+        f"content-length: {len(body)}",
+        "connection: close",
+        *([f"retry-after: {RETRY_AFTER_SECONDS}"] if retry else []),
+    ]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    """httptools' protocol with a deadline for each request head, a pace for each body and a
+    limit on the worker's connections."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        settings = get_settings()
+        self._head_seconds = settings.head_timeout_seconds
+        self._body_seconds = settings.body_timeout_seconds
+        self._min_rate = settings.min_body_bytes_per_second
+        self._max_connections = settings.max_connections
+        self._timer: asyncio.TimerHandle | None = None
+        self._body_started = 0.0
+        self._body_last = 0.0
+        self._body_bytes = 0
+        self._in_body = False
+
+    def _arm(self, delay: float, callback: Any) -> None:
+        self._disarm()
+        self._timer = self.loop.call_later(delay, callback)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _refuse(self, status: str, slug: str, title: str, detail: str, retry: bool) -> None:
+        self._disarm()
+        if not self.transport.is_closing():
+            if self.cycle is None or not self.cycle.response_started:
+                self.transport.write(_answer(status, slug, title, detail, retry))
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self._max_connections:
+            REFUSED.labels("connection-limit").inc()
+            self._refuse(
+                "503 Service Unavailable",
+                "too-many-connections",
+                "Too many connections",
+                f"this worker holds its maximum of {self._max_connections} connections "
+                "(CIPHERD_MAX_CONNECTIONS); retry shortly",
+                retry=True,
+            )
+            return
+        self._arm(self._head_seconds, self._head_timeout)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._timer is None:  # a further request on a kept-alive connection
+            self._arm(self._head_seconds, self._head_timeout)
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+        self._in_body = True
+        self._body_started = self._body_last = time.monotonic()
+        self._body_bytes = 0
+        self._arm(_PACE_CHECK_SECONDS, self._check_pace)
+
+    def on_body(self, body: bytes) -> None:
+        self._body_bytes += len(body)
+        self._body_last = time.monotonic()
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        self._in_body = False
+        self._disarm()
+        super().on_message_complete()
+
+    def _head_timeout(self) -> None:
+        self._timer = None
+        REFUSED.labels("head-timeout").inc()
+        self._refuse(
+            "408 Request Timeout",
+            "request-timeout",
+            "Request timeout",
+            f"the request head did not arrive within {self._head_seconds:g} s "
+            "(CIPHERD_HEAD_TIMEOUT_SECONDS)",
+            retry=False,
+        )
+
+    def _check_pace(self) -> None:
+        self._timer = None
+        if not self._in_body:
+            return
+        now = time.monotonic()
+        if self.flow.read_paused:
+            # The application has not taken the bytes already here yet: the wait is ours.
+            self._body_last = now
+            self._body_started += _PACE_CHECK_SECONDS
+            self._arm(_PACE_CHECK_SECONDS, self._check_pace)
+            return
+        grace_over = now - self._body_started - self._body_seconds
+        if now - self._body_last > self._body_seconds or (
+            grace_over > 0 and self._body_bytes < self._min_rate * (now - self._body_started)
+        ):
+            REFUSED.labels("body-timeout").inc()
+            self._refuse(
+                "408 Request Timeout",
+                "request-timeout",
+                "Request timeout",
+                f"the request body stalled for {self._body_seconds:g} s or arrived slower than "
+                f"{self._min_rate} bytes/s (CIPHERD_BODY_TIMEOUT_SECONDS, "
+                "CIPHERD_MIN_BODY_BYTES_PER_SECOND)",
+                retry=False,
+            )
+            return
+        self._arm(_PACE_CHECK_SECONDS, self._check_pace)

@@ -491,7 +491,9 @@ def test_a_request_cancelled_at_shutdown_is_a_503_with_its_id() -> None:
         started.set()
         await asyncio.sleep(3600)
 
-    middleware = ObserveMiddleware(slow, max_body_bytes=LIMIT, max_json_body_bytes=LIMIT)
+    middleware = ObserveMiddleware(
+        slow, max_body_bytes=LIMIT, max_json_body_bytes=LIMIT, body_memory=4 * LIMIT
+    )
 
     async def main() -> list[Message]:
         sent: list[Message] = []

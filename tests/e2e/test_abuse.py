@@ -292,6 +292,8 @@ def _answer_or_close(sock: socket.socket, seconds: float) -> bytes:
             received += chunk
     except TimeoutError:
         return received + b"<still open>"
+    except ConnectionResetError:  # closed with our later header lines unread: a reset
+        return received + b"<reset>"
     return received
 
 
@@ -317,8 +319,13 @@ def test_row3_slow_heads_and_bodies_are_closed_and_connections_bounded(
     for sock in sockets:
         sock.close()
     refused = [a for a in answers if a.startswith(b"HTTP/1.1 503")]
+    reset = [a for a in answers if a == b"<reset>"]  # refused, the answer lost to the reset
     timed_out = [a for a in answers if a.startswith(b"HTTP/1.1 408")]
-    assert len(refused) == 40 and len(timed_out) == 60, [a[:40] for a in answers]
+    # Every one answered and closed (an answer may be lost to the reset; /metrics below counts
+    # exactly 40 refused and 60 timed out).
+    assert len(refused) + len(reset) + len(timed_out) == 100, [a[:40] for a in answers]
+    assert len(refused) <= 40 and len(timed_out) <= 60
+    assert b"<still open>" not in b"".join(answers)
     assert all(b"retry-after: 1" in a and b"too-many-connections" in a for a in refused)
     assert all(b"request-timeout" in a for a in timed_out)
     assert closed_after < 12

@@ -335,7 +335,12 @@ def _digest(path: Path) -> str:
 
 @pytest.mark.slow
 def test_a_gibibyte_streams_through_in_bounded_memory(tmp_path: Path) -> None:
-    env = {"CIPHERD_ADMIN_TOKEN": ADMIN_TOKEN, "CIPHERD_MAX_BODY_BYTES": str(GIB + (1 << 20))}
+    # A body of 1 GiB is over the default raw limit and the in-flight body budget.
+    env = {
+        "CIPHERD_ADMIN_TOKEN": ADMIN_TOKEN,
+        "CIPHERD_MAX_BODY_BYTES": str(GIB + (1 << 20)),
+        "CIPHERD_BODY_MEMORY_BYTES": str(2 * GIB + (1 << 20)),
+    }
     plain, sealed, opened = tmp_path / "plain", tmp_path / "sealed", tmp_path / "opened"
     block = secrets.token_bytes(1 << 20)
     with plain.open("wb") as file:

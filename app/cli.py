@@ -167,7 +167,7 @@ def _checked(model: type[ModelT], values: dict[str, Any]) -> ModelT:
 def _trail(store: "KeyStore", settings: Settings) -> "AuditTrail":
     from app.ops.audit import AuditTrail
 
-    return AuditTrail(store, settings.audit_file, sync=settings.audit_sync == "full")
+    return AuditTrail.for_settings(store, settings)
 
 
 # Who the audit trail says made a change from the command line.
@@ -269,6 +269,8 @@ def _audit(args: argparse.Namespace, settings: Settings) -> None:
 
     store = _store(settings)
     try:
+        # The journals of services that have stopped hold their last records.
+        audit.adopt_orphans(store, settings.audit_journal_dir)
         if args.action == "verify":
             count, faults = audit.verify(store)
             if faults:

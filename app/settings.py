@@ -100,11 +100,25 @@ class Settings(BaseSettings):
     audit_file: Path | None = Field(
         None, description="a JSON-lines file every audit record is also appended to"
     )
-    audit_sync: Literal["full", "normal"] = Field(
-        "full",
-        description="full: each group of audit records is on disk before its requests are "
-        "answered; normal: committed, flushed to disk later (survives a crash of the service, "
-        "not of the machine)",
+    audit_sync: Literal["changes", "full"] = Field(
+        "changes",
+        description="changes: the audit record of a change (keys, tokens, FE functions) is on "
+        "disk before its answer, any other is written before its answer (it survives a crash "
+        "of the service) and on disk within 0.1 s; full: every record on disk before its answer",
+    )
+    audit_reserve_bytes: int = Field(
+        4 << 20,
+        ge=0,
+        le=1 << 30,
+        description="disk space each process sets aside for its audit journal, so that a disk "
+        "filled by something else still takes about that many bytes of records (some 300 a "
+        "request)",
+    )
+    audit_backlog_bytes: int = Field(
+        64 << 20,
+        ge=1 << 16,
+        description="audit records a process keeps in its journal while the key store does "
+        "not take them (an outage, a full disk); past it, requests answer 503",
     )
     metrics_dir: Path | None = Field(
         None,
@@ -176,6 +190,10 @@ class Settings(BaseSettings):
     @property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir / 'cipherd.sqlite3'}"
+
+    @property
+    def audit_journal_dir(self) -> Path:
+        return self.data_dir / "audit-journal"
 
     @property
     def admin_token_file(self) -> Path:

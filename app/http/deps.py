@@ -90,6 +90,7 @@ async def admin_change(request: Request, token: Token) -> Principal:
     is writable right now (503 `audit-unavailable` if not), and its record follows it."""
     principal = await admin(request, token)
     await services(request).audit.ensure_writable()
+    audit_note(request.scope).change = True
     return principal
 
 

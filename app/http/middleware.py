@@ -166,6 +166,7 @@ class ObserveMiddleware:
                 status=answer_status,
                 problem=note.problem,
                 details=note.details,
+                change=note.change,
             )
 
         async def tagging_send(message: Message) -> None:

@@ -46,7 +46,7 @@ class Services:
         pool = (
             FePool(settings.fe_processes, table_bytes, prepared) if settings.fe_processes else None
         )
-        audit = AuditTrail(store, settings.audit_file, sync=settings.audit_sync == "full")
+        audit = AuditTrail.for_settings(store, settings)
         return cls(
             settings=settings,
             store=store,

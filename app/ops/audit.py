@@ -6,17 +6,22 @@ scheduled deletions, automatic rotations) are recorded with `AuditTrail.record`.
 time, request id, client address, principal (a token's id or `admin`, never a token), operation,
 key name and version(s), status and problem type, and details that are never secret.
 
-Records are stored in the key store and, when `CIPHERD_AUDIT_FILE` is set, appended to a
-JSON-lines file first. Each process writes its own chain: record n carries an HMAC-SHA256, under
-a key the store keeps wrapped under the root key's hierarchy, over its content and the MAC of
-record n - 1, and the chain's
-head (its last position) is kept with a tag of its own. Without the root key nobody can forge a
-record, change one, reorder or drop records, or cut a chain short without `verify` finding it.
+Each process writes its own chain: record n carries an HMAC-SHA256, under a key the store keeps
+wrapped under the root key's hierarchy, over its content and the MAC of record n - 1, and the
+chain's head (its last position) is kept with a tag of its own. Without the root key nobody can
+forge a record, change one, reorder or drop records, or cut a chain short without `verify`
+finding it.
 
-Writes are grouped: one thread per process writes every record that arrived while the previous
-group was being made durable, in one transaction (group commit), so concurrent requests share
-one fsync. A request is answered only once its record is durable; a record that cannot be
-written fails its request with 503 `audit-unavailable` (fail closed).
+Records are written to the process's journal on its own disk (`app.store.journal`) and, when
+`CIPHERD_AUDIT_FILE` is set, appended to a JSON-lines file; a second thread moves them from the
+journal into the store, where every replica's records are read and verified. Writes are
+grouped: one thread writes every record that arrived while the previous group was being
+written, in one `write` (group commit). A request is answered only once its record is written,
+and a change (to keys, tokens, the FE ledger) only once its record is on disk; other records
+reach the disk within LAZY_SYNC_SECONDS, or before their answers with `CIPHERD_AUDIT_SYNC=full`.
+A record that cannot be written fails its request with 503 `audit-unavailable` (fail closed).
+The journal rides out a store that is down or full: requests go on while it holds less than
+`CIPHERD_AUDIT_BACKLOG_BYTES` the store has not taken.
 """
 
 import asyncio
@@ -38,7 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from app.ops.errors import Problem, invalid_input
-from app.store import AuditHead, AuditQuery, AuditRow, KeyStore
+from app.settings import Settings
+from app.store import AuditHead, AuditQuery, AuditRow, KeyStore, journal
+from app.store.journal import Segment
 
 __all__ = ["AuditNote", "AuditQuery", "AuditRecord", "AuditTrail", "verify"]
 
@@ -65,6 +72,7 @@ class AuditNote:
     key_version: KeyVersion = None
     problem: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    change: bool = False
 
     def versions(self, versions: Sequence[int | None]) -> None:
         """The versions a batch used: one version as a number, several as a sorted list."""
@@ -84,6 +92,7 @@ class AuditRecord:
     status: int
     problem: str | None
     details: dict[str, Any]
+    change: bool = False  # a change to keys, tokens or the FE ledger: on disk before its answer
 
 
 def _canonical(value: object) -> str:
@@ -177,22 +186,73 @@ def _settle_on_loop(futures: list[asyncio.Future[None]], error: Exception | None
             future.set_exception(error)
 
 
-class AuditTrail:
-    """This process's chain of audit records, written by group commit."""
+Entry = tuple[AuditRecord | None, _Waiter]
 
-    def __init__(self, store: KeyStore, file: Path | None = None, sync: bool = True) -> None:
+# A segment is closed and a new one begun once it has this much in it, all in the store.
+SEGMENT_BYTES = 1 << 20
+# Records not yet on disk in the "changes" mode are put there at most this much later.
+LAZY_SYNC_SECONDS = 0.1
+# The mover waits this long after a first record, so that it takes many in one transaction.
+MOVE_DELAY_SECONDS = 0.005
+MOVE_CHUNK_BYTES = 1 << 20
+# How often the mover looks for the segments of processes that have ended.
+ORPHAN_SECONDS = 10.0
+# How long the mover waits before it asks a store that refused records again.
+STORE_RETRY_SECONDS = 1.0
+
+
+class AuditTrail:
+    """This process's chain of audit records: written to its journal by group commit, moved to
+    the store by a thread of its own."""
+
+    def __init__(
+        self,
+        store: KeyStore,
+        journal: Path,
+        file: Path | None = None,
+        sync: str = "changes",
+        reserve_bytes: int = 4 << 20,
+        backlog_bytes: int = 64 << 20,
+    ) -> None:
         self._store = store
         self._key = b""  # read from the store by the writer's first group
+        self._directory = journal
         self._file = file
-        self._sync = sync
+        self._sync_all = sync == "full"
+        self._reserve = reserve_bytes
+        self._backlog = backlog_bytes
         self._condition = threading.Condition()
-        self._pending: list[tuple[AuditRecord | None, _Waiter]] = []
+        self._pending: list[Entry] = []
         self._thread: threading.Thread | None = None
         # Per event loop: records of the current turn, touched only on that loop's thread.
-        self._stages: dict[asyncio.AbstractEventLoop, list[tuple[AuditRecord | None, _Waiter]]]
-        self._stages = {}
+        self._stages: dict[asyncio.AbstractEventLoop, list[Entry]] = {}
         self._closing = False
+        self._dirty_since: float | None = None  # the first record written but not synced
+        # The journal, shared by the writer (appends) and the mover (reads, starts segments).
+        self._segment_lock = threading.Lock()
+        self._segment: Segment | None = None
+        # Segments of ended chains, not yet all in the store.
+        self._retired: list[Segment] = []
+        # What the mover has put in the store: a byte offset in the segment, and the chain
+        # position it stands for; waited on by `flush`.
+        self._moved = threading.Condition()
+        self._moved_bytes = 0
+        self._moved_seq = 0
+        self._mover: threading.Thread | None = None
+        self._mover_wake = threading.Event()
+        self._store_down = False
         self._new_chain()
+
+    @classmethod
+    def for_settings(cls, store: KeyStore, settings: Settings) -> "AuditTrail":
+        return cls(
+            store,
+            settings.audit_journal_dir,
+            settings.audit_file,
+            settings.audit_sync,
+            settings.audit_reserve_bytes,
+            settings.audit_backlog_bytes,
+        )
 
     def _new_chain(self) -> None:
         self._chain = secrets.token_hex(8)
@@ -200,20 +260,29 @@ class AuditTrail:
         self._last_mac = b""
 
     async def write(self, record: AuditRecord) -> None:
-        """Return once `record` is durable; 503 `audit-unavailable` if it cannot be written."""
-        await self._staged(record)
+        """Return once `record` is written (and on disk, if it must be); 503
+        `audit-unavailable` if it cannot be."""
+        if self._sync_all or record.change or not self._key:
+            await self._staged(record)
+            return
+        # A record that need not wait for the disk is written here and now: one `write` to the
+        # page cache costs less than handing it to the writer and waiting, which suspends and
+        # resumes the request's whole chain of coroutines.
+        try:
+            self._write([record], durable=False)
+        except Exception as exc:
+            raise _write_failure(exc) from None
 
     async def ensure_writable(self) -> None:
-        """Return once the trail has just taken a durable write (the file opened and synced,
-        the chain's head stored; 503 if not): a change to keys or tokens checks this before it
-        is made, and its own record follows it."""
+        """Return once the trail has just taken a write (503 if not): a change to keys or
+        tokens checks this before it is made, and its own record follows it."""
         await self._staged(None)
 
     async def _staged(self, record: AuditRecord | None) -> None:
         """Wait for `record`'s write. Records of one turn of the event loop reach the writer
-        together, after that turn: the requests woken by one durable write come back with
-        their next records in the same turn, and handing each over at once would wake the
-        writer for a group of one while the rest are still being made."""
+        together, after that turn: the requests woken by one write come back with their next
+        records in the same turn, and handing each over at once would wake the writer for a
+        group of one while the rest are still being made."""
         loop = asyncio.get_running_loop()
         waiter = _Waiter(loop)
         staged = self._stages.get(loop)
@@ -225,20 +294,20 @@ class AuditTrail:
         assert waiter.future is not None
         await waiter.future
 
-    def _hand_over(self, staged: list[tuple[AuditRecord | None, _Waiter]]) -> None:
+    def _hand_over(self, staged: list[Entry]) -> None:
         entries = staged[:]
         staged.clear()
         self._submit(entries)
 
     def ensure_writable_now(self) -> None:
         """`ensure_writable` for a thread."""
-        waiter = _Waiter(None)
-        self._submit([(None, waiter)])
-        assert waiter.thread_future is not None
-        waiter.thread_future.result()
+        self._wait_now(None)
 
     def write_now(self, record: AuditRecord) -> None:
-        """`write` for a thread: blocks until the record is durable."""
+        """`write` for a thread: blocks until the record is written."""
+        self._wait_now(record)
+
+    def _wait_now(self, record: AuditRecord | None) -> None:
         waiter = _Waiter(None)
         self._submit([(record, waiter)])
         assert waiter.thread_future is not None
@@ -257,7 +326,7 @@ class AuditTrail:
         request_id: str | None = None,
     ) -> None:
         """Record an action taken outside an HTTP request (by the CLI, say, or the service
-        itself: `principal` "system"), durably, before the caller goes on."""
+        itself: `principal` "system"), on disk, before the caller goes on."""
         self.write_now(
             AuditRecord(
                 time=time.time(),
@@ -270,10 +339,11 @@ class AuditTrail:
                 status=status,
                 problem=problem,
                 details=details or {},
+                change=True,
             )
         )
 
-    def _submit(self, entries: list[tuple[AuditRecord | None, _Waiter]]) -> None:
+    def _submit(self, entries: list[Entry]) -> None:
         with self._condition:
             self._pending.extend(entries)
             if self._thread is None:  # the first record, or the first since `close`
@@ -285,26 +355,33 @@ class AuditTrail:
     def _run(self) -> None:
         while True:
             with self._condition:
-                while not self._pending and not self._closing:
-                    self._condition.wait()
-                if not self._pending:
-                    self._thread = None
-                    return
+                if not self._pending and not self._closing:
+                    # Records written but not on disk go there LAZY_SYNC_SECONDS after the first.
+                    dirty = self._dirty_since
+                    due = None if dirty is None else dirty + LAZY_SYNC_SECONDS - time.monotonic()
+                    self._condition.wait(None if due is None else max(due, 0))
                 group, self._pending = self._pending, []
+                closing = self._closing and not group
+                if closing:
+                    self._thread = None
+            if not group:
+                dirty = self._dirty_since
+                if closing or (dirty is not None and time.monotonic() - dirty >= LAZY_SYNC_SECONDS):
+                    self._sync_dirty()
+                if closing:
+                    return
+                continue
+            records = [record for record, _ in group if record is not None]
             error: Exception | None = None
             try:
-                self._commit([record for record, _ in group if record is not None])
-            except Exception as exc:  # any failure to store fails every request of the group
-                log.error("audit records not written: %s", " ".join(str(exc).split()))
-                error = audit_unavailable(
-                    "the audit record of this request could not be written, so it was not "
-                    "carried out; retry shortly"
-                )
+                if not self._key:
+                    self._key = self._store.audit_mac_key()
+                self._write(records, self._sync_all or any(r.change for r in records))
+            except Exception as exc:  # any failure to write fails every request of the group
+                error = _write_failure(exc)
             self._settle(group, error)
 
-    def _settle(
-        self, group: list[tuple[AuditRecord | None, _Waiter]], error: Exception | None
-    ) -> None:
+    def _settle(self, group: list[Entry], error: Exception | None) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
         for _, waiter in group:
             if waiter.thread_future is not None:
@@ -318,61 +395,231 @@ class AuditTrail:
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
                 loop.call_soon_threadsafe(_settle_on_loop, futures, error)
 
-    def _commit(self, records: Sequence[AuditRecord]) -> None:
-        if not self._key:
-            self._key = self._store.audit_mac_key()
-        rows: list[AuditRow] = []
-        seq, last_mac = self._seq, self._last_mac
-        for record in records:
-            seq += 1
-            values = (
-                self._chain,
-                seq,
-                record.time,
-                record.request_id,
-                record.client,
-                record.principal,
-                record.operation,
-                record.key,
-                None if record.key_version is None else _canonical(record.key_version),
-                record.status,
-                record.problem,
-                _canonical(record.details),
-            )
-            last_mac = _mac(self._key, values, last_mac)
-            rows.append(AuditRow(*values, mac=last_mac))
-        head = AuditHead(self._chain, seq, _head_tag(self._key, self._chain, seq, last_mac))
-        try:
-            if self._file is not None:
-                self._append_to_file(rows)
-            self._store.append_audit(rows, head, self._sync)
-        except Exception:
-            # Whether the store kept any of it is unknown: go on in a fresh chain rather than
-            # risk positions that may be taken.
-            self._new_chain()
-            raise
-        self._seq, self._last_mac = seq, last_mac
+    def _sync_dirty(self) -> None:
+        with self._segment_lock:
+            if self._dirty_since is not None and self._segment is not None:
+                with contextlib.suppress(OSError):  # the next durable write fails instead
+                    self._segment.sync()
+                    self._dirty_since = None
 
-    def _append_to_file(self, rows: Sequence[AuditRow]) -> None:
+    def _write(self, records: Sequence[AuditRecord], durable: bool) -> None:
+        """Append `records` to the chain in the journal (and the file), on disk if `durable`
+        or if records written earlier have waited LAZY_SYNC_SECONDS for it. With no records,
+        a check that both take writes."""
+        with self._segment_lock:
+            segment = self._writable_segment()
+            now = time.monotonic()
+            dirty = self._dirty_since
+            durable = durable or (dirty is not None and now - dirty > LAZY_SYNC_SECONDS)
+            if not records:
+                if self._file is not None:
+                    self._append_to_file([], sync=False)
+                return
+            rows: list[AuditRow] = []
+            seq, last_mac = self._seq, self._last_mac
+            for record in records:
+                seq += 1
+                values = (
+                    self._chain,
+                    seq,
+                    record.time,
+                    record.request_id,
+                    record.client,
+                    record.principal,
+                    record.operation,
+                    record.key,
+                    None if record.key_version is None else _canonical(record.key_version),
+                    record.status,
+                    record.problem,
+                    _canonical(record.details),
+                )
+                last_mac = _mac(self._key, values, last_mac)
+                rows.append(AuditRow(*values, mac=last_mac))
+            try:
+                segment.append(journal.encode(rows), sync=durable)
+            except OSError:
+                if os.fstat(segment.fd).st_size != segment.size:
+                    # Not cut back: what the segment holds is unknown. Its whole lines go to
+                    # the store; this process goes on in a fresh chain.
+                    self._retired.append(segment)
+                    self._segment = None
+                    self._new_chain()
+                raise
+            if self._file is not None:
+                self._append_to_file(rows, durable)
+            self._seq, self._last_mac = seq, last_mac
+            self._dirty_since = None if durable else (dirty or now)
+        if dirty is None and not durable:  # the writer puts these on disk if nothing else does
+            with self._condition:
+                self._condition.notify()
+        self._mover_wake.set()
+
+    def _writable_segment(self) -> Segment:
+        """The segment records go to, begun if there is none; 503 while the store is so far
+        behind that the journal holds `backlog_bytes` it has not taken."""
+        if self._mover is None:
+            self._mover = threading.Thread(target=self._move, name="cipherd-audit-mover")
+            self._mover.daemon = True
+            self._mover.start()
+        if self._segment is None:  # a new chain
+            self._segment = Segment(
+                journal.open_directory(self._directory), self._chain, self._seq + 1, self._reserve
+            )
+            self._moved_bytes = self._moved_seq = 0
+        if self._segment.size - self._moved_bytes > self._backlog:
+            raise audit_unavailable(
+                "the key store has not taken this process's audit records for a while and its "
+                "journal is full, so this request was not carried out; retry shortly"
+            )
+        return self._segment
+
+    def _append_to_file(self, rows: Sequence[AuditRow], sync: bool) -> None:
         assert self._file is not None
         data = "".join(_canonical(record_json(row)) + "\n" for row in rows).encode()
         fd = os.open(self._file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             while data:
                 data = data[os.write(fd, data) :]
-            if self._sync:
+            if sync:
                 os.fsync(fd)
         finally:
             os.close(fd)
 
+    # The mover: journal to store.
+
+    def _move(self) -> None:
+        next_orphans = time.monotonic()
+        while True:
+            self._mover_wake.wait(ORPHAN_SECONDS)
+            time.sleep(MOVE_DELAY_SECONDS)
+            self._mover_wake.clear()
+            try:
+                self._move_retired()
+                self._move_own()
+                if time.monotonic() >= next_orphans:
+                    adopt_orphans(self._store, self._directory, self._key)
+                    next_orphans = time.monotonic() + ORPHAN_SECONDS
+            except Exception as exc:
+                if not self._store_down:
+                    log.error(
+                        "audit records not moved to the store (kept in the journal): %s",
+                        " ".join(str(exc).split()),
+                    )
+                self._store_down = True
+                time.sleep(STORE_RETRY_SECONDS)
+                self._mover_wake.set()
+                continue
+            if self._store_down:
+                log.info("audit records reach the store again")
+                self._store_down = False
+            with self._condition:
+                if self._closing and self._thread is None and not self._unmoved():
+                    self._mover = None
+                    return
+
+    def _unmoved(self) -> bool:
+        segment = self._segment
+        return bool(self._retired) or (segment is not None and segment.size > self._moved_bytes)
+
+    def _move_retired(self) -> None:
+        while self._retired:
+            segment = self._retired[0]
+            _store_rows(self._store, self._key, journal.read_all(segment.fd))
+            segment.remove()
+            self._retired.pop(0)
+
+    def _move_own(self) -> None:
+        segment = self._segment
+        if segment is None:
+            return
+        end = segment.size
+        while self._moved_bytes < end:
+            data = segment.read(self._moved_bytes, MOVE_CHUNK_BYTES)
+            data = data[: data.rfind(b"\n") + 1]
+            last = _store_rows(self._store, self._key, data)
+            with self._moved:
+                self._moved_bytes += len(data)
+                self._moved_seq = last
+                self._moved.notify_all()
+        if end >= SEGMENT_BYTES:
+            self._next_segment(segment)
+
+    def _next_segment(self, segment: Segment) -> None:
+        """Close a segment whose records are all in the store and begin the next, if the disk
+        has room for its reserve (else go on in this one)."""
+        with self._segment_lock:
+            if self._segment is not segment or segment.size != self._moved_bytes:
+                return
+            try:
+                fresh = Segment(self._directory, self._chain, self._seq + 1, self._reserve)
+            except OSError:
+                return
+            segment.remove()
+            self._segment, self._moved_bytes = fresh, 0
+
+    def flush(self, timeout: float = 5.0) -> None:
+        """Wait until every record this process has written is in the store (a reader of the
+        store then finds them), or `timeout` has passed."""
+        target = self._seq
+        self._mover_wake.set()
+        with self._moved:
+            self._moved.wait_for(lambda: self._moved_seq >= target, timeout)
+
     def close(self) -> None:
-        """Write what is pending, then stop the writer (a later record starts it again)."""
+        """Write what is pending, move the journal into the store, and stop both threads (a
+        later record starts them again). A journal the store would not take stays for the
+        next process to move."""
         with self._condition:
             self._closing = True
             self._condition.notify()
-            thread = self._thread
-        if thread is not None:
+            threads = [t for t in (self._thread, self._mover) if t is not None]
+        self._mover_wake.set()
+        for thread in threads:
             thread.join(timeout=10)
+        with self._segment_lock:
+            segment = self._segment
+            if segment is not None and segment.size == self._moved_bytes and not self._retired:
+                segment.remove()
+                self._segment = None
+                self._new_chain()
+
+
+def _write_failure(exc: Exception) -> Problem:
+    """The 503 that a failure to write records gives their requests."""
+    if isinstance(exc, Problem):
+        return exc
+    log.error("audit records not written: %s", " ".join(str(exc).split()))
+    return audit_unavailable(
+        "the audit record of this request could not be written, so it was not carried out; "
+        "retry shortly"
+    )
+
+
+def _store_rows(store: KeyStore, key: bytes, data: bytes) -> int:
+    """Put the journal lines in `data` (of one chain) into the store; the last position."""
+    rows = journal.decode(data)
+    if not rows:
+        return 0
+    last = rows[-1]
+    head = AuditHead(last.chain, last.seq, _head_tag(key, last.chain, last.seq, last.mac))
+    store.append_audit(rows, head)
+    return last.seq
+
+
+def adopt_orphans(store: KeyStore, directory: Path, key: bytes | None = None) -> int:
+    """Move into the store the journals of processes that have ended; how many segments."""
+    if not directory.is_dir():
+        return 0
+    key = key or store.audit_mac_key()
+    moved = 0
+    for path, fd in journal.orphans(directory):
+        try:
+            _store_rows(store, key, journal.read_all(fd))
+            path.unlink(missing_ok=True)
+            moved += 1
+        finally:
+            os.close(fd)
+    return moved
 
 
 @dataclass(frozen=True)

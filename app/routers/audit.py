@@ -69,6 +69,7 @@ def list_audit(
     after: Annotated[str | None, Query(max_length=64, description="a page's `next`")] = None,
 ) -> AuditPage:
     status_from, status_to = _statuses(outcome)
+    services.audit.flush()  # this process's records so far, its caller's included
     query = AuditQuery(
         key=key,
         principal=principal,

@@ -136,6 +136,7 @@ def _keygen_batch(call: KeyCall, batch: FeKeygenBatch) -> FeKeygenBatchResponse:
     fe.charge(call.name, makes=len(batch.items))
     outcomes = fe.keygen_many(call.principal.id, [_wanted(call, item) for item in batch.items])
     call.audit.details["functions"] = [fe.released(i.y, i.f) for i in batch.items]
+    call.audit.change = True  # the ledger took these functions
     return FeKeygenBatchResponse(
         results=[
             FeKeygenResult(error=problem_detail(outcome))
@@ -191,6 +192,7 @@ def _decrypt_many(call: KeyCall, body: FeDecryptManyRequest) -> FeDecryptBatchRe
 )
 async def keygen(call: KeyCall, body: FeKeygenRequest) -> FeFunctionalKey:
     call.audit.details.update(call.services.fe.released(body.y, body.f))
+    call.audit.change = True  # the ledger took this function
     key = await in_thread(call.services.fe.keygen, call.principal.id, _wanted(call, body))
     return FeFunctionalKey(functional_key=key.data, key_version=key.version)
 

@@ -435,10 +435,10 @@ class KeyStore(ABC):
         """Revoke a token; False if there was none with that id."""
 
     @abstractmethod
-    def append_audit(self, rows: Sequence[AuditRow], head: AuditHead, sync: bool = True) -> None:
-        """Store audit records of one chain and its new head, in one transaction: on disk when
-        this returns, or with `sync` False committed but flushed to disk later (safe from a
-        crash of this process, not of the machine)."""
+    def append_audit(self, rows: Sequence[AuditRow], head: AuditHead) -> None:
+        """Store audit records of one chain and its new head (unless the stored head is further
+        on), in one transaction, on disk when this returns; records already stored (by an
+        earlier move of the same journal) are left as they are."""
 
     @abstractmethod
     def audit_mac_key(self) -> bytes:

@@ -79,7 +79,6 @@ class PostgresKeyStore(SqlKeyStore):
     BLOB_TYPE = "BYTEA"
     ROW_LOCK = " FOR UPDATE"
     SKIP_LOCKED = " FOR UPDATE OF v SKIP LOCKED"
-    RELAXED_COMMIT = "SET LOCAL synchronous_commit = off"
     INTEGRITY_ERROR = psycopg.IntegrityError
 
     def __init__(

@@ -188,9 +188,6 @@ class SqlKeyStore(KeyStore):
     # Appended to the SELECT of versions to rewrap: replicas rewrapping at once take
     # different rows instead of queueing on the same ones.
     SKIP_LOCKED = ""
-    # Run first in an audit write that need not wait for the disk (`sync=False`), if the
-    # backend does it by a statement.
-    RELAXED_COMMIT = ""
     # What the driver raises when an INSERT hits a unique constraint.
     INTEGRITY_ERROR: type[Exception]
 
@@ -755,10 +752,8 @@ class SqlKeyStore(KeyStore):
             cursor.execute("DELETE FROM tokens WHERE id = ?", (token_id,))
             return True
 
-    def append_audit(self, rows: Sequence[AuditRow], head: AuditHead, sync: bool = True) -> None:
+    def append_audit(self, rows: Sequence[AuditRow], head: AuditHead) -> None:
         with self._transaction(write=True) as cursor:
-            if not sync and self.RELAXED_COMMIT:
-                cursor.execute(self.RELAXED_COMMIT)
             if not rows:  # a check that the table takes writes: it inserts nothing
                 cursor.execute(
                     f"INSERT INTO audit ({AUDIT_COLUMNS}) SELECT {AUDIT_COLUMNS} FROM audit"
@@ -768,14 +763,18 @@ class SqlKeyStore(KeyStore):
             # the writer thread a wait for the interpreter lock.
             for start in range(0, len(rows), AUDIT_ROWS_PER_INSERT):
                 chunk = rows[start : start + AUDIT_ROWS_PER_INSERT]
+                # A record already there is one a journal was moved with before (or a forgery
+                # that `verify` finds): moving a journal again changes nothing.
                 cursor.execute(
                     f"INSERT INTO audit ({AUDIT_COLUMNS}) VALUES "
-                    + ", ".join([_AUDIT_PLACEHOLDERS] * len(chunk)),
+                    + ", ".join([_AUDIT_PLACEHOLDERS] * len(chunk))
+                    + " ON CONFLICT (chain, seq) DO NOTHING",
                     [value for row in chunk for value in row.values()],
                 )
             cursor.execute(
                 "INSERT INTO audit_heads (chain, seq, tag) VALUES (?, ?, ?)"
-                " ON CONFLICT (chain) DO UPDATE SET seq = excluded.seq, tag = excluded.tag",
+                " ON CONFLICT (chain) DO UPDATE SET seq = excluded.seq, tag = excluded.tag"
+                " WHERE excluded.seq >= audit_heads.seq",
                 (head.chain, head.seq, head.tag),
             )
 

@@ -28,8 +28,6 @@ from pathlib import Path
 
 from app.store.base import (
     LOCK_WAIT_SECONDS,
-    AuditHead,
-    AuditRow,
     KeyInfo,
     KeyStoreError,
     StorageFullError,
@@ -70,8 +68,6 @@ class SqliteKeyStore(SqlKeyStore):
         self._idle: list[sqlite3.Connection] = []  # most recently used last
         self._idle_lock = threading.Lock()
         self._closed = False
-        # Set while this thread appends audit records that need not wait for the disk.
-        self._relaxed = threading.local()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._create_schema()
@@ -139,15 +135,11 @@ class SqliteKeyStore(SqlKeyStore):
     def _transaction(
         self, write: bool, lock_wait_seconds: float = LOCK_WAIT_SECONDS
     ) -> Iterator[Cursor]:
-        relaxed = getattr(self._relaxed, "on", False)
         with self._connection() as connection:
             cursor = connection.cursor()
             try:
                 if lock_wait_seconds != LOCK_WAIT_SECONDS:
                     cursor.execute(f"PRAGMA busy_timeout = {round(lock_wait_seconds * 1000)}")
-                if relaxed:
-                    # In WAL mode, NORMAL commits to the log without waiting for the disk.
-                    cursor.execute("PRAGMA synchronous = NORMAL")
                 cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
                     yield cursor
@@ -162,16 +154,7 @@ class SqliteKeyStore(SqlKeyStore):
             finally:
                 if lock_wait_seconds != LOCK_WAIT_SECONDS:
                     cursor.execute(f"PRAGMA busy_timeout = {round(LOCK_WAIT_SECONDS * 1000)}")
-                if relaxed:
-                    cursor.execute("PRAGMA synchronous = FULL")
                 cursor.close()
-
-    def append_audit(self, rows: Sequence[AuditRow], head: AuditHead, sync: bool = True) -> None:
-        self._relaxed.on = not sync
-        try:
-            super().append_audit(rows, head, sync)
-        finally:
-            self._relaxed.on = False
 
     def delete(self, name: str) -> None:
         super().delete(name)

@@ -4,9 +4,11 @@
 
 Starts `cipherd serve --workers 2` on the embedded default in a fresh temporary data directory
 and an OpenBao dev server (`bao server -dev`, in memory) with Transit enabled, both on loopback;
-and, for the audited comparison, a second cipherd with `CIPHERD_AUDIT_SYNC=normal` and a second
-OpenBao with its file audit device (`bao audit enable file file_path=...`). cipherd always
-audits: its other rows write every group of records to disk before answering.
+and, for the audited comparison, a second OpenBao with its file audit device (`bao audit enable
+file file_path=...`) and a second cipherd with `CIPHERD_AUDIT_SYNC=full`. cipherd always audits:
+its rows run with the default, `changes` (a record is written before its answer, and on disk
+before it when the request changes keys or tokens; OpenBao's file device does not wait for the
+disk either), the `full` row with every record on disk before its answer.
 Creates the keys and request bodies, then runs `bench.load.driver` in a separate process with a
 fixed request count and concurrency per operation, split into rounds that take the operations
 in turn (so that load from elsewhere on the machine falls on all of them alike), showing
@@ -263,10 +265,8 @@ def fe_scenario(client: httpx.Client, post: Any) -> dict[str, Any]:
 def audited_scenarios(
     url: str, port: int, token: str, bao_url: str, bao_port: int, bao_token: str
 ) -> list[dict[str, Any]]:
-    """AEZ encrypt 64 B on a cipherd whose audit records are committed without waiting for the
-    disk (CIPHERD_AUDIT_SYNC=normal), beside Transit encrypt on an OpenBao with its file audit
-    device, which does not wait for the disk either. (cipherd's other rows audit with the
-    default, every group of records on disk before its answers.)"""
+    """AEZ encrypt 64 B on a cipherd whose every audit record is on disk before its answer
+    (CIPHERD_AUDIT_SYNC=full), beside Transit encrypt on an OpenBao with its file audit device."""
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     httpx.post(
         f"{url}/v1/keys", headers=headers, json={"name": "bench-aez", "type": "aez"}
@@ -275,7 +275,7 @@ def audited_scenarios(
     transit = transit_scenarios(bao_url, bao_port, bao_token)[0]
     return [
         {
-            "name": "AEZ encrypt 64 B, audit sync normal",
+            "name": "AEZ encrypt 64 B, audit sync full",
             "method": "POST",
             "path": "/v1/aez/bench-aez/encrypt",
             "headers": headers,
@@ -347,20 +347,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cipherd-load-") as tmp, ExitStack() as stack:
         work = Path(tmp)
         print(
-            "starting cipherd (2 workers; and again with CIPHERD_AUDIT_SYNC=normal) and OpenBao "
+            "starting cipherd (2 workers; and again with CIPHERD_AUDIT_SYNC=full) and OpenBao "
             "(dev, Transit; and again with a file audit device)",
             file=sys.stderr,
         )
         url, port, token, supervisor = start_cipherd(stack, work)
         bao_url, bao_port, bao_token = start_openbao(stack, work)
-        normal = start_cipherd(stack, work, "cipherd-normal", {"CIPHERD_AUDIT_SYNC": "normal"})
+        full = start_cipherd(stack, work, "cipherd-full", {"CIPHERD_AUDIT_SYNC": "full"})
         audited_bao = start_openbao(stack, work, audit_file=work / "openbao-audit.jsonl")
         document = httpx.get(f"{url}/openapi.json").json()
         fe = "/v1/fe/{name}/decrypt" in document["paths"]
         plan = (
             cipherd_scenarios(url, port, token, fe)
             + transit_scenarios(bao_url, bao_port, bao_token)
-            + audited_scenarios(*normal[:3], *audited_bao)
+            + audited_scenarios(*full[:3], *audited_bao)
         )
         for scenario in plan:
             heavy = scenario["items"] > 1 or scenario["name"].startswith("FE")

@@ -7,7 +7,7 @@ NOOP = "no-op GET /healthz"
 ECIES_ENCRYPT = "ECIES encrypt 1 KiB"
 AEZ_ENCRYPT = "AEZ encrypt 64 B"
 TRANSIT_ENCRYPT = "OpenBao Transit encrypt 64 B"
-AEZ_ENCRYPT_NORMAL = "AEZ encrypt 64 B, audit sync normal"
+AEZ_ENCRYPT_FULL = "AEZ encrypt 64 B, audit sync full"
 TRANSIT_ENCRYPT_AUDITED = "OpenBao Transit encrypt 64 B, file audit"
 
 
@@ -31,21 +31,24 @@ def markdown(results: list[dict[str, Any]], memory: WorkerMemory | None = None) 
     for label, numerator, denominator, target in (
         ("AEZ encrypt 64 B / Transit encrypt 64 B", AEZ_ENCRYPT, TRANSIT_ENCRYPT, 1.0),
         (
-            "AEZ encrypt 64 B (audit on disk) / Transit encrypt 64 B with file audit",
+            "AEZ encrypt 64 B / Transit encrypt 64 B with file audit",
             AEZ_ENCRYPT,
             TRANSIT_ENCRYPT_AUDITED,
             1.0,
         ),
         (
-            "AEZ encrypt 64 B (audit sync normal) / Transit encrypt 64 B with file audit",
-            AEZ_ENCRYPT_NORMAL,
+            "AEZ encrypt 64 B (audit sync full) / Transit encrypt 64 B with file audit",
+            AEZ_ENCRYPT_FULL,
             TRANSIT_ENCRYPT_AUDITED,
-            1.0,
+            None,
         ),
         ("ECIES encrypt 1 KiB / no-op", ECIES_ENCRYPT, NOOP, 0.6),
     ):
         if numerator in by_name and denominator in by_name:
             ratio = by_name[numerator]["rps"] / by_name[denominator]["rps"]
+            if target is None:  # shown for what it costs, with no target
+                lines.append(f"- {label}: {ratio:.2f}")
+                continue
             verdict = "met" if ratio >= target else "missed"
             lines.append(f"- {label}: {ratio:.2f} (target ≥ {target}: {verdict})")
     if memory is not None:

@@ -1,7 +1,8 @@
 """The machine's PostgreSQL stopped under a running `cipherd serve` and started again.
 
 While it is down, keys unwrapped in the last seconds go on encrypting and decrypting from
-memory, for the admin token and for a scoped token used in those seconds; what needs the store
+memory, for the admin token and for a scoped token used in those seconds, their audit records
+waiting in the workers' journals until the store is back; what needs the store
 (a new key, metadata, a key not used lately) answers 503 with Retry-After within about a
 second, and /readyz 503 within one; once it is back, everything serves again without a restart.
 Other tests use that server: the outage is kept short, and the server is started again whatever
@@ -11,10 +12,12 @@ happens (here, and once more at the end of the session).
 import base64
 import itertools
 import os
+import statistics
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -25,9 +28,11 @@ from tests.e2e.server import Server, running
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
 KEY_CACHE_SECONDS = 2.0
+FAIL_FAST_SECONDS = 1.5  # "about 1 s": the store's 1 s wait and the request around it
 READY_SECONDS = 1.0
 RECOVERY_SECONDS = 30.0
 NO_REUSE = httpx.Limits(max_keepalive_connections=0)  # every request to either worker
+HOT_KEYS = {"hot-aez", "hot-ecies"}
 
 
 def _cluster(action: str) -> subprocess.CompletedProcess[str]:
@@ -82,20 +87,11 @@ def round_trip(client: httpx.Client, family: str, name: str) -> tuple[int, float
     return opened.status_code, max(sealing, opening)
 
 
-# Every /v1 request is audited in the store and fails closed when its record cannot be written
-# (README, "Audit trail"), as Vault refuses requests that no audit device can record: with the
-# store down, a key held in memory is not used either.
-# The store's 1 s wait, once for the request and once for its audit record, and the request
-# around them on a loaded machine.
-AUDIT_REFUSAL_SECONDS = 4.0
-OUTAGE_REFUSALS = {"urn:cipherd:problem:store-unavailable", "urn:cipherd:problem:audit-unavailable"}
-
-
 def assert_fails_fast(answer: httpx.Response, seconds: float) -> None:
     assert answer.status_code == 503, answer.text
     assert answer.headers["retry-after"] == "1"
-    assert answer.json()["type"] in OUTAGE_REFUSALS
-    assert seconds < AUDIT_REFUSAL_SECONDS, seconds
+    assert answer.json()["type"] == "urn:cipherd:problem:store-unavailable"
+    assert seconds < FAIL_FAST_SECONDS, seconds
 
 
 @pytest.fixture
@@ -111,6 +107,7 @@ def server(tmp_path: Path, postgres_url: str) -> Iterator[Server]:
 
 def test_a_database_outage_is_ridden_out(server: Server) -> None:
     hot = [("aez", "hot-aez"), ("ecies", "hot-ecies")]
+    assert {name for _, name in hot} == HOT_KEYS
     with ExitStack() as stack:
         client = stack.enter_context(server.client(limits=NO_REUSE))
         for (_, name), key_type in zip(hot, ("aez", "ecies-secp256k1"), strict=True):
@@ -128,18 +125,20 @@ def test_a_database_outage_is_ridden_out(server: Server) -> None:
 
         stopped = _cluster("stop")
         outage_started = time.monotonic()
+        outage_wall = datetime.now(UTC)
         try:
             assert stopped.returncode == 0, stopped.stderr
-            # Past the key cache's time. The keys are still held (the outage grace), but their
-            # use cannot be audited: refused at once, not after a wait.
+            # Past the key cache's time: what serves now is the outage grace.
             time.sleep(KEY_CACHE_SECONDS + 0.5)
             times = []
             for _ in range(10):
                 for (family, name), caller in itertools.product(hot, (client, scoped)):
                     status, seconds = round_trip(caller, family, name)
-                    assert status == 503
+                    assert status == 200
                     times.append(seconds)
-            assert max(times) < AUDIT_REFUSAL_SECONDS, times
+            # At most a worker's first lookup waits for the store; the rest come from memory.
+            assert max(times) < FAIL_FAST_SECONDS, times
+            assert statistics.median(times) < 0.1, times
             for _ in range(3):
                 ready, seconds = timed(lambda: client.get("/readyz"))
                 assert ready.status_code == 503
@@ -163,6 +162,16 @@ def test_a_database_outage_is_ridden_out(server: Server) -> None:
             f"outage {back - outage_started:.1f} s; ready again {time.monotonic() - back:.1f} s"
             " after PostgreSQL started"
         )
+        # The records of what was served meanwhile waited in the workers' journals and are in
+        # the store now, every round trip's two.
+        deadline = time.monotonic() + RECOVERY_SECONDS
+        while True:
+            listed = client.get("/v1/audit", params={"since": outage_wall.isoformat()}).json()
+            served = [r for r in listed["records"] if r["status"] == 200 and r["key"] in HOT_KEYS]
+            if len(served) >= 80 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert len(served) == 80
         # The failed creation stored nothing; everything serves again.
         assert client.get("/v1/keys/new").status_code == 404
         for _ in range(10):

@@ -57,6 +57,13 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 KeyVersion = int | list[int] | None
 
+# The chain that names every chain as it begins; chains named in it begin with "r" (the older,
+# unregistered ones were plain hex).
+REGISTER = "@chains"
+_REGISTERED_CHAIN = "r"
+# Who the trail says did what the service does by itself.
+SYSTEM = "system"
+
 
 def audit_unavailable(detail: str) -> Problem:
     return Problem(503, "audit-unavailable", "Audit unavailable", detail)
@@ -255,7 +262,7 @@ class AuditTrail:
         )
 
     def _new_chain(self) -> None:
-        self._chain = secrets.token_hex(8)
+        self._chain = _REGISTERED_CHAIN + secrets.token_hex(8)
         self._seq = 0
         self._last_mac = b""
 
@@ -600,6 +607,8 @@ def _store_rows(store: KeyStore, key: bytes, data: bytes) -> int:
     rows = journal.decode(data)
     if not rows:
         return 0
+    if rows[0].seq == 1:
+        _register(store, key, rows[0].chain)
     last = rows[-1]
     head = AuditHead(last.chain, last.seq, _head_tag(key, last.chain, last.seq, last.mac))
     store.append_audit(rows, head)
@@ -635,15 +644,55 @@ class ChainFault:
 
 
 def verify(store: KeyStore) -> tuple[int, list[ChainFault]]:
-    """Check every chain: the number of records read, and each chain's first fault."""
+    """Check every chain, and that every chain the register names is there and every
+    registered kind of chain is named in it: the number of records read, and each chain's first
+    fault."""
     key = store.audit_mac_key()
     count, faults = 0, []
-    for head in store.audit_heads():
+    heads = store.audit_heads()
+    for head in heads:
         checked, fault = _verify_chain(store, key, head)
-        count += checked
+        if head.chain != REGISTER:  # records of what was done, not of the trail's bookkeeping
+            count += checked
         if fault is not None:
             faults.append(fault)
+    registered = {json.loads(row.details)["chain"] for row in _chain_rows(store, REGISTER)}
+    present = {head.chain for head in heads}
+    for chain in sorted(registered - present):
+        faults.append(ChainFault(chain, 1, "registered when it began, but gone: it was removed"))
+    for chain in sorted(present - registered):
+        if chain.startswith(_REGISTERED_CHAIN):
+            faults.append(ChainFault(chain, 1, "not in the register of chains"))
     return count, faults
+
+
+def _register(store: KeyStore, key: bytes, chain: str) -> None:
+    """Name `chain` in the register of chains (once), before its first records reach the store:
+    a chain removed whole, head and all, is then still found missing."""
+
+    def extend(register: Sequence[AuditRow]) -> tuple[list[AuditRow], AuditHead | None]:
+        if any(json.loads(row.details)["chain"] == chain for row in register):
+            return [], None
+        seq = len(register) + 1
+        values = (
+            REGISTER,
+            seq,
+            time.time(),
+            secrets.token_hex(16),
+            None,
+            SYSTEM,
+            "audit_chain_begun",
+            None,
+            None,
+            200,
+            None,
+            _canonical({"chain": chain}),
+        )
+        mac = _mac(key, values, register[-1].mac if register else b"")
+        head = AuditHead(REGISTER, seq, _head_tag(key, REGISTER, seq, mac))
+        return [AuditRow(*values, mac=mac)], head
+
+    store.extend_audit_chain(REGISTER, extend)
 
 
 def _verify_chain(store: KeyStore, key: bytes, head: AuditHead) -> tuple[int, ChainFault | None]:
@@ -684,7 +733,10 @@ def _chain_rows(store: KeyStore, chain: str) -> Iterator[AuditRow]:
 
 def listing(store: KeyStore, query: AuditQuery) -> tuple[list[dict[str, Any]], str | None]:
     """A page of records and the `after` of the next one (None on the last page)."""
-    rows = store.audit_records(AuditQuery(**{**query.__dict__, "limit": query.limit + 1}))
+    # The register of chains is the trail's own bookkeeping, not a record of what was done.
+    rows = store.audit_records(
+        AuditQuery(**{**query.__dict__, "limit": query.limit + 1, "other_than_chain": REGISTER})
+    )
     next_after = None
     if len(rows) > query.limit:
         rows = rows[: query.limit]

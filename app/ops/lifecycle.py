@@ -12,13 +12,11 @@ import threading
 import time
 
 from app.ops import keys
-from app.ops.audit import AuditTrail
+from app.ops.audit import SYSTEM, AuditTrail
 from app.ops.keyring import Keyring
 from app.store import KeyChangedError, KeyStore
 
 log = logging.getLogger("cipherd.lifecycle")
-
-SYSTEM = "system"
 
 
 class Maintenance:

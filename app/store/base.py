@@ -277,6 +277,7 @@ class AuditQuery:
     until: float | None = None
     after: tuple[float, str, int] | None = None
     limit: int = 100
+    other_than_chain: str | None = None
 
 
 class KeyStore(ABC):
@@ -439,6 +440,16 @@ class KeyStore(ABC):
         """Store audit records of one chain and its new head (unless the stored head is further
         on), in one transaction, on disk when this returns; records already stored (by an
         earlier move of the same journal) are left as they are."""
+
+    @abstractmethod
+    def extend_audit_chain(
+        self,
+        chain: str,
+        extend: Callable[[Sequence[AuditRow]], tuple[Sequence[AuditRow], AuditHead | None]],
+    ) -> None:
+        """Append to a chain that several processes write, one at a time: `extend` is given
+        the chain's records so far, under its lock, and answers the records that follow and
+        the new head (None: nothing to add)."""
 
     @abstractmethod
     def audit_mac_key(self) -> bytes:

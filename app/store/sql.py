@@ -759,24 +759,28 @@ class SqlKeyStore(KeyStore):
                     f"INSERT INTO audit ({AUDIT_COLUMNS}) SELECT {AUDIT_COLUMNS} FROM audit"
                     " WHERE 1 = 0"
                 )
-            # Many rows per statement: each statement is a trip through the driver, and for
-            # the writer thread a wait for the interpreter lock.
-            for start in range(0, len(rows), AUDIT_ROWS_PER_INSERT):
-                chunk = rows[start : start + AUDIT_ROWS_PER_INSERT]
-                # A record already there is one a journal was moved with before (or a forgery
-                # that `verify` finds): moving a journal again changes nothing.
-                cursor.execute(
-                    f"INSERT INTO audit ({AUDIT_COLUMNS}) VALUES "
-                    + ", ".join([_AUDIT_PLACEHOLDERS] * len(chunk))
-                    + " ON CONFLICT (chain, seq) DO NOTHING",
-                    [value for row in chunk for value in row.values()],
-                )
+            _insert_audit(cursor, rows, head)
+
+    def extend_audit_chain(
+        self,
+        chain: str,
+        extend: Callable[[Sequence[AuditRow]], tuple[Sequence[AuditRow], AuditHead | None]],
+    ) -> None:
+        with self._transaction(write=True) as cursor:
+            # A head row to lock, the chain's first writer's; replaced below.
             cursor.execute(
-                "INSERT INTO audit_heads (chain, seq, tag) VALUES (?, ?, ?)"
-                " ON CONFLICT (chain) DO UPDATE SET seq = excluded.seq, tag = excluded.tag"
-                " WHERE excluded.seq >= audit_heads.seq",
-                (head.chain, head.seq, head.tag),
+                "INSERT INTO audit_heads (chain, seq, tag) VALUES (?, 0, ?)"
+                " ON CONFLICT (chain) DO NOTHING",
+                (chain, b""),
             )
+            cursor.execute(f"SELECT seq FROM audit_heads WHERE chain = ?{self.ROW_LOCK}", (chain,))
+            cursor.fetchone()
+            cursor.execute(
+                f"SELECT {AUDIT_COLUMNS} FROM audit WHERE chain = ? ORDER BY seq", (chain,)
+            )
+            rows, head = extend([_audit_row(row) for row in cursor.fetchall()])
+            if head is not None:
+                _insert_audit(cursor, rows, head)
 
     def audit_mac_key(self) -> bytes:
         # Under the keyring's first term, which root rotations rewrap and no rewrap removes:
@@ -805,6 +809,7 @@ class SqlKeyStore(KeyStore):
             ("status <= ?", query.status_to),
             ("time >= ?", query.since),
             ("time < ?", query.until),
+            ("chain != ?", query.other_than_chain),
         ):
             if value is not None:
                 conditions.append(column)
@@ -944,6 +949,27 @@ def _key_info(row: tuple[Any, ...], versions: tuple[KeyVersionInfo, ...] = ()) -
 
 def _column_value(value: object) -> object:
     return int(value) if isinstance(value, bool) else value
+
+
+def _insert_audit(cursor: Cursor, rows: Sequence[AuditRow], head: AuditHead) -> None:
+    # Many rows per statement: each statement is a trip through the driver, and for the mover
+    # thread a wait for the interpreter lock.
+    for start in range(0, len(rows), AUDIT_ROWS_PER_INSERT):
+        chunk = rows[start : start + AUDIT_ROWS_PER_INSERT]
+        # A record already there is one a journal was moved with before (or a forgery that
+        # `verify` finds): moving a journal again changes nothing.
+        cursor.execute(
+            f"INSERT INTO audit ({AUDIT_COLUMNS}) VALUES "
+            + ", ".join([_AUDIT_PLACEHOLDERS] * len(chunk))
+            + " ON CONFLICT (chain, seq) DO NOTHING",
+            [value for row in chunk for value in row.values()],
+        )
+    cursor.execute(
+        "INSERT INTO audit_heads (chain, seq, tag) VALUES (?, ?, ?)"
+        " ON CONFLICT (chain) DO UPDATE SET seq = excluded.seq, tag = excluded.tag"
+        " WHERE excluded.seq >= audit_heads.seq",
+        (head.chain, head.seq, head.tag),
+    )
 
 
 def _audit_row(row: tuple[Any, ...]) -> AuditRow:

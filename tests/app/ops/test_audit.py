@@ -208,6 +208,30 @@ def test_cutting_a_chain_short_or_moving_a_record_is_found(
     assert [(f.chain, f.seq) for f in _verify(audited)[1]] == [(chain, 1)]
 
 
+def test_removing_a_whole_chain_with_its_head_is_found(
+    admin: TestClient, audited: Settings
+) -> None:
+    """Every chain is named in the register of chains before its first records reach the
+    store, so a chain removed whole, head and all, is still found missing; and a chain of the
+    registered kind that the register does not name was added behind the trail's back."""
+    for _ in range(3):
+        assert admin.get("/v1/keys").status_code == 200
+    chain = _records(admin)[0]["chain"]
+    created = _cli(audited, "local", "keys", "create", "b", "aez")  # a chain of its own
+    assert created.returncode == 0, created.stderr
+    assert _verify(audited)[1] == []
+    _execute(audited, "DELETE FROM audit WHERE chain = ?", (chain,))
+    _execute(audited, "DELETE FROM audit_heads WHERE chain = ?", (chain,))
+    faults = _verify(audited)[1]
+    assert [(f.chain, f.seq) for f in faults] == [(chain, 1)]
+    assert "registered when it began, but gone" in faults[0].reason
+    # Removing the register too leaves the command line's chain unnamed in it.
+    _execute(audited, "DELETE FROM audit WHERE chain = ?", (audit.REGISTER,))
+    _execute(audited, "DELETE FROM audit_heads WHERE chain = ?", (audit.REGISTER,))
+    faults = _verify(audited)[1]
+    assert {f.reason for f in faults} == {"not in the register of chains"}
+
+
 def test_listing_filters_and_pages(admin: TestClient) -> None:
     admin.post("/v1/keys", json={"name": "a", "type": "aez"})
     admin.post("/v1/keys", json={"name": "b", "type": "aez"})

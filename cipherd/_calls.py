@@ -230,12 +230,14 @@ def ecies_encrypt(
     compressed_hkdf_key: bool | None = None,
     symmetric_algorithm: SymmetricAlgorithm | None = None,
     symmetric_nonce_length: int | None = None,
+    key_version: int | None = None,
 ) -> Call[models.Ciphertext]:
-    """Encrypt to the key's latest version (the options are eciespy's and eciesjs's)."""
+    """Encrypt to the key's latest version, or to `key_version` (at least the key's
+    min_encryption_version); the options are eciespy's and eciesjs's."""
     options = _ecies_options(
         compressed_ephemeral_key, compressed_hkdf_key, symmetric_algorithm, symmetric_nonce_length
     )
-    body = _ecies_json({"plaintext": b64(plaintext)}, options)
+    body = _ecies_json(_defined(plaintext=b64(plaintext), key_version=key_version), options)
     path = f"/v1/ecies/{_name(name)}/encrypt"
     return Call("POST", path, _into(models.Ciphertext), json=body, idempotent=True)
 
@@ -355,10 +357,14 @@ def aez_encrypt(
     nonce: bytes | None = None,
     ad: Sequence[bytes] | None = None,
     tau: int | None = None,
+    key_version: int | None = None,
 ) -> Call[models.Ciphertext]:
-    """AEZ-encrypt with the key's latest version, a nonce, a vector of associated data and
-    `tau` bytes of expansion."""
-    body = {"plaintext": b64(plaintext), **_aez_fields(nonce, ad, tau)}
+    """AEZ-encrypt with the key's latest version (or `key_version`), a nonce, a vector of
+    associated data and `tau` bytes of expansion."""
+    body = {
+        **_defined(plaintext=b64(plaintext), key_version=key_version),
+        **_aez_fields(nonce, ad, tau),
+    }
     path = f"/v1/aez/{_name(name)}/encrypt"
     return Call("POST", path, _into(models.Ciphertext), json=body, idempotent=True)
 

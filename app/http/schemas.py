@@ -58,3 +58,12 @@ PayloadVersion = Annotated[
         "payload the versions from the latest down",
     ),
 ]
+EncryptionVersion = Annotated[
+    StrictInt | None,
+    Field(
+        ge=1,
+        description="the key version to encrypt under, at least the key's "
+        "min_encryption_version; default: the latest",
+    ),
+]
+RAW_ENCRYPTION_VERSION = "the key version to encrypt under; default: the latest"

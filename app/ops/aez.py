@@ -12,7 +12,7 @@ from typing import Protocol
 
 from app.ops import envelope
 from app.ops.ecies import Sealed, warm
-from app.ops.errors import decryptable, failed_with, invalid_input, wrong_key_type
+from app.ops.errors import decryptable, encryptable, failed_with, invalid_input, wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.work import compute
 from app.server.metrics import timed
@@ -59,9 +59,15 @@ class Aez:
         self.trial_versions = trial_versions
 
     async def encrypt(
-        self, name: str, params: Params, plaintext: bytes, envelope: bool = True
+        self,
+        name: str,
+        params: Params,
+        plaintext: bytes,
+        envelope: bool = True,
+        version: int | None = None,
     ) -> Sealed:
-        material = _checked(await self.keyring.fetch(name))
+        """Encrypt under `version` (default: the latest)."""
+        material = encryptable(_checked(await self.keyring.fetch(name, version)))
         ciphertext = await compute(len(plaintext), _encrypt, material, params, plaintext)
         return _sealed(material.version, ciphertext, envelope)
 
@@ -96,12 +102,16 @@ class Aez:
             )
         )
 
-    def encryptor(self, name: str) -> Callable[[Params, bytes, bool], Sealed]:
-        """Encryption of many plaintexts under the latest version, read once: an unknown key or
-        a key of another type fails here, before any item."""
-        material = _checked(self.keyring.material(name))
+    def encryptor(self, name: str) -> Callable[[Params, bytes, bool, int | None], Sealed]:
+        """Encryption of many plaintexts, each under the version it names or the latest, read
+        once: an unknown key or a key of another type fails here, before any item."""
+        latest = _checked(self.keyring.material(name))
 
-        def encrypt(params: Params, plaintext: bytes, envelope: bool) -> Sealed:
+        def encrypt(
+            params: Params, plaintext: bytes, envelope: bool, version: int | None
+        ) -> Sealed:
+            material = latest if version is None else self.keyring.material(name, version)
+            material = encryptable(material)
             return _sealed(material.version, _encrypt(material, params, plaintext), envelope)
 
         return encrypt

@@ -10,7 +10,7 @@ from functools import lru_cache, partial
 from typing import Literal, NamedTuple, Protocol
 
 from app.ops import envelope
-from app.ops.errors import decryptable, failed_with, invalid_input, wrong_key_type
+from app.ops.errors import decryptable, encryptable, failed_with, invalid_input, wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.work import compute
 from app.server.metrics import timed
@@ -94,9 +94,15 @@ class Ecies:
         self.trial_versions = trial_versions
 
     async def encrypt(
-        self, name: str, plaintext: bytes, options: Options, envelope: bool = True
+        self,
+        name: str,
+        plaintext: bytes,
+        options: Options,
+        envelope: bool = True,
+        version: int | None = None,
     ) -> Sealed:
-        material = _checked(await self.keyring.fetch(name))
+        """Encrypt under `version` (default: the latest)."""
+        material = encryptable(_checked(await self.keyring.fetch(name, version)))
         payload = await compute(len(plaintext), _encrypt, material, plaintext, options)
         return _sealed(material.version, payload, envelope)
 
@@ -121,12 +127,16 @@ class Ecies:
             )
         )
 
-    def encryptor(self, name: str) -> Callable[[bytes, Options, bool], Sealed]:
-        """Encryption of many plaintexts under the latest version, read once: an unknown key or
-        a key of another type fails here, before any item."""
-        material = _checked(self.keyring.material(name))
+    def encryptor(self, name: str) -> Callable[[bytes, Options, bool, int | None], Sealed]:
+        """Encryption of many plaintexts, each under the version it names or the latest, read
+        once: an unknown key or a key of another type fails here, before any item."""
+        latest = _checked(self.keyring.material(name))
 
-        def encrypt(plaintext: bytes, options: Options, envelope: bool) -> Sealed:
+        def encrypt(
+            plaintext: bytes, options: Options, envelope: bool, version: int | None
+        ) -> Sealed:
+            material = latest if version is None else self.keyring.material(name, version)
+            material = encryptable(material)
             return _sealed(material.version, _encrypt(material, plaintext, options), envelope)
 
         return encrypt

@@ -99,6 +99,19 @@ def decryptable(material: KeyMaterial) -> KeyMaterial:
     return material
 
 
+def encryptable(material: KeyMaterial) -> KeyMaterial:
+    """The material, unless its version is below the key's min_encryption_version (400)."""
+    if material.version < material.min_encryption_version:
+        raise Problem(
+            400,
+            "version-too-old",
+            "Key version too old",
+            f"version {material.version} of key {material.name!r} is below its "
+            f"min_encryption_version ({material.min_encryption_version}) and no longer encrypts",
+        )
+    return material
+
+
 def problem_for(exc: Exception) -> Problem | None:
     """The problem a known library or store error stands for, or None for a bug."""
     match exc:

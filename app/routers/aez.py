@@ -11,7 +11,13 @@ from pydantic import BaseModel, Field, StrictBool
 from app.http.batch import Items, run_each
 from app.http.operation import BatchForm, Family, KeyCall, RawForm, RawQuery
 from app.http.problems import ProblemDetail
-from app.http.schemas import Base64Bytes, PayloadVersion, RequestBody
+from app.http.schemas import (
+    RAW_ENCRYPTION_VERSION,
+    Base64Bytes,
+    EncryptionVersion,
+    PayloadVersion,
+    RequestBody,
+)
 from app.ops.aez import MAX_TAU
 from app.ops.auth import Operation
 
@@ -38,6 +44,7 @@ class AezEncryptRequest(AezParams):
         description="the ciphertext in the envelope that names its key version; false: the "
         "bare bytes the npm package aez reads",
     )
+    key_version: EncryptionVersion = None
 
 
 class AezDecryptRequest(AezParams):
@@ -59,10 +66,16 @@ class AezQuery(AezParamsQuery):
     """The parameters of a raw encryption."""
 
     envelope: bool = Field(True, description="false: the bare bytes the npm package aez reads")
+    key_version: int | None = Field(None, ge=1, description=RAW_ENCRYPTION_VERSION)
 
     def request(self, data: bytes) -> BaseModel:
         return AezEncryptRequest.model_construct(
-            nonce=self.nonce, ad=self.ad, tau=self.tau, plaintext=data, envelope=self.envelope
+            nonce=self.nonce,
+            ad=self.ad,
+            tau=self.tau,
+            plaintext=data,
+            envelope=self.envelope,
+            key_version=self.key_version,
         )
 
 
@@ -131,7 +144,7 @@ def _encrypt_batch(call: KeyCall, batch: AezEncryptBatch) -> AezEncryptBatchResp
     encrypt = call.services.aez.encryptor(call.name)
 
     def one(item: AezEncryptRequest) -> AezEncryptResult:
-        sealed = encrypt(item, item.plaintext, item.envelope)
+        sealed = encrypt(item, item.plaintext, item.envelope, item.key_version)
         return AezEncryptResult(ciphertext=sealed.data, key_version=sealed.version)
 
     return AezEncryptBatchResponse(results=run_each(batch.items, one, AezEncryptResult))
@@ -165,7 +178,9 @@ def _decrypt_batch(call: KeyCall, batch: AezDecryptBatch) -> AezDecryptBatchResp
     hot=True,
 )
 async def encrypt(call: KeyCall, body: AezEncryptRequest) -> AezCiphertext:
-    sealed = await call.services.aez.encrypt(call.name, body, body.plaintext, body.envelope)
+    sealed = await call.services.aez.encrypt(
+        call.name, body, body.plaintext, body.envelope, body.key_version
+    )
     return AezCiphertext(ciphertext=sealed.data, key_version=sealed.version)
 
 

@@ -13,7 +13,13 @@ from app.http.body import json_body, json_response, read_json
 from app.http.deps import ServicesDep, service_access
 from app.http.operation import BatchForm, Family, KeyCall, RawForm, RawQuery, operation_id
 from app.http.problems import ERROR_RESPONSES, ProblemDetail
-from app.http.schemas import Base64Bytes, PayloadVersion, RequestBody
+from app.http.schemas import (
+    RAW_ENCRYPTION_VERSION,
+    Base64Bytes,
+    EncryptionVersion,
+    PayloadVersion,
+    RequestBody,
+)
 from app.ops import ecies
 from app.ops.auth import Operation
 
@@ -55,6 +61,7 @@ class EciesEncryptRequest(RequestBody):
         description="the payload in the envelope that names its key version; false: the bare "
         "bytes eciespy and eciesjs read",
     )
+    key_version: EncryptionVersion = None
 
 
 class EciesDecryptRequest(RequestBody):
@@ -83,10 +90,14 @@ class EciesQuery(EciesOptionsQuery):
     """The parameters of a raw encryption."""
 
     envelope: bool = Field(True, description="false: the bare bytes eciespy and eciesjs read")
+    key_version: int | None = Field(None, ge=1, description=RAW_ENCRYPTION_VERSION)
 
     def request(self, data: bytes) -> BaseModel:
         return EciesEncryptRequest.model_construct(
-            plaintext=data, config=self.options(), envelope=self.envelope
+            plaintext=data,
+            config=self.options(),
+            envelope=self.envelope,
+            key_version=self.key_version,
         )
 
 
@@ -163,7 +174,7 @@ def _encrypt_batch(call: KeyCall, batch: EciesEncryptBatch) -> EciesEncryptBatch
     encrypt = call.services.ecies.encryptor(call.name)
 
     def one(item: EciesEncryptRequest) -> EciesEncryptResult:
-        sealed = encrypt(item.plaintext, item.config, item.envelope)
+        sealed = encrypt(item.plaintext, item.config, item.envelope, item.key_version)
         return EciesEncryptResult(ciphertext=sealed.data, key_version=sealed.version)
 
     return EciesEncryptBatchResponse(results=run_each(batch.items, one, EciesEncryptResult))
@@ -198,7 +209,7 @@ def _decrypt_batch(call: KeyCall, batch: EciesDecryptBatch) -> EciesDecryptBatch
 )
 async def encrypt(call: KeyCall, body: EciesEncryptRequest) -> EciesCiphertext:
     sealed = await call.services.ecies.encrypt(
-        call.name, body.plaintext, body.config, body.envelope
+        call.name, body.plaintext, body.config, body.envelope, body.key_version
     )
     return EciesCiphertext(ciphertext=sealed.data, key_version=sealed.version)
 

@@ -85,6 +85,52 @@ def test_min_encryption_version_exportable_and_protection(admin: TestClient) -> 
     _patch(admin, "k", 422, fe_policy={"max_rank": 1})
 
 
+@pytest.mark.parametrize("family", ["ecies", "aez"])
+def test_encryption_under_a_named_version_keeps_to_min_encryption_version(
+    admin: TestClient, family: str
+) -> None:
+    """Encryption takes a `key_version` (JSON, raw query, batch items), as Transit's does, and
+    refuses one below the key's min_encryption_version."""
+    key_type = "ecies-secp256k1" if family == "ecies" else "aez"
+    admin.post("/v1/keys", json={"name": "k", "type": key_type})
+    for _ in range(3):
+        admin.post("/v1/keys/k/rotate")
+    plaintext = "aGk="  # b"hi"
+    sealed = admin.post(f"/v1/{family}/k/encrypt", json={"plaintext": plaintext, "key_version": 2})
+    assert sealed.status_code == 200, sealed.text
+    assert sealed.json()["key_version"] == 2
+    opened = admin.post(f"/v1/{family}/k/decrypt", json={"ciphertext": sealed.json()["ciphertext"]})
+    assert (opened.json()["plaintext"], opened.json()["key_version"]) == (plaintext, 2)
+    assert (
+        admin.post(f"/v1/{family}/k/encrypt", json={"plaintext": plaintext}).json()["key_version"]
+        == 4
+    )
+    _patch(admin, "k", min_encryption_version=3)
+    refused = admin.post(f"/v1/{family}/k/encrypt", json={"plaintext": plaintext, "key_version": 2})
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["type"] == "urn:cipherd:problem:version-too-old"
+    assert "min_encryption_version (3)" in refused.json()["detail"]
+    raw = admin.post(
+        f"/v1/{family}/k/encrypt",
+        params={"key_version": 2},
+        content=b"hi",
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert raw.status_code == 400, raw.text
+    raw = admin.post(
+        f"/v1/{family}/k/encrypt",
+        params={"key_version": 3},
+        content=b"hi",
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert raw.status_code == 200, raw.text
+    items = [{"plaintext": plaintext, "key_version": v} for v in (2, 3, None, 9)]
+    results = admin.post(f"/v1/{family}/k/encrypt/batch", json={"items": items}).json()["results"]
+    assert [r.get("key_version") for r in results] == [None, 3, 4, None]
+    assert results[0]["error"]["type"] == "urn:cipherd:problem:version-too-old"
+    assert results[3]["error"]["status"] == 404
+
+
 def test_patch_needs_the_admin(admin: TestClient) -> None:
     admin.post("/v1/keys", json={"name": "k", "type": "aez"})
     token = admin.post("/v1/tokens", json={"keys": ["*"], "operations": ["read"]}).json()

@@ -390,7 +390,7 @@ def test_key_options_are_not_coerced(client: TestClient, body: dict[str, Any]) -
     ("path", "body", "field"),
     [
         ("/v1/keys", {"name": "e", "type": "ecies-secp256k1", "exportible": True}, "exportible"),
-        ("/v1/ecies/k/encrypt", {"plaintext": b64(b"hi"), "key_version": 1}, "key_version"),
+        ("/v1/ecies/k/encrypt", {"plaintext": b64(b"hi"), "keyversion": 1}, "keyversion"),
         (
             "/v1/ecies/k/encrypt",
             {"plaintext": b64(b"hi"), "config": {"elliptic_curve": "x25519"}},
@@ -417,8 +417,8 @@ def test_a_field_the_operation_does_not_take_is_refused(
 @pytest.mark.parametrize(
     ("path", "query", "field"),
     [
-        ("/v1/ecies/k/encrypt", "key_version=1", "key_version"),
-        ("/v1/aez/a/encrypt", "key_version=1", "key_version"),
+        ("/v1/ecies/k/encrypt", "version=1", "version"),
+        ("/v1/aez/a/encrypt", "version=1", "version"),
         ("/v1/aez/a/encrypt", "tau=16&ttl=3", "ttl"),
     ],
 )

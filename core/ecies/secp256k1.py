@@ -17,7 +17,7 @@ from core.errors import InvalidKeyError
 
 Point = Any  # a cffi `secp256k1_pubkey *`
 
-_CONTEXT = GLOBAL_CONTEXT.ctx
+CONTEXT = GLOBAL_CONTEXT.ctx
 
 
 def parse(encoded: bytes) -> Point:
@@ -34,7 +34,7 @@ def parse(encoded: bytes) -> Point:
             "secp256k1 public key must be 33 bytes (02/03), 65 bytes (04) or 64 bytes (X || Y)"
         )
     point = ffi.new("secp256k1_pubkey *")
-    if not lib.secp256k1_ec_pubkey_parse(_CONTEXT, point, encoded, len(encoded)):
+    if not lib.secp256k1_ec_pubkey_parse(CONTEXT, point, encoded, len(encoded)):
         raise InvalidKeyError("secp256k1 public key is not a point on the curve")
     return point
 
@@ -43,7 +43,7 @@ def base_multiple(scalar: bytes) -> Point:
     """scalar·G for a secret key, from libsecp256k1's precomputed table of G: about half the
     time of a multiplication of an arbitrary point (bench/README.md)."""
     point = ffi.new("secp256k1_pubkey *")
-    if not lib.secp256k1_ec_pubkey_create(_CONTEXT, point, scalar):
+    if not lib.secp256k1_ec_pubkey_create(CONTEXT, point, scalar):
         raise InvalidKeyError("secp256k1 secret key must be in [1, n-1]")
     return point
 
@@ -51,7 +51,7 @@ def base_multiple(scalar: bytes) -> Point:
 def multiply(point: Point, scalar: bytes) -> Point:
     """scalar·point for a secret key; never the point at infinity, as n is prime."""
     product = ffi.new("secp256k1_pubkey *", point[0])
-    if not lib.secp256k1_ec_pubkey_tweak_mul(_CONTEXT, product, scalar):
+    if not lib.secp256k1_ec_pubkey_tweak_mul(CONTEXT, product, scalar):
         raise InvalidKeyError("secp256k1 secret key must be in [1, n-1]")
     return product
 
@@ -60,7 +60,7 @@ def scalar_product(a: bytes, b: bytes) -> bytes:
     """a·b mod n for two secret keys: with it the shared point k·(s·G) of an encryption to a
     key whose secret s is at hand is the generator multiple (k·s)·G."""
     product = ffi.new("unsigned char[32]", a)
-    if not lib.secp256k1_ec_seckey_tweak_mul(_CONTEXT, product, b):
+    if not lib.secp256k1_ec_seckey_tweak_mul(CONTEXT, product, b):
         raise InvalidKeyError("secp256k1 secret key must be in [1, n-1]")
     return bytes(ffi.buffer(product, 32))
 
@@ -71,5 +71,5 @@ def encode(point: Point, compressed: bool) -> bytes:
     out = ffi.new("unsigned char[65]")
     size = ffi.new("size_t *", length)
     flags = EC_COMPRESSED if compressed else EC_UNCOMPRESSED
-    lib.secp256k1_ec_pubkey_serialize(_CONTEXT, out, size, point, flags)
+    lib.secp256k1_ec_pubkey_serialize(CONTEXT, out, size, point, flags)
     return bytes(ffi.buffer(out, length))

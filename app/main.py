@@ -17,7 +17,7 @@ from app.http.middleware import ObserveMiddleware
 from app.http.operation import install_routes
 from app.http.problems import install_handlers
 from app.ops import Services
-from app.routers import aez, audit, ecies, fe, health, keys, sys, tokens
+from app.routers import aez, audit, ecies, fe, health, hmac, keys, random, sign, sys, tokens
 from app.server.bootstrap import load_admin_token, root_key
 from app.server.logs import configure_logging
 from app.settings import Settings, get_settings
@@ -59,6 +59,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_routes(
         app,
-        [family.router for family in (ecies, aez, fe, keys, tokens, sys, audit, health)],
+        [
+            *(family.router for family in (ecies, aez, fe, hmac)),
+            *sign.routers,
+            *(family.router for family in (random, keys, tokens, sys, audit, health)),
+        ],
     )
     return app

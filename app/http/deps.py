@@ -63,14 +63,25 @@ async def principal_of(scope: Scope, auth: Authenticator, token: str | None) -> 
     return principal
 
 
+# What a route needs of a token: one operation, or every one of several (a rewrap decrypts
+# and encrypts).
+Access = Operation | tuple[Operation, ...]
+
+
 async def check_key_access(
-    scope: Scope, auth: Authenticator, operation: Operation, name: str, token: str | None
+    scope: Scope, auth: Authenticator, access: Access, name: str, token: str | None
 ) -> Principal:
-    """The caller, if allowed to do `operation` on key `name` (401, 403)."""
+    """The caller, if allowed to do `access` on key `name` (401, 403)."""
     principal = await principal_of(scope, auth, token)
-    if not principal.allows(operation, name):
-        raise forbidden(f"the token's scope has no {operation.value!r} for key {name!r}")
+    for operation in (access,) if isinstance(access, Operation) else access:
+        if not principal.allows(operation, name):
+            raise forbidden(f"the token's scope has no {operation.value!r} for key {name!r}")
     return principal
+
+
+async def caller(request: Request, token: Token) -> Principal:
+    """Any valid token: for what uses no key and is no one's to refuse (random bytes)."""
+    return await principal_of(request.scope, services(request).auth, token)
 
 
 def services(request: Request) -> Services:
@@ -97,7 +108,7 @@ async def admin_change(request: Request, token: Token) -> Principal:
 class KeyAccess:
     """Admits a token allowed to do `operation` on the path's key."""
 
-    def __init__(self, operation: Operation) -> None:
+    def __init__(self, operation: Access) -> None:
         self.operation = operation
 
     async def __call__(self, request: Request, name: KeyName, token: Token) -> Principal:
@@ -119,7 +130,7 @@ class ServiceAccess:
         return principal
 
 
-def key_access(operation: Operation) -> Any:
+def key_access(operation: Access) -> Any:
     """A dependency that admits a token allowed to do `operation` on the path's key."""
     return Depends(KeyAccess(operation))
 
@@ -136,5 +147,6 @@ async def _services(request: Request) -> Services:
 
 
 Admin = Annotated[Principal, Depends(admin)]
+Caller = Annotated[Principal, Depends(caller)]
 AdminChange = Annotated[Principal, Depends(admin_change)]
 ServicesDep = Annotated[Services, Depends(_services)]

@@ -39,13 +39,20 @@ from app.http.body import (
     read_query,
     read_raw,
 )
-from app.http.deps import KeyName, audit_note, bearer_token, check_key_access, key_access
+from app.http.deps import (
+    Access,
+    KeyName,
+    audit_note,
+    bearer_token,
+    check_key_access,
+    key_access,
+)
 from app.http.openapi import install_openapi
 from app.http.problems import ERROR_RESPONSES
 from app.http.schemas import RequestBody
 from app.ops import Services
 from app.ops.audit import AuditNote
-from app.ops.auth import Operation, Principal
+from app.ops.auth import Principal
 from app.ops.keys import KEY_NAME_PATTERN
 from app.ops.work import in_thread
 
@@ -122,7 +129,7 @@ def _check_key_name(name: str) -> None:
         ) from None
 
 
-async def _key_call(request: Request, access: Operation) -> KeyCall:
+async def _key_call(request: Request, access: Access) -> KeyCall:
     """The checks before any body is read: the name (422), the token and its scope."""
     name = request.path_params["name"]
     _check_key_name(name)
@@ -134,7 +141,7 @@ async def _key_call(request: Request, access: Operation) -> KeyCall:
 
 
 def _single(
-    access: Operation,
+    access: Access,
     body: type[BodyT],
     handler: Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]],
     raw: RawForm | None,
@@ -160,7 +167,7 @@ def _single(
     return handle
 
 
-def _batch(access: Operation, form: BatchForm[Any, Any]) -> Handler:
+def _batch(access: Access, form: BatchForm[Any, Any]) -> Handler:
     async def handle(request: Request) -> Response:
         call = await _key_call(request, access)
         parsed: _Items = await read_json(request, form.body)
@@ -190,7 +197,7 @@ class KeyOperationRoute(APIRoute):
         path: str,
         endpoint: Callable[..., Any],
         *,
-        access: Operation,
+        access: Access,
         handler: Handler,
         hot: bool,
         **kwargs: Any,
@@ -227,7 +234,7 @@ class Family:
         self,
         path: str,
         name: str,
-        access: Operation,
+        access: Access,
         summary: str,
         response: type[BaseModel],
         handler: Handler,
@@ -256,7 +263,7 @@ class Family:
         self,
         path: str,
         *,
-        access: Operation,
+        access: Access,
         summary: str,
         body: type[BodyT],
         response: type[AnswerT],
@@ -298,7 +305,7 @@ class Family:
 
         return declare
 
-    def batch(self, path: str, name: str, access: Operation, form: BatchForm[Any, Any]) -> None:
+    def batch(self, path: str, name: str, access: Access, form: BatchForm[Any, Any]) -> None:
         """Declare a batch-shaped operation: one request of many items, run in a thread."""
         self._add(
             path,

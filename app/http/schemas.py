@@ -11,6 +11,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    StrictBool,
     StrictInt,
     WithJsonSchema,
 )
@@ -67,3 +68,10 @@ EncryptionVersion = Annotated[
     ),
 ]
 RAW_ENCRYPTION_VERSION = "the key version to encrypt under; default: the latest"
+
+
+class DatakeyRequest(RequestBody):
+    bytes: StrictInt = Field(32, ge=1, le=1024, description="the data key's length in bytes")
+    plaintext: StrictBool = Field(
+        True, description="false: only the wrapped form, for a key to be opened later"
+    )

@@ -17,7 +17,9 @@ from app.ops.fe_cache import FeCaches
 from app.ops.fe_pool import FePool
 from app.ops.keyring import Keyring
 from app.ops.lifecycle import Maintenance
+from app.ops.mac import Mac
 from app.ops.root import Rewrap
+from app.ops.sign import Signer
 from app.settings import Settings
 from app.store import KeyStore
 
@@ -31,6 +33,8 @@ class Services:
     ecies: Ecies
     aez: Aez
     fe: Fe
+    signer: Signer
+    mac: Mac
     rewrap: Rewrap
     audit: AuditTrail
     maintenance: Maintenance
@@ -56,6 +60,8 @@ class Services:
             ),
             ecies=Ecies(keyring, settings.bare_payload_versions),
             aez=Aez(keyring, settings.bare_payload_versions),
+            signer=Signer(keyring, settings.bare_payload_versions),
+            mac=Mac(keyring, settings.bare_payload_versions),
             fe=Fe(keyring, caches, settings.fe_max_range, settings.fe_max_request_work, pool),
             rewrap=Rewrap(store, settings.keyring_rewrap_per_second),
             audit=audit,

@@ -6,9 +6,10 @@ except that equal messages then give equal ciphertexts. A ciphertext that does n
 is a 400 that says only that.
 """
 
+import os
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from app.ops import envelope
 from app.ops.ecies import Sealed, warm
@@ -20,6 +21,8 @@ from app.store import KeyMaterial
 from core import aez
 
 MAX_TAU = aez.MAX_TAU
+DATAKEY_NONCE_BYTES = 16
+DATAKEY_TAU = 16
 
 
 class Params(Protocol):
@@ -29,6 +32,18 @@ class Params(Protocol):
     def ad(self) -> Sequence[bytes] | None: ...
     @property
     def tau(self) -> int: ...
+
+
+class Fresh(NamedTuple):
+    """The parameters of a data key's encryption: a fresh random nonce, no AD, tau 16."""
+
+    nonce: bytes
+    ad: Sequence[bytes] | None
+    tau: int
+
+
+def _fresh() -> Fresh:
+    return Fresh(os.urandom(DATAKEY_NONCE_BYTES), None, DATAKEY_TAU)
 
 
 def _checked(material: KeyMaterial) -> KeyMaterial:
@@ -76,6 +91,40 @@ class Aez:
     ) -> Sealed:
         await warm(self.keyring, name, ciphertext, version, self._trials(params))
         return await compute(len(ciphertext), self._open, name, params, ciphertext, version)
+
+    async def datakey(self, name: str, size: int) -> tuple[bytes, Fresh, Sealed]:
+        """A fresh random data key of `size` bytes, the parameters of its encryption and its
+        ciphertext under the latest version, which `decrypt` opens with those parameters."""
+        key, params = os.urandom(size), _fresh()
+        return key, params, await self.encrypt(name, params, key)
+
+    def datakeys(self, name: str) -> Callable[[int], tuple[bytes, Fresh, Sealed]]:
+        """`datakey` many times, the latest version read once."""
+        encrypt = self.encryptor(name)
+
+        def datakey(size: int) -> tuple[bytes, Fresh, Sealed]:
+            key, params = os.urandom(size), _fresh()
+            return key, params, encrypt(params, key, True, None)
+
+        return datakey
+
+    async def rewrap(
+        self, name: str, params: Params, ciphertext: bytes, version: int | None, enveloped: bool
+    ) -> Sealed:
+        """The ciphertext's plaintext under the latest version with the same parameters,
+        without it leaving the service; one that does not authenticate is refused as `decrypt`
+        refuses it."""
+        opened = await self.decrypt(name, params, ciphertext, version)
+        return await self.encrypt(name, params, opened.data, enveloped)
+
+    def rewrapper(self, name: str) -> Callable[[Params, bytes, int | None, bool], Sealed]:
+        """`rewrap` of many ciphertexts, the latest version read once."""
+        decrypt, encrypt = self.decryptor(name), self.encryptor(name)
+
+        def rewrap(params: Params, ciphertext: bytes, version: int | None, env: bool) -> Sealed:
+            return encrypt(params, decrypt(params, ciphertext, version).data, env, None)
+
+        return rewrap
 
     def _trials(self, params: Params) -> int:
         return self.trial_versions if params.tau >= envelope.MIN_TRIAL_TAU else 1

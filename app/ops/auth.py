@@ -32,6 +32,14 @@ class Operation(enum.StrEnum):
     ENCRYPT = "encrypt"
     DECRYPT = "decrypt"
     KEYGEN = "keygen"  # FE functional keys
+    SIGN = "sign"
+    VERIFY = "verify"  # signatures; `public` allows it too
+    HMAC = "hmac"  # HMACs and their verification
+
+
+# A token with the value's operation may also do the key's: verifying a signature uses only
+# the public part that `public` already hands out.
+_IMPLIED = {Operation.VERIFY: Operation.PUBLIC}
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,7 @@ class Principal:
     def allows(self, operation: Operation, key_name: str | None) -> bool:
         if self.admin:
             return True
-        if operation not in self.operations:
+        if operation not in self.operations and _IMPLIED.get(operation) not in self.operations:
             return False
         if key_name is None:
             return True

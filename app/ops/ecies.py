@@ -5,6 +5,7 @@ public part and have the service decrypt. Encryption answers with the key versio
 unless asked not to, a payload in the envelope that names it (`app.ops.envelope`).
 """
 
+import os
 from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import Literal, NamedTuple, Protocol
@@ -126,6 +127,39 @@ class Ecies:
                 lambda material: _decrypt(material, payload, options),
             )
         )
+
+    async def datakey(self, name: str, size: int, options: Options) -> tuple[bytes, Sealed]:
+        """A fresh random data key of `size` bytes and its payload under the latest version,
+        which `decrypt` opens."""
+        key = os.urandom(size)
+        return key, await self.encrypt(name, key, options)
+
+    async def rewrap(
+        self, name: str, ciphertext: bytes, version: int | None, options: Options, enveloped: bool
+    ) -> Sealed:
+        """The payload's plaintext under the latest version, without it leaving the service; a
+        payload that does not open is refused as `decrypt` refuses it."""
+        opened = await self.decrypt(name, ciphertext, version, options)
+        return await self.encrypt(name, opened.data, options, enveloped)
+
+    def datakeys(self, name: str) -> Callable[[int, Options], tuple[bytes, Sealed]]:
+        """`datakey` many times, the latest version read once."""
+        encrypt = self.encryptor(name)
+
+        def datakey(size: int, options: Options) -> tuple[bytes, Sealed]:
+            key = os.urandom(size)
+            return key, encrypt(key, options, True, None)
+
+        return datakey
+
+    def rewrapper(self, name: str) -> Callable[[bytes, int | None, Options, bool], Sealed]:
+        """`rewrap` of many payloads, the latest version read once."""
+        decrypt, encrypt = self.decryptor(name), self.encryptor(name)
+
+        def rewrap(ciphertext: bytes, version: int | None, options: Options, env: bool) -> Sealed:
+            return encrypt(decrypt(ciphertext, version, options).data, options, env, None)
+
+        return rewrap
 
     def encryptor(self, name: str) -> Callable[[bytes, Options, bool, int | None], Sealed]:
         """Encryption of many plaintexts, each under the version it names or the latest, read

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+from app.ops import mac
 from app.ops.auth import Operation, Principal
 from app.ops.errors import Problem, invalid_input
 from app.ops.keyring import Keyring
@@ -30,6 +31,7 @@ from app.store import (
 from core import ecies
 from core.fe.group import DEFAULT_CURVE
 from core.fe.schemes import SCHEMES, Scheme
+from core.sign import ecdsa, ed25519
 
 AEZ_KEY_BYTES = 48
 KEY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
@@ -58,6 +60,10 @@ def _aez(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
     return os.urandom(AEZ_KEY_BYTES), None
 
 
+def _hmac(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
+    return os.urandom(mac.KEY_BYTES), None
+
+
 def _fe(scheme: Scheme) -> KeyType:
     def generate(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
         return scheme.on(params.get("curve", DEFAULT_CURVE)).setup_bytes(params["dimension"])
@@ -72,6 +78,9 @@ KEY_TYPES: dict[str, KeyType] = {
         _ecies("x25519"),
         _ecies("ed25519"),
         KeyType("aez", "aez", _aez),
+        KeyType("ecdsa-secp256k1", "sign", lambda params: ecdsa.generate_keypair()),
+        KeyType("ed25519", "sign", lambda params: ed25519.generate_keypair()),
+        KeyType("hmac", "hmac", _hmac),
         *(_fe(scheme) for scheme in SCHEMES.values()),
     )
 }

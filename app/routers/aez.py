@@ -14,6 +14,7 @@ from app.http.problems import ProblemDetail
 from app.http.schemas import (
     RAW_ENCRYPTION_VERSION,
     Base64Bytes,
+    DatakeyRequest,
     EncryptionVersion,
     PayloadVersion,
     RequestBody,
@@ -50,6 +51,20 @@ class AezEncryptRequest(AezParams):
 class AezDecryptRequest(AezParams):
     ciphertext: Base64Bytes
     key_version: PayloadVersion = None
+
+
+class AezRewrapRequest(AezDecryptRequest):
+    envelope: StrictBool = Field(
+        True, description="false: the bare bytes the npm package aez reads"
+    )
+
+
+class AezDatakey(BaseModel):
+    ciphertext: Base64Bytes = Field(description="the data key, encrypted as by encrypt")
+    plaintext: Base64Bytes | None = Field(None, description="the data key; null if not asked")
+    nonce: Base64Bytes = Field(description="the fresh nonce of the encryption; decrypt takes it")
+    tau: int = Field(description="the expansion of the encryption; decrypt takes it")
+    key_version: int
 
 
 class AezParamsQuery(RawQuery):
@@ -140,6 +155,27 @@ class AezDecryptBatchResponse(BaseModel):
     results: list[AezDecryptResult]
 
 
+class AezDatakeyBatch(RequestBody):
+    items: Items[DatakeyRequest]
+
+
+class AezRewrapBatch(RequestBody):
+    items: Items[AezRewrapRequest]
+
+
+class AezDatakeyResult(BaseModel):
+    ciphertext: Base64Bytes | None = None
+    plaintext: Base64Bytes | None = None
+    nonce: Base64Bytes | None = None
+    tau: int | None = None
+    key_version: int | None = None
+    error: ProblemDetail | None = None
+
+
+class AezDatakeyBatchResponse(BaseModel):
+    results: list[AezDatakeyResult]
+
+
 def _encrypt_batch(call: KeyCall, batch: AezEncryptBatch) -> AezEncryptBatchResponse:
     encrypt = call.services.aez.encryptor(call.name)
 
@@ -158,6 +194,32 @@ def _decrypt_batch(call: KeyCall, batch: AezDecryptBatch) -> AezDecryptBatchResp
         return AezDecryptResult(plaintext=opened.data, key_version=opened.version)
 
     return AezDecryptBatchResponse(results=run_each(batch.items, one, AezDecryptResult))
+
+
+def _datakey_batch(call: KeyCall, batch: AezDatakeyBatch) -> AezDatakeyBatchResponse:
+    datakey = call.services.aez.datakeys(call.name)
+
+    def one(item: DatakeyRequest) -> AezDatakeyResult:
+        key, params, sealed = datakey(item.bytes)
+        return AezDatakeyResult(
+            ciphertext=sealed.data,
+            plaintext=key if item.plaintext else None,
+            nonce=params.nonce,
+            tau=params.tau,
+            key_version=sealed.version,
+        )
+
+    return AezDatakeyBatchResponse(results=run_each(batch.items, one, AezDatakeyResult))
+
+
+def _rewrap_batch(call: KeyCall, batch: AezRewrapBatch) -> AezEncryptBatchResponse:
+    rewrap = call.services.aez.rewrapper(call.name)
+
+    def one(item: AezRewrapRequest) -> AezEncryptResult:
+        sealed = rewrap(item, item.ciphertext, item.key_version, item.envelope)
+        return AezEncryptResult(ciphertext=sealed.data, key_version=sealed.version)
+
+    return AezEncryptBatchResponse(results=run_each(batch.items, one, AezEncryptResult))
 
 
 @family.operation(
@@ -206,3 +268,49 @@ async def encrypt(call: KeyCall, body: AezEncryptRequest) -> AezCiphertext:
 async def decrypt(call: KeyCall, body: AezDecryptRequest) -> AezPlaintext:
     opened = await call.services.aez.decrypt(call.name, body, body.ciphertext, body.key_version)
     return AezPlaintext(plaintext=opened.data, key_version=opened.version)
+
+
+@family.operation(
+    "/{name}/datakey",
+    access=Operation.ENCRYPT,
+    summary="A fresh data key and its ciphertext under a server-held AEZ key",
+    body=DatakeyRequest,
+    response=AezDatakey,
+    batch=BatchForm(
+        "Many data keys under a server-held AEZ key",
+        AezDatakeyBatch,
+        AezDatakeyBatchResponse,
+        _datakey_batch,
+    ),
+    hot=True,
+)
+async def datakey(call: KeyCall, body: DatakeyRequest) -> AezDatakey:
+    key, params, sealed = await call.services.aez.datakey(call.name, body.bytes)
+    return AezDatakey(
+        ciphertext=sealed.data,
+        plaintext=key if body.plaintext else None,
+        nonce=params.nonce,
+        tau=params.tau,
+        key_version=sealed.version,
+    )
+
+
+@family.operation(
+    "/{name}/rewrap",
+    access=(Operation.DECRYPT, Operation.ENCRYPT),
+    summary="A ciphertext of an older version under the latest (same nonce, AD and tau), its "
+    "plaintext kept in the service",
+    body=AezRewrapRequest,
+    response=AezCiphertext,
+    batch=BatchForm(
+        "Rewrap many ciphertexts under a server-held AEZ key's latest version",
+        AezRewrapBatch,
+        AezEncryptBatchResponse,
+        _rewrap_batch,
+    ),
+)
+async def rewrap(call: KeyCall, body: AezRewrapRequest) -> AezCiphertext:
+    sealed = await call.services.aez.rewrap(
+        call.name, body, body.ciphertext, body.key_version, body.envelope
+    )
+    return AezCiphertext(ciphertext=sealed.data, key_version=sealed.version)

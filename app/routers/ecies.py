@@ -16,6 +16,7 @@ from app.http.problems import ERROR_RESPONSES, ProblemDetail
 from app.http.schemas import (
     RAW_ENCRYPTION_VERSION,
     Base64Bytes,
+    DatakeyRequest,
     EncryptionVersion,
     PayloadVersion,
     RequestBody,
@@ -40,6 +41,10 @@ class EciesOptions(RequestBody):
     symmetric_nonce_length: Literal[12, 16, 24] = Field(
         16, description="12 or 16 for AES-256-GCM; XChaCha20-Poly1305 always uses 24"
     )
+
+
+# A data key is encrypted in eciespy's default form.
+DEFAULT_OPTIONS = EciesOptions()
 
 
 class EciesConfig(EciesOptions):
@@ -68,6 +73,16 @@ class EciesDecryptRequest(RequestBody):
     ciphertext: Base64Bytes
     key_version: PayloadVersion = None
     config: EciesOptions = EciesOptions()
+
+
+class EciesRewrapRequest(EciesDecryptRequest):
+    envelope: StrictBool = Field(True, description="false: the bare bytes eciespy and eciesjs read")
+
+
+class EciesDatakey(BaseModel):
+    ciphertext: Base64Bytes = Field(description="the data key, encrypted as by encrypt")
+    plaintext: Base64Bytes | None = Field(None, description="the data key; null if not asked")
+    key_version: int
 
 
 class EciesOptionsQuery(RawQuery, EciesOptions):
@@ -170,6 +185,25 @@ class EciesDecryptBatchResponse(BaseModel):
     results: list[EciesDecryptResult]
 
 
+class EciesDatakeyBatch(RequestBody):
+    items: Items[DatakeyRequest]
+
+
+class EciesRewrapBatch(RequestBody):
+    items: Items[EciesRewrapRequest]
+
+
+class EciesDatakeyResult(BaseModel):
+    ciphertext: Base64Bytes | None = None
+    plaintext: Base64Bytes | None = None
+    key_version: int | None = None
+    error: ProblemDetail | None = None
+
+
+class EciesDatakeyBatchResponse(BaseModel):
+    results: list[EciesDatakeyResult]
+
+
 def _encrypt_batch(call: KeyCall, batch: EciesEncryptBatch) -> EciesEncryptBatchResponse:
     encrypt = call.services.ecies.encryptor(call.name)
 
@@ -188,6 +222,30 @@ def _decrypt_batch(call: KeyCall, batch: EciesDecryptBatch) -> EciesDecryptBatch
         return EciesDecryptResult(plaintext=opened.data, key_version=opened.version)
 
     return EciesDecryptBatchResponse(results=run_each(batch.items, one, EciesDecryptResult))
+
+
+def _datakey_batch(call: KeyCall, batch: EciesDatakeyBatch) -> EciesDatakeyBatchResponse:
+    datakey = call.services.ecies.datakeys(call.name)
+
+    def one(item: DatakeyRequest) -> EciesDatakeyResult:
+        key, sealed = datakey(item.bytes, DEFAULT_OPTIONS)
+        return EciesDatakeyResult(
+            ciphertext=sealed.data,
+            plaintext=key if item.plaintext else None,
+            key_version=sealed.version,
+        )
+
+    return EciesDatakeyBatchResponse(results=run_each(batch.items, one, EciesDatakeyResult))
+
+
+def _rewrap_batch(call: KeyCall, batch: EciesRewrapBatch) -> EciesEncryptBatchResponse:
+    rewrap = call.services.ecies.rewrapper(call.name)
+
+    def one(item: EciesRewrapRequest) -> EciesEncryptResult:
+        sealed = rewrap(item.ciphertext, item.key_version, item.config, item.envelope)
+        return EciesEncryptResult(ciphertext=sealed.data, key_version=sealed.version)
+
+    return EciesEncryptBatchResponse(results=run_each(batch.items, one, EciesEncryptResult))
 
 
 @family.operation(
@@ -238,6 +296,49 @@ async def decrypt(call: KeyCall, body: EciesDecryptRequest) -> EciesPlaintext:
         call.name, body.ciphertext, body.key_version, body.config
     )
     return EciesPlaintext(plaintext=opened.data, key_version=opened.version)
+
+
+@family.operation(
+    "/{name}/datakey",
+    access=Operation.ENCRYPT,
+    summary="A fresh data key and its payload under a server-held ECIES key",
+    body=DatakeyRequest,
+    response=EciesDatakey,
+    batch=BatchForm(
+        "Many data keys under a server-held ECIES key",
+        EciesDatakeyBatch,
+        EciesDatakeyBatchResponse,
+        _datakey_batch,
+    ),
+    hot=True,
+)
+async def datakey(call: KeyCall, body: DatakeyRequest) -> EciesDatakey:
+    key, sealed = await call.services.ecies.datakey(call.name, body.bytes, DEFAULT_OPTIONS)
+    return EciesDatakey(
+        ciphertext=sealed.data,
+        plaintext=key if body.plaintext else None,
+        key_version=sealed.version,
+    )
+
+
+@family.operation(
+    "/{name}/rewrap",
+    access=(Operation.DECRYPT, Operation.ENCRYPT),
+    summary="A payload of an older version under the latest, its plaintext kept in the service",
+    body=EciesRewrapRequest,
+    response=EciesCiphertext,
+    batch=BatchForm(
+        "Rewrap many payloads under a server-held ECIES key's latest version",
+        EciesRewrapBatch,
+        EciesEncryptBatchResponse,
+        _rewrap_batch,
+    ),
+)
+async def rewrap(call: KeyCall, body: EciesRewrapRequest) -> EciesCiphertext:
+    sealed = await call.services.ecies.rewrap(
+        call.name, body.ciphertext, body.key_version, body.config, body.envelope
+    )
+    return EciesCiphertext(ciphertext=sealed.data, key_version=sealed.version)
 
 
 @router.post(

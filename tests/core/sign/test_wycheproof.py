@@ -2,9 +2,9 @@
 form) and for Ed25519 gives its expected verdict through `core.sign`."""
 
 import pytest
-from wycheproof import ECDSA_DER, ECDSA_P1363, ED25519, Case
 
 from core.sign import ecdsa, ed25519
+from tests.core.sign.wycheproof import ECDSA_DER, ECDSA_P1363, ED25519, Case
 
 
 def test_counts() -> None:

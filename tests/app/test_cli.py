@@ -91,7 +91,7 @@ def test_keys_read_as_the_api_gives_them(
         (["local", "keys", "rotate", "missing"], "no key named 'missing'"),
         (["local", "keys", "delete", "missing"], "no key named 'missing'"),
         (
-            ["local", "tokens", "create", "--keys", "a*", "--operations", "sign"],
+            ["local", "tokens", "create", "--keys", "a*", "--operations", "fly"],
             "operations.0: Input",
         ),
         (

@@ -163,3 +163,59 @@ def test_round_trip_through_the_generated_client(
         assert isinstance(pending, models.KeyOut) and pending.state == "pending-deletion"
         missing = api_keys["get_key"].sync("nothing", client=client)
         assert isinstance(missing, models.ProblemDetail) and missing.status == 404
+
+
+def test_signatures_hmac_data_keys_and_random_through_the_generated_client(
+    client_package: ModuleType, server: Server
+) -> None:
+    def module(name: str) -> ModuleType:
+        return importlib.import_module(f"{PACKAGE}.{name}")
+
+    create_key = module("api.keys.keys_create_key")
+    models = module("models")
+    client = client_package.AuthenticatedClient(base_url=server.url, token=server.admin_token)
+    with client:
+        for name, key_type in (("signer", "ecdsa-secp256k1"), ("mac", "hmac"), ("box", "aez")):
+            created = create_key.sync(
+                client=client,
+                body=models.KeyCreate(name=name, type_=models.KeyCreateType(key_type)),
+            )
+            assert isinstance(created, models.KeyOut), created
+
+        signed = module("api.sign.sign_sign").sync(
+            "signer", client=client, body=models.SignRequest(message=b64(b"m"))
+        )
+        assert isinstance(signed, models.Signature) and signed.key_version == 1
+        verdict = module("api.verify.verify_verify").sync(
+            "signer",
+            client=client,
+            body=models.VerifyRequest(message=b64(b"m"), signature=signed.signature),
+        )
+        assert isinstance(verdict, models.Verdict) and verdict.valid is True
+
+        mac = module("api.hmac.hmac_hmac").sync(
+            "mac", client=client, body=models.HmacRequest(message=b64(b"m"))
+        )
+        assert isinstance(mac, models.Hmac)
+        checked = module("api.hmac.hmac_verify").sync(
+            "mac", client=client, body=models.HmacVerifyRequest(message=b64(b"m"), hmac=mac.hmac)
+        )
+        assert isinstance(checked, models.HmacVerdict) and checked.valid is True
+
+        datakey = module("api.aez.aez_datakey").sync(
+            "box", client=client, body=models.DatakeyRequest()
+        )
+        assert isinstance(datakey, models.AezDatakey), datakey
+        opened = module("api.aez.aez_decrypt").sync(
+            "box",
+            client=client,
+            body=models.AezDecryptRequest(
+                ciphertext=datakey.ciphertext, nonce=datakey.nonce, tau=datakey.tau
+            ),
+        )
+        assert isinstance(opened, models.AezPlaintext) and opened.plaintext == datakey.plaintext
+
+        drawn = module("api.random.random_random").sync(
+            client=client, body=models.RandomRequest(bytes_=16)
+        )
+        assert isinstance(drawn, models.RandomBytes) and len(base64.b64decode(drawn.random)) == 16

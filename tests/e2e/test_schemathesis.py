@@ -36,12 +36,16 @@ CHECKS = [
     content_type_conformance,
     response_schema_conformance,
 ]
-# The key each family's paths use; FE paths use an inner-product key of a small dimension.
+# The key each family's paths use; FE paths use an inner-product key of a small dimension,
+# signatures are made with a secp256k1 key and verified with an ed25519 one.
 KEYS = {
     "/v1/ecies/": ("fuzz-ecies", {"type": "ecies-secp256k1"}),
     "/v1/aez/": ("fuzz-aez", {"type": "aez"}),
     "/v1/fe/": ("fuzz-fe", {"type": "ipfe-opt", "dimension": 3}),
     "/v1/keys/": ("fuzz-keys", {"type": "ecies-x25519", "exportable": True}),
+    "/v1/sign/": ("fuzz-sign", {"type": "ecdsa-secp256k1"}),
+    "/v1/verify/": ("fuzz-verify", {"type": "ed25519"}),
+    "/v1/hmac/": ("fuzz-hmac", {"type": "hmac"}),
 }
 
 schema = schemathesis.openapi.from_path(OPENAPI)

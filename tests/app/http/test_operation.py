@@ -11,7 +11,10 @@ from fastapi.testclient import TestClient
 
 from app.http.operation import KeyOperationRoute
 from app.ops.auth import Operation
-from app.routers import aez, ecies, fe
+from app.routers import aez, ecies, fe, hmac, sign
+
+ROUTERS = (ecies.router, aez.router, fe.router, hmac.router, *sign.routers)
+REWRAP = (Operation.DECRYPT, Operation.ENCRYPT)
 
 DIRECT = {
     ("POST", "/v1/ecies/{name}/encrypt"): Operation.ENCRYPT,
@@ -29,12 +32,28 @@ DIRECT = {
     ("POST", "/v1/fe/{name}/encrypt/batch"): Operation.ENCRYPT,
     ("POST", "/v1/fe/{name}/decrypt/batch"): Operation.DECRYPT,
     ("POST", "/v1/fe/{name}/decrypt/many"): Operation.DECRYPT,
+    ("POST", "/v1/ecies/{name}/datakey"): Operation.ENCRYPT,
+    ("POST", "/v1/ecies/{name}/datakey/batch"): Operation.ENCRYPT,
+    ("POST", "/v1/ecies/{name}/rewrap"): REWRAP,
+    ("POST", "/v1/ecies/{name}/rewrap/batch"): REWRAP,
+    ("POST", "/v1/aez/{name}/datakey"): Operation.ENCRYPT,
+    ("POST", "/v1/aez/{name}/datakey/batch"): Operation.ENCRYPT,
+    ("POST", "/v1/aez/{name}/rewrap"): REWRAP,
+    ("POST", "/v1/aez/{name}/rewrap/batch"): REWRAP,
+    ("POST", "/v1/hmac/{name}"): Operation.HMAC,
+    ("POST", "/v1/hmac/{name}/batch"): Operation.HMAC,
+    ("POST", "/v1/hmac/{name}/verify"): Operation.HMAC,
+    ("POST", "/v1/hmac/{name}/verify/batch"): Operation.HMAC,
+    ("POST", "/v1/sign/{name}"): Operation.SIGN,
+    ("POST", "/v1/sign/{name}/batch"): Operation.SIGN,
+    ("POST", "/v1/verify/{name}"): Operation.VERIFY,
+    ("POST", "/v1/verify/{name}/batch"): Operation.VERIFY,
 }
 
 
 def test_the_per_message_routes_and_only_they_skip_the_dependency_solver() -> None:
     guarded = {}
-    for router in (ecies.router, aez.router, fe.router):
+    for router in ROUTERS:
         for route in router.routes:
             assert isinstance(route, APIRoute)
             if isinstance(route, KeyOperationRoute):
@@ -46,15 +65,21 @@ def test_the_per_message_routes_and_only_they_skip_the_dependency_solver() -> No
 def test_the_hot_routes_are_declared_so() -> None:
     hot = [
         (route.path, route.access)
-        for router in (ecies.router, aez.router, fe.router)
+        for router in ROUTERS
         for route in router.routes
         if isinstance(route, KeyOperationRoute) and route.hot
     ]
     assert hot == [
         ("/v1/ecies/{name}/encrypt", Operation.ENCRYPT),
         ("/v1/ecies/{name}/decrypt", Operation.DECRYPT),
+        ("/v1/ecies/{name}/datakey", Operation.ENCRYPT),
         ("/v1/aez/{name}/encrypt", Operation.ENCRYPT),
         ("/v1/aez/{name}/decrypt", Operation.DECRYPT),
+        ("/v1/aez/{name}/datakey", Operation.ENCRYPT),
+        ("/v1/hmac/{name}", Operation.HMAC),
+        ("/v1/hmac/{name}/verify", Operation.HMAC),
+        ("/v1/sign/{name}", Operation.SIGN),
+        ("/v1/verify/{name}", Operation.VERIFY),
     ]
 
 

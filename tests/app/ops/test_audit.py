@@ -103,6 +103,7 @@ def _mixed_run(client: TestClient) -> tuple[int, list[str]]:
     call("POST", "/v1/keys", 201, json={"name": "stats", "type": "ipfe-opt", "dimension": 3})
     sealed = call("POST", "/v1/ecies/orders/encrypt", 200, json={"plaintext": plaintext})
     secrets_seen.append(sealed["ciphertext"])
+    sealed_v1 = sealed["ciphertext"]
     call("POST", "/v1/ecies/orders/decrypt", 200, json={"ciphertext": sealed["ciphertext"]})
     sealed = call("POST", "/v1/aez/session/encrypt", 200, json={"plaintext": plaintext})
     secrets_seen.append(sealed["ciphertext"])
@@ -124,6 +125,18 @@ def _mixed_run(client: TestClient) -> tuple[int, list[str]]:
     call("POST", "/v1/ecies/nothing/encrypt", 404, json={"plaintext": plaintext})
     call("POST", "/v1/aez/session/decrypt", 400, json={"ciphertext": plaintext})
     call("POST", "/v1/aez/bad%00name/encrypt", 422, json={"plaintext": plaintext})
+    call("POST", "/v1/keys", 201, json={"name": "signer", "type": "ed25519"})
+    call("POST", "/v1/keys", 201, json={"name": "mac", "type": "hmac"})
+    signed = call("POST", "/v1/sign/signer", 200, json={"message": plaintext})
+    check = {"message": plaintext, "signature": signed["signature"]}
+    call("POST", "/v1/verify/signer", 200, json=check)
+    mac = call("POST", "/v1/hmac/mac", 200, json={"message": plaintext})
+    secrets_seen.append(mac["hmac"])
+    call("POST", "/v1/hmac/mac/verify", 200, json={"message": plaintext, "hmac": mac["hmac"]})
+    datakey = call("POST", "/v1/ecies/orders/datakey", 200, json={})
+    secrets_seen.append(datakey["plaintext"])
+    call("POST", "/v1/ecies/orders/rewrap", 200, json={"ciphertext": sealed_v1})
+    secrets_seen.append(call("POST", "/v1/random", 200, json={"bytes": 32})["random"])
     call("GET", "/healthz", 200)  # needs no token: no record
     calls -= 1
     return calls, secrets_seen
@@ -144,6 +157,17 @@ def test_a_mixed_run_gives_one_record_per_request_and_verifies(
     assert scoped["principal"] not in (None, "admin") and scoped["key"] == "session"
     rotate = next(r for r in records if r["operation"] == "keys_rotate_key")
     assert (rotate["key"], rotate["key_version"]) == ("orders", 2)
+    for operation, key, version in (
+        ("sign_sign", "signer", 1),
+        ("verify_verify", "signer", None),
+        ("hmac_hmac", "mac", 1),
+        ("hmac_verify", "mac", None),
+        ("ecies_datakey", "orders", 2),
+        ("ecies_rewrap", "orders", 2),
+        ("random_random", None, None),
+    ):
+        record = next(r for r in records if r["operation"] == operation)
+        assert (record["key"], record["key_version"], record["status"]) == (key, version, 200)
     keygen = next(r for r in records if r["operation"] == "fe_keygen")
     assert keygen["details"]["dimension"] == 3
     assert len(keygen["details"]["function_sha256"]) == 64

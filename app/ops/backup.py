@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from app.ops import mac
 from app.ops.errors import Problem, invalid_input
 from app.ops.keyring import Keyring
 from app.ops.keys import AEZ_KEY_BYTES, KEY_NAME_PATTERN, KEY_TYPES, KeyOut, key_out
@@ -29,6 +30,9 @@ BYOK_SECRET_BYTES = {
     "ecies-x25519": 32,
     "ecies-ed25519": 32,
     "aez": AEZ_KEY_BYTES,
+    "ecdsa-secp256k1": 32,
+    "ed25519": 32,
+    "hmac": mac.KEY_BYTES,
 }
 
 
@@ -166,9 +170,10 @@ def import_material(
             f"wrapped_material: a {key_type} secret has {wanted} bytes, not {len(secret)}"
         )
     public = None
-    if key_type.startswith("ecies-"):
+    public_of = KEY_TYPES[key_type].public_of
+    if public_of is not None:
         try:
-            public = ecies.public_key(secret, key_type.removeprefix("ecies-"))
+            public = public_of(secret)
         except InvalidKeyError as exc:
             raise invalid_input(f"wrapped_material: {exc}") from None
     try:

@@ -47,13 +47,17 @@ class KeyType:
     family: str
     # Draws (secret, public part or None) for the key's creation parameters.
     generate: Callable[[dict[str, Any]], tuple[bytes, bytes | None]]
+    # The public part of a secret brought from elsewhere (BYOK), for types that have one.
+    public_of: Callable[[bytes], bytes] | None = None
 
 
 def _ecies(curve: str) -> KeyType:
     def generate(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
         return ecies.generate_keypair(curve)
 
-    return KeyType(f"ecies-{curve}", "ecies", generate)
+    return KeyType(
+        f"ecies-{curve}", "ecies", generate, lambda secret: ecies.public_key(secret, curve)
+    )
 
 
 def _aez(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
@@ -78,8 +82,10 @@ KEY_TYPES: dict[str, KeyType] = {
         _ecies("x25519"),
         _ecies("ed25519"),
         KeyType("aez", "aez", _aez),
-        KeyType("ecdsa-secp256k1", "sign", lambda params: ecdsa.generate_keypair()),
-        KeyType("ed25519", "sign", lambda params: ed25519.generate_keypair()),
+        KeyType(
+            "ecdsa-secp256k1", "sign", lambda params: ecdsa.generate_keypair(), ecdsa.public_key
+        ),
+        KeyType("ed25519", "sign", lambda params: ed25519.generate_keypair(), ed25519.public_key),
         KeyType("hmac", "hmac", _hmac),
         *(_fe(scheme) for scheme in SCHEMES.values()),
     )

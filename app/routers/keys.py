@@ -41,8 +41,9 @@ class PublicKeyOut(BaseModel):
     type: str
     version: int
     public_key: Base64Bytes = Field(
-        description="ECIES: the public key (SEC1 uncompressed for secp256k1, 32 bytes for "
-        "x25519 and ed25519); QFE: the scheme's public key; tao: its decryption base"
+        description="ECIES and signatures: the public key (SEC1 uncompressed for secp256k1 and "
+        "ecdsa-secp256k1, 32 bytes for x25519 and ed25519); QFE: the scheme's public key; tao: "
+        "its decryption base"
     )
 
 
@@ -79,8 +80,9 @@ class KeyImport(BaseModel):
     type: KeyTypeName | None = None
     wrapped_material: Base64Bytes | None = Field(
         None,
-        description="the secret (32 bytes for the ECIES types, 48 for aez) ECIES-encrypted to "
-        "the wrapping key with eciespy's default configuration",
+        description="the secret (32 bytes for the ECIES types, ecdsa-secp256k1 and ed25519, 48 "
+        "for aez, 64 for hmac) ECIES-encrypted to the wrapping key with eciespy's default "
+        "configuration",
     )
 
     @model_validator(mode="after")

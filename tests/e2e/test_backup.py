@@ -2,6 +2,7 @@
 as the peer that makes key material and ciphertexts elsewhere."""
 
 import base64
+import hmac
 import os
 import secrets
 from collections.abc import Iterator
@@ -199,3 +200,45 @@ def test_byok_material_from_eciespy_decrypts_eciespy_ciphertexts(
         both = {**aez_body, "backup": aez_body["wrapped_material"]}
         assert http.post("/v1/keys/import", json=both).status_code == 422
         assert http.get("/v1/keys/stray").status_code == 404
+
+
+def test_signing_and_hmac_keys_travel_by_backup_and_byok(
+    instances: tuple[e2e.Server, e2e.Server],
+) -> None:
+    a, b = instances
+    with a.client() as on_a, b.client() as on_b:
+        on_a.post("/v1/keys", json={"name": "ed", "type": "ed25519", "allow_backup": True})
+        first = on_a.post("/v1/sign/ed", json={"message": b64(b"m")}).json()
+        assert on_a.post("/v1/keys/ed/rotate").status_code == 200
+        to_b = {"wrapping_key": b64(_wrapping_key(on_b))}
+        blob = on_a.post("/v1/keys/ed/backup", json=to_b).json()["backup"]
+        assert on_b.post("/v1/keys/import", json={"backup": blob}).status_code == 201
+        check = {"message": b64(b"m"), "signature": first["signature"], "key_version": 1}
+        assert on_b.post("/v1/verify/ed", json=check).json() == {"valid": True}
+        # Ed25519 is deterministic: both instances make the same signature with version 2.
+        latest = [c.post("/v1/sign/ed", json={"message": b64(b"x")}).json() for c in (on_a, on_b)]
+        assert latest[0] == latest[1] and latest[0]["key_version"] == 2
+
+        wrapping = _wrapping_key(on_b)
+        eth_secret = bytes.fromhex(
+            "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+        )
+        body = {
+            "name": "eth",
+            "type": "ecdsa-secp256k1",
+            "wrapped_material": b64(ecies.encrypt(wrapping, eth_secret)),
+        }
+        assert on_b.post("/v1/keys/import", json=body).status_code == 201
+        public = base64.b64decode(on_b.get("/v1/keys/eth/public").json()["public_key"])
+        assert public == PrivateKey("secp256k1", eth_secret).public_key.to_bytes(compressed=False)
+
+        mac_key = os.urandom(64)
+        body = {
+            "name": "mac",
+            "type": "hmac",
+            "wrapped_material": b64(ecies.encrypt(wrapping, mac_key)),
+        }
+        assert on_b.post("/v1/keys/import", json=body).status_code == 201
+        answer = on_b.post("/v1/hmac/mac", json={"message": b64(b"m")}).json()
+        expected = hmac.digest(mac_key, b"m", "sha256")
+        assert base64.b64decode(answer["hmac"]) == b"cipherd:v1:" + expected

@@ -21,6 +21,9 @@ OCTET_STREAM = "application/octet-stream"
 
 SymmetricAlgorithm = Literal["aes-256-gcm", "xchacha20"]
 Curve = Literal["secp256k1", "x25519", "ed25519"]
+Hash = Literal["sha256", "keccak256"]
+SignatureFormat = Literal["der", "compact", "recoverable"]
+HmacAlgorithm = Literal["sha256", "sha384", "sha512"]
 Bounds = tuple[int, int] | Sequence[int]
 
 
@@ -40,6 +43,10 @@ def _batch(cls: type[T]) -> Any:
     return lambda answer, _: models.decode_batch(
         cls, answer.json(), answer.headers.get("X-Request-ID")
     )
+
+
+def _valid(answer: httpx.Response, _: int) -> bool:
+    return bool(answer.json()["valid"])
 
 
 def _nothing(answer: httpx.Response, _: int) -> None:
@@ -177,7 +184,8 @@ def create_token(
     ttl_seconds: int | None = None,
 ) -> Call[models.IssuedToken]:
     """A scoped token (admin token): key-name patterns and operations (`read`, `public`,
-    `encrypt`, `decrypt`, `keygen`). Its secret is in the answer only."""
+    `encrypt`, `decrypt`, `keygen`, `sign`, `verify`, `hmac`). Its secret is in the answer
+    only."""
     body = _defined(
         keys=list(keys),
         operations=list(operations),
@@ -339,6 +347,36 @@ def ecies_encrypt_to_public_key(
     return Call("POST", "/v1/ecies/encrypt", read, json=body, idempotent=True)
 
 
+def ecies_datakey(
+    name: str, *, size: int | None = None, plaintext: bool | None = None
+) -> Call[models.DataKey]:
+    """A fresh data key of `size` bytes (default 32) and its payload under the key's latest
+    version, which `decrypt` opens; `plaintext=False` leaves the key itself out."""
+    body = _defined(bytes=size, plaintext=plaintext)
+    path = f"/v1/ecies/{_name(name)}/datakey"
+    return Call("POST", path, _into(models.DataKey), json=body)
+
+
+def ecies_rewrap(
+    name: str,
+    ciphertext: bytes,
+    *,
+    key_version: int | None = None,
+    envelope: bool | None = None,
+    compressed_ephemeral_key: bool | None = None,
+    compressed_hkdf_key: bool | None = None,
+    symmetric_algorithm: SymmetricAlgorithm | None = None,
+    symmetric_nonce_length: int | None = None,
+) -> Call[models.Ciphertext]:
+    """The payload under the key's latest version; its plaintext stays in the service."""
+    options = _ecies_options(
+        compressed_ephemeral_key, compressed_hkdf_key, symmetric_algorithm, symmetric_nonce_length
+    )
+    fields = _defined(ciphertext=b64(ciphertext), key_version=key_version, envelope=envelope)
+    path = f"/v1/ecies/{_name(name)}/rewrap"
+    return Call("POST", path, _into(models.Ciphertext), json=_ecies_json(fields, options))
+
+
 # AEZ
 
 
@@ -445,6 +483,149 @@ def aez_decrypt_batch(
     items = [{"ciphertext": b64(c), **fields} for c in ciphertexts]
     path = f"/v1/aez/{_name(name)}/decrypt/batch"
     return Call("POST", path, _batch(models.Plaintext), json={"items": items}, idempotent=True)
+
+
+def aez_datakey(
+    name: str, *, size: int | None = None, plaintext: bool | None = None
+) -> Call[models.DataKey]:
+    """A fresh data key of `size` bytes (default 32), its ciphertext under the key's latest
+    version and the nonce and tau that `decrypt` takes back with it."""
+    body = _defined(bytes=size, plaintext=plaintext)
+    path = f"/v1/aez/{_name(name)}/datakey"
+    return Call("POST", path, _into(models.DataKey), json=body)
+
+
+def aez_rewrap(
+    name: str,
+    ciphertext: bytes,
+    *,
+    nonce: bytes | None = None,
+    ad: Sequence[bytes] | None = None,
+    tau: int | None = None,
+    key_version: int | None = None,
+    envelope: bool | None = None,
+) -> Call[models.Ciphertext]:
+    """The ciphertext under the key's latest version, with the same nonce, associated data and
+    tau; its plaintext stays in the service."""
+    body = {
+        "ciphertext": b64(ciphertext),
+        **_aez_fields(nonce, ad, tau),
+        **_defined(key_version=key_version, envelope=envelope),
+    }
+    path = f"/v1/aez/{_name(name)}/rewrap"
+    return Call("POST", path, _into(models.Ciphertext), json=body)
+
+
+# Signatures
+
+
+def _sign_options(
+    hash: Hash | None, prehashed: bool | None, format: SignatureFormat | None
+) -> dict[str, Any]:
+    return _defined(hash=hash, prehashed=prehashed, format=format)
+
+
+def sign(
+    name: str,
+    message: bytes,
+    *,
+    hash: Hash | None = None,
+    prehashed: bool | None = None,
+    format: SignatureFormat | None = None,
+    envelope: bool | None = None,
+) -> Call[models.Signature]:
+    """Sign with the key's latest version (ecdsa-secp256k1 or ed25519; the options are
+    ECDSA's: SHA-256 or Keccak-256, or a 32-byte digest when `prehashed`; DER, compact or
+    recoverable)."""
+    body = {
+        "message": b64(message),
+        **_sign_options(hash, prehashed, format),
+        **_defined(envelope=envelope),
+    }
+    path = f"/v1/sign/{_name(name)}"
+    return Call("POST", path, _into(models.Signature), json=body, idempotent=True)
+
+
+def sign_batch(
+    name: str,
+    messages: Sequence[bytes],
+    *,
+    hash: Hash | None = None,
+    prehashed: bool | None = None,
+    format: SignatureFormat | None = None,
+) -> Call[list[models.BatchItem[models.Signature]]]:
+    """Sign many messages with the same options; each item succeeds or fails on its own."""
+    options = _sign_options(hash, prehashed, format)
+    items = [{"message": b64(m), **options} for m in messages]
+    path = f"/v1/sign/{_name(name)}/batch"
+    return Call("POST", path, _batch(models.Signature), json={"items": items}, idempotent=True)
+
+
+def verify(
+    name: str,
+    message: bytes,
+    signature: bytes,
+    *,
+    hash: Hash | None = None,
+    prehashed: bool | None = None,
+    format: SignatureFormat | None = None,
+    key_version: int | None = None,
+) -> Call[bool]:
+    """Whether `signature` is the key's signature of `message` (a malformed one is False)."""
+    body = {
+        "message": b64(message),
+        "signature": b64(signature),
+        **_sign_options(hash, prehashed, format),
+        **_defined(key_version=key_version),
+    }
+    return Call("POST", f"/v1/verify/{_name(name)}", _valid, json=body, idempotent=True)
+
+
+def verify_with_public_key(
+    type: Literal["ecdsa-secp256k1", "ed25519"],
+    public_key: bytes,
+    message: bytes,
+    signature: bytes,
+    *,
+    hash: Hash | None = None,
+    prehashed: bool | None = None,
+    format: SignatureFormat | None = None,
+) -> Call[bool]:
+    """Verification against a public key given in the request (no stored key)."""
+    body = {
+        "type": type,
+        "public_key": b64(public_key),
+        "message": b64(message),
+        "signature": b64(signature),
+        **_sign_options(hash, prehashed, format),
+    }
+    return Call("POST", "/v1/verify", _valid, json=body, idempotent=True)
+
+
+# HMAC
+
+
+def hmac(name: str, message: bytes, *, algorithm: HmacAlgorithm | None = None) -> Call[models.Hmac]:
+    """The HMAC of `message` with the key's latest version (SHA-256 unless `algorithm`)."""
+    body = {"message": b64(message), **_defined(algorithm=algorithm)}
+    return Call("POST", f"/v1/hmac/{_name(name)}", _into(models.Hmac), json=body, idempotent=True)
+
+
+def hmac_verify(
+    name: str,
+    message: bytes,
+    mac: bytes,
+    *,
+    algorithm: HmacAlgorithm | None = None,
+    key_version: int | None = None,
+) -> Call[bool]:
+    """Whether `mac` (as `hmac` answered it, or bare) is the key's HMAC of `message`."""
+    body = {
+        "message": b64(message),
+        "hmac": b64(mac),
+        **_defined(algorithm=algorithm, key_version=key_version),
+    }
+    return Call("POST", f"/v1/hmac/{_name(name)}/verify", _valid, json=body, idempotent=True)
 
 
 # Functional encryption
@@ -624,6 +805,15 @@ def keyring() -> Call[models.Keyring]:
 def rotate_keyring() -> Call[models.Keyring]:
     """A new keyring term (admin token): every process then rewraps older versions onto it."""
     return Call("POST", "/v1/sys/keyring/rotate", _into(models.Keyring))
+
+
+def random(count: int) -> Call[bytes]:
+    """`count` random bytes from the service's CSPRNG (any valid token)."""
+
+    def read(answer: httpx.Response, _: int) -> bytes:
+        return base64.b64decode(answer.json()["random"])
+
+    return Call("POST", "/v1/random", read, json={"bytes": count}, idempotent=True)
 
 
 def ready() -> Call[str]:

@@ -1,4 +1,5 @@
-"""The `cipherd` command's client side: keys, tokens, ECIES, AEZ and FE on a running service.
+"""The `cipherd` command's client side: keys, tokens, ECIES, AEZ, FE, signatures and HMAC on a
+running service.
 
 `--address` (CIPHERD_ADDR, default http://127.0.0.1:8000) names the service; the token comes
 from CIPHERD_TOKEN or `--token-file`. Raw payloads stream from stdin (or `--in`) to stdout (or
@@ -73,6 +74,28 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
         command.add_argument("--tau", type=int, help="bytes of expansion (default 16)")
         if action == "decrypt":
             command.add_argument("--key-version", type=int)
+
+    # A message to sign, verify or MAC: the bytes of --in, else of stdin.
+    message = argparse.ArgumentParser(add_help=False, parents=[common])
+    message.add_argument("name")
+    message.add_argument("--in", dest="source", help="read the message from this file")
+    ecdsa = argparse.ArgumentParser(add_help=False)
+    ecdsa.add_argument("--hash", choices=["sha256", "keccak256"], help="ecdsa-secp256k1 only")
+    ecdsa.add_argument("--prehashed", action="store_true", help="the message is the digest")
+    ecdsa.add_argument("--format", choices=["der", "compact", "recoverable"])
+
+    def single(name: str, help: str, parents: list[argparse.ArgumentParser]) -> Any:
+        parser = commands.add_parser(name, help=help, parents=parents)
+        parser.set_defaults(client=True, action="")
+        return parser
+
+    single("sign", "sign a message with a key of a running service", [message, ecdsa])
+    verify = single("verify", 'verify a signature: {"valid": true|false}', [message, ecdsa])
+    verify.add_argument("--signature", required=True, help="base64")
+    verify.add_argument("--key-version", type=int)
+    mac = single("hmac", "the HMAC of a message, or with --verify its check", [message])
+    mac.add_argument("--algorithm", choices=["sha256", "sha384", "sha512"])
+    mac.add_argument("--verify", metavar="HMAC", help="check this HMAC (base64) instead")
 
     fe = family("fe", "functional encryption with a key of a running service")
     keygen = fe.add_parser("keygen", parents=[common], help="a functional key for y (or F)")
@@ -194,6 +217,26 @@ def _stream(args: argparse.Namespace, send: Callable[[Any, IO[bytes]], cipherd.S
         sink.flush()
 
 
+def _message(args: argparse.Namespace) -> bytes:
+    if args.source is None:
+        return sys.stdin.buffer.read()
+    with open(args.source, "rb") as source:
+        return source.read()
+
+
+def _ecdsa_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"hash": args.hash, "prehashed": args.prehashed or None, "format": args.format}
+
+
+def _hmac(client: cipherd.Client, args: argparse.Namespace) -> Any:
+    if args.verify is None:
+        return client.hmac.compute(args.name, _message(args), algorithm=args.algorithm)
+    valid = client.hmac.verify(
+        args.name, _message(args), _b64(args.verify), algorithm=args.algorithm
+    )
+    return {"valid": valid}
+
+
 def _aez_options(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "nonce": _b64(args.nonce) if args.nonce is not None else None,
@@ -236,6 +279,17 @@ COMMANDS: dict[tuple[str, str], Command] = {
             a.name, source, sink, key_version=a.key_version, **_aez_options(a)
         ),
     ),
+    ("sign", ""): lambda c, a: c.signatures.sign(a.name, _message(a), **_ecdsa_options(a)),
+    ("verify", ""): lambda c, a: {
+        "valid": c.signatures.verify(
+            a.name,
+            _message(a),
+            _b64(a.signature),
+            key_version=a.key_version,
+            **_ecdsa_options(a),
+        )
+    },
+    ("hmac", ""): _hmac,
     ("fe", "keygen"): lambda c, a: c.fe.keygen(
         a.name,
         y=_ints(a.y) if a.y else None,

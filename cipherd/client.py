@@ -81,6 +81,8 @@ class Ecies(Family[SenderT]):
     encrypt_batch = operation(_calls.ecies_encrypt_batch)
     decrypt_batch = operation(_calls.ecies_decrypt_batch)
     encrypt_to_public_key = operation(_calls.ecies_encrypt_to_public_key)
+    datakey = operation(_calls.ecies_datakey)
+    rewrap = operation(_calls.ecies_rewrap)
 
 
 class Aez(Family[SenderT]):
@@ -90,6 +92,20 @@ class Aez(Family[SenderT]):
     decrypt_stream = operation(_calls.aez_decrypt_stream)
     encrypt_batch = operation(_calls.aez_encrypt_batch)
     decrypt_batch = operation(_calls.aez_decrypt_batch)
+    datakey = operation(_calls.aez_datakey)
+    rewrap = operation(_calls.aez_rewrap)
+
+
+class Signatures(Family[SenderT]):
+    sign = operation(_calls.sign)
+    sign_batch = operation(_calls.sign_batch)
+    verify = operation(_calls.verify)
+    verify_with_public_key = operation(_calls.verify_with_public_key)
+
+
+class Hmacs(Family[SenderT]):
+    compute = operation(_calls.hmac)
+    verify = operation(_calls.hmac_verify)
 
 
 class Fe(Family[SenderT]):
@@ -111,6 +127,7 @@ class Sys(Family[SenderT]):
     keyring = operation(_calls.keyring)
     rotate_keyring = operation(_calls.rotate_keyring)
     ready = operation(_calls.ready)
+    random = operation(_calls.random)
 
 
 class Client:
@@ -150,6 +167,8 @@ class Client:
         self.tokens: Tokens[Client] = Tokens(self)
         self.ecies: Ecies[Client] = Ecies(self)
         self.aez: Aez[Client] = Aez(self)
+        self.signatures: Signatures[Client] = Signatures(self)
+        self.hmac: Hmacs[Client] = Hmacs(self)
         self.fe: Fe[Client] = Fe(self)
         self.audit: Audit[Client] = Audit(self)
         self.sys: Sys[Client] = Sys(self)
@@ -203,6 +222,8 @@ class AsyncClient:
         self.tokens: Tokens[AsyncClient] = Tokens(self)
         self.ecies: Ecies[AsyncClient] = Ecies(self)
         self.aez: Aez[AsyncClient] = Aez(self)
+        self.signatures: Signatures[AsyncClient] = Signatures(self)
+        self.hmac: Hmacs[AsyncClient] = Hmacs(self)
         self.fe: Fe[AsyncClient] = Fe(self)
         self.audit: Audit[AsyncClient] = Audit(self)
         self.sys: Sys[AsyncClient] = Sys(self)

@@ -107,6 +107,32 @@ class Plaintext:
 
 
 @dataclass(frozen=True)
+class DataKey:
+    """A fresh data key: its encryption under the key's latest version and, unless asked not
+    to, the key itself; AEZ data keys also give the nonce and tau their decrypt takes."""
+
+    ciphertext: bytes
+    key_version: int
+    plaintext: bytes | None = None
+    nonce: bytes | None = None
+    tau: int | None = None
+
+
+@dataclass(frozen=True)
+class Signature:
+    signature: bytes
+    key_version: int
+
+
+@dataclass(frozen=True)
+class Hmac:
+    """An HMAC in the envelope that names its key version (`cipherd:v<N>:` and the MAC)."""
+
+    hmac: bytes
+    key_version: int
+
+
+@dataclass(frozen=True)
 class FunctionalKey:
     functional_key: bytes
     key_version: int

@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from bench.load.report import write_report
+from bench.load.report import FILE_AUDIT, write_report
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
@@ -151,6 +151,7 @@ def start_openbao(
         )
     httpx.post(f"{url}/v1/sys/mounts/transit", headers=headers, json={"type": "transit"})
     httpx.post(f"{url}/v1/transit/keys/bench", headers=headers, json={"type": "aes256-gcm96"})
+    httpx.post(f"{url}/v1/transit/keys/bench-ed25519", headers=headers, json={"type": "ed25519"})
     return url, port, token
 
 
@@ -162,12 +163,22 @@ def json_body(value: object) -> bytes:
     return json.dumps(value).encode()
 
 
+# The operations set beside Transit's sign, hmac and datakey (report.TRANSIT_PEERS).
+SIGN_HMAC_DATAKEY = [
+    ("ed25519 sign 64 B", "/v1/sign/bench-ed25519", {"message": b64(os.urandom(64))}),
+    ("HMAC-SHA256 64 B", "/v1/hmac/bench-hmac", {"message": b64(os.urandom(64))}),
+    ("AEZ data key 256 bits", "/v1/aez/bench-aez/datakey", {}),
+]
+
+
 def cipherd_scenarios(url: str, port: int, token: str, fe: bool) -> list[dict[str, Any]]:
     """Keys, and one ready request per operation (decrypt bodies from a real encryption)."""
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     client = httpx.Client(base_url=url, headers=headers, timeout=60)
     client.post("/v1/keys", json={"name": "bench-ecies", "type": "ecies-secp256k1"})
     client.post("/v1/keys", json={"name": "bench-aez", "type": "aez"})
+    client.post("/v1/keys", json={"name": "bench-ed25519", "type": "ed25519"})
+    client.post("/v1/keys", json={"name": "bench-hmac", "type": "hmac"})
 
     kib, small = os.urandom(1024), os.urandom(64)
     ecies_ct = client.post("/v1/ecies/bench-ecies/encrypt", json={"plaintext": b64(kib)}).json()
@@ -214,6 +225,8 @@ def cipherd_scenarios(url: str, port: int, token: str, fe: bool) -> list[dict[st
             "/v1/aez/bench-aez/decrypt",
             json_body({"ciphertext": aez_ct["ciphertext"], "key_version": 1}),
         ),
+        *(post(name, path, json_body(body)) for name, path, body in SIGN_HMAC_DATAKEY),
+        post("ECIES data key 256 bits", "/v1/ecies/bench-ecies/datakey", json_body({})),
         post(
             f"ECIES encrypt batch {BATCH_ITEMS}×1 KiB",
             "/v1/ecies/bench-ecies/encrypt/batch",
@@ -266,13 +279,16 @@ def audited_scenarios(
     url: str, port: int, token: str, bao_url: str, bao_port: int, bao_token: str
 ) -> list[dict[str, Any]]:
     """AEZ encrypt 64 B on a cipherd whose every audit record is on disk before its answer
-    (CIPHERD_AUDIT_SYNC=full), beside Transit encrypt on an OpenBao with its file audit device."""
+    (CIPHERD_AUDIT_SYNC=full), beside Transit's encrypt, sign, hmac and datakey on an OpenBao
+    with its file audit device."""
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     httpx.post(
         f"{url}/v1/keys", headers=headers, json={"name": "bench-aez", "type": "aez"}
     ).raise_for_status()
     small = os.urandom(64)
-    transit = transit_scenarios(bao_url, bao_port, bao_token)[0]
+    transit = [
+        t for t in transit_scenarios(bao_url, bao_port, bao_token) if "decrypt" not in t["name"]
+    ]
     return [
         {
             "name": "AEZ encrypt 64 B, audit sync full",
@@ -283,7 +299,7 @@ def audited_scenarios(
             "items": 1,
             "port": port,
         },
-        {**transit, "name": "OpenBao Transit encrypt 64 B, file audit"},
+        *({**t, "name": t["name"] + FILE_AUDIT} for t in transit),
     ]
 
 
@@ -309,6 +325,33 @@ def transit_scenarios(url: str, port: int, token: str) -> list[dict[str, Any]]:
             "path": "/v1/transit/decrypt/bench",
             "headers": headers,
             "body": json_body({"ciphertext": sealed}),
+            "items": 1,
+            "port": port,
+        },
+        {
+            "name": "OpenBao Transit sign ed25519 64 B",
+            "method": "POST",
+            "path": "/v1/transit/sign/bench-ed25519",
+            "headers": headers,
+            "body": json_body({"input": b64(small)}),
+            "items": 1,
+            "port": port,
+        },
+        {
+            "name": "OpenBao Transit HMAC-SHA256 64 B",
+            "method": "POST",
+            "path": "/v1/transit/hmac/bench",
+            "headers": headers,
+            "body": json_body({"input": b64(small)}),
+            "items": 1,
+            "port": port,
+        },
+        {
+            "name": "OpenBao Transit data key 256 bits",
+            "method": "POST",
+            "path": "/v1/transit/datakey/plaintext/bench",
+            "headers": headers,
+            "body": json_body({}),
             "items": 1,
             "port": port,
         },

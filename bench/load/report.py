@@ -9,6 +9,13 @@ AEZ_ENCRYPT = "AEZ encrypt 64 B"
 TRANSIT_ENCRYPT = "OpenBao Transit encrypt 64 B"
 AEZ_ENCRYPT_FULL = "AEZ encrypt 64 B, audit sync full"
 TRANSIT_ENCRYPT_AUDITED = "OpenBao Transit encrypt 64 B, file audit"
+FILE_AUDIT = ", file audit"
+# cipherd's operations beside Transit's that do the same: (cipherd row, Transit row).
+TRANSIT_PEERS = (
+    ("ed25519 sign 64 B", "OpenBao Transit sign ed25519 64 B"),
+    ("HMAC-SHA256 64 B", "OpenBao Transit HMAC-SHA256 64 B"),
+    ("AEZ data key 256 bits", "OpenBao Transit data key 256 bits"),
+)
 
 
 # Resident memory per cipherd worker process (pid to bytes) at the start and the end of a run.
@@ -43,6 +50,11 @@ def markdown(results: list[dict[str, Any]], memory: WorkerMemory | None = None) 
             None,
         ),
         ("ECIES encrypt 1 KiB / no-op", ECIES_ENCRYPT, NOOP, 0.6),
+        *(
+            (f"{ours} / {theirs}{suffix}", ours, theirs + suffix, 1.0)
+            for ours, theirs in TRANSIT_PEERS
+            for suffix in ("", FILE_AUDIT)
+        ),
     ):
         if numerator in by_name and denominator in by_name:
             ratio = by_name[numerator]["rps"] / by_name[denominator]["rps"]

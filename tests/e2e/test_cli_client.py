@@ -84,3 +84,30 @@ def test_exit_codes(server: Server) -> None:
     assert cipherd(server, "ecies", "decrypt", "missing-key", stdin=b"x").returncode == 3
     unreachable = cipherd(None, "keys", "list", "--address", "http://127.0.0.1:9")
     assert unreachable.returncode == 4 and b"cannot reach" in unreachable.stderr
+
+
+def test_sign_verify_and_hmac(server: Server, tmp_path: Path) -> None:
+    assert cipherd(server, "keys", "create", "eth", "ecdsa-secp256k1").returncode == 0
+    options = ["--hash", "keccak256", "--format", "recoverable"]
+    signed = cipherd(server, "sign", "eth", *options, stdin=b"message")
+    assert signed.returncode == 0, signed.stderr
+    signature = json.loads(signed.stdout)["signature"]
+    (tmp_path / "message").write_bytes(b"message")
+    checks = [
+        (["--in", str(tmp_path / "message")], b"", True),
+        ([], b"other", False),
+    ]
+    for extra, stdin, valid in checks:
+        verdict = cipherd(
+            server, "verify", "eth", *options, "--signature", signature, *extra, stdin=stdin
+        )
+        assert verdict.returncode == 0, verdict.stderr
+        assert json.loads(verdict.stdout) == {"valid": valid}
+    short = cipherd(server, "sign", "eth", "--prehashed", stdin=b"short")
+    assert short.returncode == 3 and b"32-byte" in short.stderr
+
+    assert cipherd(server, "keys", "create", "mac", "hmac").returncode == 0
+    mac = json.loads(cipherd(server, "hmac", "mac", stdin=b"m").stdout)
+    assert mac["key_version"] == 1
+    checked = cipherd(server, "hmac", "mac", "--verify", mac["hmac"], stdin=b"m")
+    assert json.loads(checked.stdout) == {"valid": True}

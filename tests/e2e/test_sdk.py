@@ -166,6 +166,50 @@ def test_aez(client: cipherd.Client) -> None:
     assert opened_file.getvalue() == message
 
 
+def test_signatures_hmac_data_keys_rewrap_and_random(client: cipherd.Client) -> None:
+    signer = _name("sdk-eth")
+    client.keys.create(signer, "ecdsa-secp256k1")
+    public = client.keys.public(signer).public_key
+    signed = client.signatures.sign(signer, b"m", hash="keccak256", format="recoverable")
+    assert len(signed.signature) == 65 and signed.key_version == 1
+    assert client.signatures.verify(
+        signer, b"m", signed.signature, hash="keccak256", format="recoverable"
+    )
+    assert not client.signatures.verify(signer, b"n", signed.signature, format="recoverable")
+    der = client.signatures.sign(signer, b"m").signature
+    assert client.signatures.verify_with_public_key("ecdsa-secp256k1", public, b"m", der)
+    items = client.signatures.sign_batch(signer, [b"a", b"short"], prehashed=True)
+    assert items[0].error is not None and items[0].error.status == 422
+    with pytest.raises(cipherd.InvalidInput):
+        client.signatures.sign(signer, b"short", prehashed=True)
+
+    mac_key = _name("sdk-mac")
+    client.keys.create(mac_key, "hmac")
+    mac = client.hmac.compute(mac_key, b"m", algorithm="sha512")
+    assert mac.hmac.startswith(PREFIX) and len(mac.hmac) == len(PREFIX) + 64
+    assert client.hmac.verify(mac_key, b"m", mac.hmac, algorithm="sha512")
+    assert not client.hmac.verify(mac_key, b"m", mac.hmac)
+
+    box = _name("sdk-box")
+    client.keys.create(box, "aez")
+    key = client.aez.datakey(box, size=16)
+    assert key.plaintext is not None and len(key.plaintext) == 16 and key.tau == 16
+    opened = client.aez.decrypt(box, key.ciphertext, nonce=key.nonce, tau=key.tau)
+    assert opened.plaintext == key.plaintext
+    client.keys.rotate(box)
+    moved = client.aez.rewrap(box, key.ciphertext, nonce=key.nonce, tau=key.tau)
+    assert moved.key_version == 2
+    assert client.aez.decrypt(box, moved.ciphertext, nonce=key.nonce).plaintext == key.plaintext
+
+    sealed = _name("sdk-sealed")
+    client.keys.create(sealed, "ecies-x25519")
+    wrapped = client.ecies.datakey(sealed, plaintext=False)
+    assert wrapped.plaintext is None and wrapped.nonce is None
+    client.keys.rotate(sealed)
+    assert client.ecies.rewrap(sealed, wrapped.ciphertext).key_version == 2
+    assert len(client.sys.random(48)) == 48
+
+
 def test_fe_through_the_service_and_locally(client: cipherd.Client) -> None:
     inner, quadratic = _name("sdk-ipfe"), _name("sdk-qfe")
     client.keys.create(inner, "ipfe-opt", dimension=3)

@@ -3,6 +3,8 @@ peers that verify what the service signs (coincurve, eth-keys, PyNaCl, OpenSSL) 
 way round, every Wycheproof case through `POST /v1/verify`, scopes, and bad input as 4xx."""
 
 import base64
+from collections.abc import Iterator
+from pathlib import Path
 
 import coincurve
 import eth_keys
@@ -13,8 +15,20 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from app.main import create_app
+from app.settings import Settings
 from core.sign.ecdsa import keccak256
+from tests.conftest import ADMIN_TOKEN
 from tests.core.sign.wycheproof import ECDSA_DER, ECDSA_P1363, ED25519
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def admin(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestClient]:
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, database_url=url)
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with TestClient(create_app(settings), headers=headers) as client:
+        yield client
 
 
 def b64(data: bytes) -> str:
@@ -112,30 +126,30 @@ def test_ed25519_with_pynacl(client: TestClient) -> None:
     assert refused.status_code == 422 and "ed25519" in refused.json()["detail"]
 
 
-def test_signatures_follow_rotation_and_the_envelope(client: TestClient) -> None:
-    create(client, "r", "ed25519")
-    old = sign(client, "r", b"m", envelope=True)
+def test_signatures_follow_rotation_and_the_envelope(admin: TestClient) -> None:
+    create(admin, "r", "ed25519")
+    old = sign(admin, "r", b"m", envelope=True)
     assert unb64(old["signature"]).startswith(b"cipherd:v1:")
-    bare_old = sign(client, "r", b"m")
-    assert client.post("/v1/keys/r/rotate").json()["latest_version"] == 2
-    new = sign(client, "r", b"m")
+    bare_old = sign(admin, "r", b"m")
+    assert admin.post("/v1/keys/r/rotate").json()["latest_version"] == 2
+    new = sign(admin, "r", b"m")
     assert new["key_version"] == 2 and new["signature"] != bare_old["signature"]
     old_signature = unb64(old["signature"])
-    assert verify(client, "r", b"m", old_signature).json() == {"valid": True}
-    assert verify(client, "r", b"m", unb64(bare_old["signature"])).json() == {"valid": True}
-    assert verify(client, "r", b"m", unb64(bare_old["signature"]), key_version=1).json() == {
+    assert verify(admin, "r", b"m", old_signature).json() == {"valid": True}
+    assert verify(admin, "r", b"m", unb64(bare_old["signature"])).json() == {"valid": True}
+    assert verify(admin, "r", b"m", unb64(bare_old["signature"]), key_version=1).json() == {
         "valid": True
     }
-    assert verify(client, "r", b"m", unb64(bare_old["signature"]), key_version=2).json() == {
+    assert verify(admin, "r", b"m", unb64(bare_old["signature"]), key_version=2).json() == {
         "valid": False
     }
-    clash = verify(client, "r", b"m", old_signature, key_version=2)
+    clash = verify(admin, "r", b"m", old_signature, key_version=2)
     assert clash.status_code == 422
-    public_v1 = client.get("/v1/keys/r/public", params={"version": 1}).json()
+    public_v1 = admin.get("/v1/keys/r/public", params={"version": 1}).json()
     assert public_v1["version"] == 1
-    assert client.patch("/v1/keys/r", json={"min_decryption_version": 2}).status_code == 200
-    assert verify(client, "r", b"m", unb64(bare_old["signature"])).json() == {"valid": False}
-    assert verify(client, "r", b"m", old_signature).status_code == 400
+    assert admin.patch("/v1/keys/r", json={"min_decryption_version": 2}).status_code == 200
+    assert verify(admin, "r", b"m", unb64(bare_old["signature"])).json() == {"valid": False}
+    assert verify(admin, "r", b"m", old_signature).status_code == 400
 
 
 def test_batches(client: TestClient) -> None:
@@ -208,6 +222,20 @@ def test_malformed_keys_and_signatures_are_not_valid(client: TestClient, body: d
         ("/v1/verify/s", {"message": "AA==", "signature": "AA==", "prehashed": True}),
         ("/v1/verify", {"type": "rsa", "public_key": "", "message": "", "signature": ""}),
         ("/v1/verify", {"type": "ed25519", "message": "", "signature": ""}),
+        (
+            "/v1/verify",
+            {
+                "type": "ecdsa-secp256k1",
+                "public_key": "",
+                "message": "AA==",
+                "signature": "",
+                "prehashed": True,
+            },
+        ),
+        (
+            "/v1/verify",
+            {"type": "ed25519", "public_key": "", "message": "", "signature": "", "hash": "sha256"},
+        ),
     ],
 )
 def test_malformed_requests_are_422(client: TestClient, path: str, body: dict) -> None:

@@ -23,6 +23,8 @@ from core.sign import ecdsa, ed25519
 
 SIGNING_TYPES = ("ecdsa-secp256k1", "ed25519")
 SigningType = Literal["ecdsa-secp256k1", "ed25519"]
+Hash = ecdsa.Hash
+Format = ecdsa.Format
 
 
 class Options(Protocol):
@@ -30,11 +32,11 @@ class Options(Protocol):
     takes none of them: it signs the message itself."""
 
     @property
-    def hash(self) -> ecdsa.Hash | None: ...
+    def hash(self) -> Hash | None: ...
     @property
     def prehashed(self) -> bool | None: ...
     @property
-    def format(self) -> ecdsa.Format | None: ...
+    def format(self) -> Format | None: ...
 
 
 def _ed25519_options(options: Options) -> None:

@@ -1,8 +1,6 @@
 """Signature routes: sign and verify with a server-held ecdsa-secp256k1 or ed25519 key (single
 or batch), and verify against a public key given in the request (`app.ops.sign`)."""
 
-from typing import Literal
-
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field, StrictBool
 
@@ -21,14 +19,14 @@ routers: tuple[APIRouter, ...] = (signing.router, verifying.router)
 
 
 class SignOptions(RequestBody):
-    hash: Literal["sha256", "keccak256"] | None = Field(
+    hash: signatures.Hash | None = Field(
         None, description="ecdsa-secp256k1 only: the message's hash; default sha256"
     )
     prehashed: StrictBool | None = Field(
         None,
         description="ecdsa-secp256k1 only: the message is itself the 32-byte digest; default false",
     )
-    format: Literal["der", "compact", "recoverable"] | None = Field(
+    format: signatures.Format | None = Field(
         None,
         description="ecdsa-secp256k1 only: DER (the default), compact r ‖ s (64 bytes) or "
         "recoverable r ‖ s ‖ v (65 bytes, v the recovery id 0 or 1)",

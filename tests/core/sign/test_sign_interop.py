@@ -12,6 +12,7 @@ import pytest
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 from core.errors import EncodingError, InvalidKeyError
@@ -161,12 +162,16 @@ def test_ed25519_rfc8032_test_1() -> None:
 
 
 @pytest.mark.parametrize("message", MESSAGES)
-def test_ed25519_matches_pynacl(message: bytes) -> None:
+def test_ed25519_matches_pynacl_and_openssl(message: bytes) -> None:
     secret, public = ed25519.generate_keypair()
     peer = nacl.signing.SigningKey(secret)
     assert bytes(peer.verify_key) == public
     signature = ed25519.sign(secret, message)
     assert signature == peer.sign(message).signature
+    # OpenSSL makes the same deterministic signature, and verifies it.
+    openssl = Ed25519PrivateKey.from_private_bytes(secret)
+    assert openssl.sign(message) == signature
+    openssl.public_key().verify(signature, message)
     peer.verify_key.verify(message, signature)
     assert ed25519.verify(public, message, peer.sign(message).signature)
     assert not ed25519.verify(public, message + b"x", signature)

@@ -17,6 +17,7 @@ from app.ops.ecies import Sealed, warm
 from app.ops.errors import wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.sign import verified
+from app.ops.work import compute
 from app.server.metrics import timed
 from app.store import KeyMaterial
 
@@ -57,13 +58,14 @@ class Mac:
         self.trial_versions = trial_versions
 
     async def hmac(self, name: str, message: bytes, algorithm: Algorithm) -> Sealed:
-        return _sealed(_checked(await self.keyring.fetch(name)), message, algorithm)
+        material = _checked(await self.keyring.fetch(name))
+        return await compute(len(message), _sealed, material, message, algorithm)
 
     async def verify(
         self, name: str, message: bytes, mac: bytes, algorithm: Algorithm, version: int | None
     ) -> bool:
         await warm(self.keyring, name, mac, version, self.trial_versions)
-        return self._verify(name, message, mac, algorithm, version)
+        return await compute(len(message), self._verify, name, message, mac, algorithm, version)
 
     def _verify(
         self, name: str, message: bytes, mac: bytes, algorithm: Algorithm, version: int | None

@@ -17,6 +17,7 @@ from app.ops import envelope
 from app.ops.ecies import Sealed, warm
 from app.ops.errors import decryptable, invalid_input, wrong_key_type
 from app.ops.keyring import Keyring
+from app.ops.work import compute
 from app.server.metrics import timed
 from app.store import KeyMaterial
 from core.sign import ecdsa, ed25519
@@ -117,13 +118,13 @@ class Signer:
 
     async def sign(self, name: str, message: bytes, options: Options, enveloped: bool) -> Sealed:
         material = _checked(await self.keyring.fetch(name))
-        return _signed(material, message, options, enveloped)
+        return await compute(len(message), _signed, material, message, options, enveloped)
 
     async def verify(
         self, name: str, message: bytes, signature: bytes, options: Options, version: int | None
     ) -> bool:
         await warm(self.keyring, name, signature, version, self.trial_versions)
-        return self._verify(name, message, signature, options, version)
+        return await compute(len(message), self._verify, name, message, signature, options, version)
 
     def _verify(
         self, name: str, message: bytes, signature: bytes, options: Options, version: int | None
@@ -155,8 +156,8 @@ def _signed(material: KeyMaterial, message: bytes, options: Options, enveloped: 
     )
 
 
-def verify_with(
+async def verify_with(
     key_type: SigningType, public: bytes, message: bytes, signature: bytes, options: Options
 ) -> bool:
     """Verification against a public key given by the caller: no stored key."""
-    return _verify(key_type, public, message, signature, options)
+    return await compute(len(message), _verify, key_type, public, message, signature, options)

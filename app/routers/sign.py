@@ -160,5 +160,7 @@ async def verify(call: KeyCall, body: VerifyRequest) -> Verdict:
 )
 async def verify_with_public_key(request: Request, services: ServicesDep) -> Response:
     body = await read_json(request, PublicVerifyRequest)  # after the token check
-    valid = signatures.verify_with(body.type, body.public_key, body.message, body.signature, body)
+    valid = await signatures.verify_with(
+        body.type, body.public_key, body.message, body.signature, body
+    )
     return json_response(Verdict(valid=valid))

@@ -122,6 +122,11 @@ def test_ed25519_with_pynacl(client: TestClient) -> None:
     assert client.post("/v1/verify", json=given).json() == {"valid": True}
     assert verify(client, "ed", b"hello", signature).json() == {"valid": True}
     assert verify(client, "ed", b"hello", signature[:63]).json() == {"valid": False}
+    # A message over 64 KiB is signed and checked off the event loop, with the same result.
+    large = bytes(range(256)) * 400
+    signature = unb64(sign(client, "ed", large)["signature"])
+    nacl.signing.VerifyKey(public).verify(large, signature)
+    assert verify(client, "ed", large, signature).json() == {"valid": True}
     refused = client.post("/v1/sign/ed", json={"message": b64(b"m"), "hash": "sha256"})
     assert refused.status_code == 422 and "ed25519" in refused.json()["detail"]
 

@@ -8,13 +8,15 @@ Decryption uses, in this order: the `key_version` the caller gives, exactly (an 
 another is a 422); the envelope's version; or, for a bare payload, the versions from the newest
 down to `min_decryption_version`, at most `CIPHERD_BARE_PAYLOAD_VERSIONS` of them, answering
 the one that opened it. A bare AEZ payload with tau below 8 is never tried that way: with so
-short a tag another version "opens" it with probability up to 2^-8 per try.
+short a tag another version "opens" it with probability up to 2^-8 per try. Signatures and
+HMACs are checked (`verified`) against the same versions, in the same order.
 """
 
 import re
 from collections.abc import Callable
 
 from app.ops.errors import Problem, decryptable, invalid_input
+from app.ops.keyring import Keyring
 from app.store import KeyMaterial
 
 PREFIX = b"cipherd:v"
@@ -85,4 +87,26 @@ def open_bare(
         failure.title,
         f"{failure.title.lower()} with {tried} of key {latest.name!r}; a payload made under "
         "an older version needs its key_version",
+    )
+
+
+def verified(
+    keyring: Keyring,
+    name: str,
+    data: bytes,
+    version: int | None,
+    limit: int,
+    checked: Callable[[KeyMaterial], KeyMaterial],
+    check: Callable[[KeyMaterial, bytes], bool],
+) -> bool:
+    """Whether `check(version's material, bare data)` holds for the version the caller or the
+    envelope names, or, for bare data, for any version it would be tried against."""
+    named, bare = parse(data)
+    wanted = wanted_version(named, version)
+    if wanted is not None:
+        return check(decryptable(checked(keyring.material(name, wanted))), bare)
+    latest = decryptable(checked(keyring.material(name)))
+    return any(
+        check(latest if v == latest.version else checked(keyring.material(name, v)), bare)
+        for v in trial_versions(latest, limit)
     )

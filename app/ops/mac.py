@@ -16,7 +16,6 @@ from app.ops import envelope
 from app.ops.ecies import Sealed, warm
 from app.ops.errors import wrong_key_type
 from app.ops.keyring import Keyring
-from app.ops.sign import verified
 from app.ops.work import compute
 from app.server.metrics import timed
 from app.store import KeyMaterial
@@ -70,7 +69,7 @@ class Mac:
     def _verify(
         self, name: str, message: bytes, mac: bytes, algorithm: Algorithm, version: int | None
     ) -> bool:
-        return verified(
+        return envelope.verified(
             self.keyring,
             name,
             mac,

@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 
 from app.ops import envelope
 from app.ops.ecies import Sealed, warm
-from app.ops.errors import decryptable, invalid_input, wrong_key_type
+from app.ops.errors import invalid_input, wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.work import compute
 from app.server.metrics import timed
@@ -86,28 +86,6 @@ def _checked(material: KeyMaterial) -> KeyMaterial:
     return material
 
 
-def verified(
-    keyring: Keyring,
-    name: str,
-    data: bytes,
-    version: int | None,
-    limit: int,
-    checked: Callable[[KeyMaterial], KeyMaterial],
-    check: Callable[[KeyMaterial, bytes], bool],
-) -> bool:
-    """Whether `check(version's material, bare data)` holds for the version the caller or the
-    envelope names, or, for bare data, for any version it would be tried against."""
-    named, bare = envelope.parse(data)
-    wanted = envelope.wanted_version(named, version)
-    if wanted is not None:
-        return check(decryptable(checked(keyring.material(name, wanted))), bare)
-    latest = decryptable(checked(keyring.material(name)))
-    return any(
-        check(latest if v == latest.version else checked(keyring.material(name, v)), bare)
-        for v in envelope.trial_versions(latest, limit)
-    )
-
-
 class Signer:
     """Signatures with the keys of one keyring; `trial_versions` bounds the versions a bare
     signature is checked against."""
@@ -129,7 +107,7 @@ class Signer:
     def _verify(
         self, name: str, message: bytes, signature: bytes, options: Options, version: int | None
     ) -> bool:
-        return verified(
+        return envelope.verified(
             self.keyring,
             name,
             signature,

@@ -201,7 +201,9 @@ SEGMENT_BYTES = 1 << 20
 LAZY_SYNC_SECONDS = 0.1
 # The mover waits this long after a first record, so that it takes many in one transaction.
 MOVE_DELAY_SECONDS = 0.005
-MOVE_CHUNK_BYTES = 1 << 20
+# Read in pieces below glibc's mmap threshold (128 KiB), some 200 records each: larger reads
+# raise the threshold and leave the freed pieces to fragment the heap.
+MOVE_CHUNK_BYTES = 64 << 10
 # How often the mover looks for the segments of processes that have ended.
 ORPHAN_SECONDS = 10.0
 # How long the mover waits before it asks a store that refused records again.
@@ -542,7 +544,11 @@ class AuditTrail:
         end = segment.size
         while self._moved_bytes < end:
             data = segment.read(self._moved_bytes, MOVE_CHUNK_BYTES)
-            data = data[: data.rfind(b"\n") + 1]
+            cut = data.rfind(b"\n") + 1
+            if not cut:  # one record longer than a piece (an FE keygen's function, say)
+                data = segment.read(self._moved_bytes, end - self._moved_bytes)
+                cut = data.find(b"\n") + 1
+            data = data[:cut]
             last = _store_rows(self._store, self._key, data)
             with self._moved:
                 self._moved_bytes += len(data)

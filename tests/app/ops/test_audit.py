@@ -256,6 +256,21 @@ def test_removing_a_whole_chain_with_its_head_is_found(
     assert {f.reason for f in faults} == {"not in the register of chains"}
 
 
+def test_a_record_longer_than_the_movers_reads_reaches_the_store(
+    admin: TestClient, audited: Settings
+) -> None:
+    """A quadratic FE keygen records its n x n function: at n = 100 some 120 KiB of digits in
+    one record, more than the mover reads at a time."""
+    created = admin.post("/v1/keys", json={"name": "q", "type": "qfe-sgp", "dimension": 100})
+    assert created.status_code == 201, created.text
+    f = [[10**9 + i * 100 + j for j in range(100)] for i in range(100)]
+    assert admin.post("/v1/fe/q/keygen", json={"f": f}).status_code == 200
+    assert len(json.dumps(f)) > audit.MOVE_CHUNK_BYTES
+    keygen = _records(admin, operation="fe_keygen")
+    assert keygen[0]["details"]["function"] == f
+    assert _verify(audited)[1] == []
+
+
 def test_listing_filters_and_pages(admin: TestClient) -> None:
     admin.post("/v1/keys", json={"name": "a", "type": "aez"})
     admin.post("/v1/keys", json={"name": "b", "type": "aez"})

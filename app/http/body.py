@@ -2,7 +2,8 @@
 
 Large ECIES and AEZ payloads are sent as `application/octet-stream` with the parameters in the
 query string, which spares the client base64 and the server a JSON parse of hundreds of
-megabytes. The same path takes the JSON form; the OpenAPI document lists both media types.
+megabytes. The JSON form's path takes them too; the OpenAPI document lists them under the
+raw form's own path (`.../encrypt/raw`), which takes both as well.
 """
 
 from functools import cache
@@ -20,7 +21,7 @@ from app.ops.work import compute
 OCTET_STREAM = "application/octet-stream"
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
-# Models that appear only through `dual_body`, for the OpenAPI document's components.
+# Models that appear only through `json_body`, for the OpenAPI document's components.
 EXTRA_SCHEMA_MODELS: list[type[BaseModel]] = []
 
 
@@ -35,29 +36,33 @@ def json_body(model: type[BaseModel]) -> dict[str, Any]:
     }
 
 
-def dual_body(model: type[BaseModel], binary: str, query: type[BaseModel]) -> dict[str, Any]:
-    """`openapi_extra` declaring a JSON body of `model` or raw bytes described by `binary`, and
-    the query parameters `query` that go with raw bytes only (read by `read_query`)."""
-    declared = json_body(model)
-    declared["requestBody"]["content"][OCTET_STREAM] = {
-        "schema": {"type": "string", "format": "binary", "description": binary}
+def raw_body(binary: str, query: type[BaseModel]) -> dict[str, Any]:
+    """`openapi_extra` declaring raw bytes described by `binary` as the body, with the query
+    parameters `query` (read by `read_query`).
+
+    The raw form is an operation of its own in the document (`/raw` after the JSON form's
+    path): generators give an operation one body type and one type per status, so raw bytes
+    beside JSON on one operation came out typed as JSON. The body's schema is empty (any bytes,
+    as OpenAPI 3.1 writes them): openapi-typescript types `format: binary` as a string, which
+    no bytes are, and the other generators send what they are given for an empty one.
+    """
+    return {
+        "parameters": query_parameters(query),
+        "requestBody": {
+            "required": True,
+            "content": {OCTET_STREAM: {"schema": {}}},
+            "description": binary,
+        },
+        "responses": {"415": {"description": f"the body is not {OCTET_STREAM}, or is compressed"}},
     }
-    declared["responses"]["415"]["description"] = (
-        f"the body is neither JSON nor {OCTET_STREAM}, or is compressed"
-    )
-    return {"parameters": query_parameters(query), **declared}
 
 
 VERSION_HEADER = "Cipherd-Key-Version"
 
 
 def binary_response(description: str) -> dict[int | str, dict[str, Any]]:
-    """A 200 response that is JSON or, for a raw request, raw bytes with the key version in
-    VERSION_HEADER (`raw_response`)."""
-    version = {
-        "description": "the key version used (raw answers; a JSON answer has `key_version`)",
-        "schema": {"type": "integer"},
-    }
+    """A 200 response of raw bytes with the key version in VERSION_HEADER (`raw_response`)."""
+    version = {"description": "the key version used", "schema": {"type": "integer"}}
     return {
         200: {
             "content": {OCTET_STREAM: {"schema": {"type": "string", "format": "binary"}}},
@@ -109,6 +114,17 @@ def is_raw(request: Request) -> bool:
     return _media_type(request) == OCTET_STREAM
 
 
+def require_raw(request: Request) -> None:
+    """Refuse (415) a body that is not raw bytes, on a path that takes only those."""
+    if not is_raw(request):
+        raise Problem(
+            415,
+            "unsupported-media-type",
+            "Unsupported media type",
+            f"send {OCTET_STREAM}, not {_media_type(request) or 'a body without Content-Type'}",
+        )
+
+
 async def _read_body(request: Request) -> bytearray:
     """The whole body, in one buffer grown as the bytes arrive.
 
@@ -140,7 +156,7 @@ async def read_json(
 ) -> ModelT:
     """The body parsed as `model`; otherwise the 422 FastAPI gives for a body parameter.
 
-    `raw_query` is, on a route that also takes raw bodies (`dual_body`), the query parameters
+    `raw_query` is, on a route that also takes raw bodies (`raw_body`), the query parameters
     of that form. The JSON carries its own, so with a JSON body a value other than the default
     is refused rather than ignored (a `key_version` in the query would otherwise be silently
     dropped); defaults pass, since generated clients send every parameter.
@@ -186,8 +202,7 @@ def json_response(model: BaseModel, exclude_none: bool = False) -> Response:
 
 
 def query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
-    """The OpenAPI parameters FastAPI declares for a `Annotated[model, Query()]` argument,
-    each described as going with a raw body only.
+    """The OpenAPI parameters FastAPI declares for a `Annotated[model, Query()]` argument.
 
     A route whose query matters only for raw bodies reads it with `read_query` rather than
     having FastAPI parse it on every request, and declares it with these.
@@ -199,10 +214,6 @@ def query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
         """Never called: it only declares the parameters."""
 
     parameters: list[dict[str, Any]] = probe.openapi()["paths"]["/"]["get"]["parameters"]
-    for parameter in parameters:
-        raw_only = f"for an {OCTET_STREAM} body; with JSON only the default is accepted"
-        described = parameter.get("description")
-        parameter["description"] = f"{described}; {raw_only}" if described else raw_only
     return parameters
 
 

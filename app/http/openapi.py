@@ -1,13 +1,15 @@
-"""The OpenAPI document: FastAPI's, plus the models only raw-or-JSON bodies refer to.
+"""The OpenAPI document: FastAPI's, plus what clients generated from it need (the models the
+key operations read themselves, every problem answer, a server, request defaults they can
+leave out).
 
 `openapi.yaml` at the top of the repository is this document as YAML (`cipherd openapi`); a
 test fails when the file and the code disagree.
 """
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import models_json_schema
@@ -29,6 +31,7 @@ def install_openapi(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
                 summary=app.summary,
                 description=DESCRIPTION,
                 routes=list(routes),
+                servers=SERVERS,
             )
             _, extra = models_json_schema(
                 [(model, "validation") for model in EXTRA_SCHEMA_MODELS],
@@ -38,6 +41,7 @@ def install_openapi(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
             for name, schema in extra.get("$defs", {}).items():
                 schemas.setdefault(name, schema)
             _document_problems(document)
+            _request_defaults(document)
             app.openapi_schema = document
         return app.openapi_schema
 
@@ -91,6 +95,40 @@ def _document_problems(document: dict[str, Any]) -> None:
             schemas.pop(unused, None)
 
 
+def _request_defaults(document: dict[str, Any]) -> None:
+    """Say the defaults of request fields in their descriptions, not as `default`.
+
+    openapi-typescript makes every property with a `default` required in a schema it reaches
+    through `$ref` (it reads the default as what the answer will always carry), so a client had
+    to send every optional field of a request. The service applies the defaults itself.
+    """
+    schemas = document["components"]["schemas"]
+    pending = [
+        content["schema"]
+        for operations in document["paths"].values()
+        for operation in operations.values()
+        for content in operation.get("requestBody", {}).get("content", {}).values()
+    ]
+    seen: set[str] = set()
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+        elif isinstance(node, dict):
+            reference = node.get("$ref", "")
+            if reference.startswith("#/components/schemas/") and reference not in seen:
+                seen.add(reference)
+                pending.append(schemas[reference.rsplit("/", 1)[1]])
+            for field in node.get("properties", {}).values():
+                if "default" in field:
+                    default = field.pop("default")
+                    if default is not None:
+                        described = field.get("description")
+                        said = f"default: {json.dumps(default)}"
+                        field["description"] = f"{described}; {said}" if described else said
+            pending.extend(node.values())
+
+
 def _header(name: str) -> dict[str, Any]:
     return {name: {"$ref": f"#/components/headers/{name}"}}
 
@@ -117,8 +155,8 @@ PROBLEM_DESCRIPTIONS = {
 }
 
 
-def openapi_yaml(app: FastAPI) -> str:
-    return yaml.safe_dump(app.openapi(), sort_keys=False, allow_unicode=True, width=100)
+# The address `cipherd serve` listens on by default: generated clients take it as their default.
+SERVERS = [{"url": "http://127.0.0.1:8000", "description": "`cipherd serve` by default"}]
 
 
 DESCRIPTION = """\
@@ -127,7 +165,8 @@ byte-compatible with eciespy and eciesjs), AEZ v5 and pairing-based functional e
 
 Every key-using call carries `Authorization: Bearer <token>`: the admin token, or a scoped token
 issued by `POST /v1/tokens` for key-name patterns and operations. Binary fields are base64.
-ECIES and AEZ also take raw `application/octet-stream` bodies with the parameters in the query.
+ECIES and AEZ also take raw `application/octet-stream` bodies, with the parameters in the query,
+at the same path with `/raw` after it (`POST /v1/ecies/{name}/encrypt/raw`).
 Errors are `application/problem+json` (RFC 9457) with a stable `type`. A 503
 `store-unavailable`, with `Retry-After`, means the key store did not answer: retry the call.
 Every answer carries `X-Request-ID`: the request's own when it sent one of 1 to 64 characters of

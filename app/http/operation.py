@@ -22,6 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.routing import BaseRoute
@@ -30,14 +31,15 @@ from starlette.types import Receive, Scope, Send
 from app.http.batch import check_batch_size
 from app.http.body import (
     binary_response,
-    dual_body,
     is_raw,
     json_body,
     json_response,
+    raw_body,
     raw_response,
     read_json,
     read_query,
     read_raw,
+    require_raw,
 )
 from app.http.deps import (
     Access,
@@ -145,12 +147,16 @@ def _single(
     body: type[BodyT],
     handler: Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]],
     raw: RawForm | None,
+    raw_only: bool = False,
 ) -> Handler:
-    """One call: the JSON form, or the raw form when the body is application/octet-stream."""
+    """One call: the JSON form, or the raw form when the body is application/octet-stream;
+    `raw_only` (the raw form's own path) refuses any other body (415)."""
     raw_query = raw.query if raw is not None else None
 
     async def handle(request: Request) -> Response:
         call = await _key_call(request, access)
+        if raw_only:
+            require_raw(request)
         if raw_query is not None and is_raw(request):
             query = read_query(request, raw_query)
             # The buffer as it arrived stands for bytes: the crypto reads any buffer, and a copy
@@ -236,7 +242,7 @@ class Family:
         name: str,
         access: Access,
         summary: str,
-        response: type[BaseModel],
+        response: type[BaseModel] | None,
         handler: Handler,
         openapi_extra: dict[str, Any],
         responses: dict[int | str, dict[str, Any]] | None = None,
@@ -251,6 +257,8 @@ class Family:
             name=name,
             methods=["POST"],
             response_model=response,
+            # No JSON 200 for an answer of raw bytes (`binary_response` declares its 200).
+            response_class=JSONResponse if response is not None else Response,
             summary=summary,
             tags=self.router.tags,
             responses={**ERROR_RESPONSES, **(responses or {})},
@@ -274,20 +282,17 @@ class Family:
         [Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]]],
         Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]],
     ]:
-        """Declare `async def handler(call, body) -> answer` as the operation at `path` (and its
-        raw form, and `path + "/batch"` for its batch form). `hot` puts it at the head of the
-        route table: single calls whose work is a few microseconds, where matching the 30 routes
-        before them would be a measurable share."""
+        """Declare `async def handler(call, body) -> answer` as the operation at `path` (and
+        `path + "/raw"` for its raw form, `path + "/batch"` for its batch form). `hot` puts it at
+        the head of the route table: single calls whose work is a few microseconds, where
+        matching the 30 routes before them would be a measurable share.
+
+        `path` takes raw bytes too, as it always has; the document lists them under the raw
+        form's path only, where generated clients type them as bytes (`raw_body`)."""
 
         def declare(
             handler: Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]],
         ) -> Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]]:
-            responses: dict[int | str, dict[str, Any]] | None = None
-            if raw is None:
-                extra = json_body(body)
-            else:
-                extra = dual_body(body, raw.body, raw.query)
-                responses = binary_response(raw.answer)
             self._add(
                 path,
                 handler.__name__,
@@ -295,10 +300,20 @@ class Family:
                 summary,
                 response,
                 _single(access, body, handler, raw),
-                extra,
-                responses,
-                hot,
+                json_body(body),
+                hot=hot,
             )
+            if raw is not None:
+                self._add(
+                    f"{path}/raw",
+                    f"{handler.__name__}_raw",
+                    access,
+                    f"{summary}: raw bytes",
+                    None,
+                    _single(access, body, handler, raw, raw_only=True),
+                    raw_body(raw.body, raw.query),
+                    binary_response(raw.answer),
+                )
             if batch is not None:
                 self.batch(f"{path}/batch", f"{handler.__name__}_batch", access, batch)
             return handler

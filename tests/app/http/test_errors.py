@@ -36,15 +36,21 @@ def auth(settings: Settings) -> dict[str, str]:
 
 @pytest.fixture
 def limited(settings: Settings, auth: dict[str, str]) -> Iterator[TestClient]:
-    app = create_app(settings.model_copy(update={"max_json_body_bytes": LIMIT}))
+    limits = {"max_json_body_bytes": LIMIT, "max_body_bytes": LIMIT}
+    app = create_app(settings.model_copy(update=limits))
     with TestClient(app, headers=auth) as client:
         yield client
 
 
-def operations_with_a_body(app: FastAPI) -> list[tuple[str, str]]:
+def operations_with_a_body(app: FastAPI) -> list[tuple[str, str, str]]:
+    """Each operation with a body: method, path and the body's media type."""
     paths = app.openapi()["paths"]
     return [
-        (method.upper(), path.replace("{name}", "k"))
+        (
+            method.upper(),
+            path.replace("{name}", "k"),
+            next(iter(operation["requestBody"]["content"])),
+        )
         for path, operations in paths.items()
         for method, operation in operations.items()
         if "requestBody" in operation
@@ -62,8 +68,8 @@ def test_every_body_over_the_limit_is_a_413(limited: TestClient) -> None:
         for start in range(0, len(oversized), 1000):
             yield oversized[start : start + 1000]
 
-    for method, path in operations:
-        headers = {"content-type": "application/json"}
+    for method, path, media_type in operations:
+        headers = {"content-type": media_type}
         for content in (oversized, chunks()):
             response = limited.request(method, path, content=content, headers=headers)
             assert response.status_code == 413, (path, response.text)

@@ -66,6 +66,21 @@ def test_raw_round_trip_with_query_parameters(client: TestClient) -> None:
     assert opened.content == plaintext
 
 
+def test_the_raw_path_takes_raw_bytes_only(client: TestClient) -> None:
+    """`.../raw` is the raw form's own path, interchangeable with the JSON path's raw form."""
+    make_key(client, "k")
+    params = {"symmetric_algorithm": "xchacha20"}
+    sealed = client.post("/v1/ecies/k/encrypt/raw", content=b"m", headers=OCTET, params=params)
+    assert sealed.status_code == 200 and sealed.headers["cipherd-key-version"] == "1"
+    opened = client.post(
+        "/v1/ecies/k/decrypt", content=sealed.content, headers=OCTET, params=params
+    )
+    assert opened.content == b"m"
+    as_json = client.post("/v1/ecies/k/encrypt/raw", json={"plaintext": b64(b"m")})
+    assert as_json.status_code == 415
+    assert as_json.json()["type"] == "urn:cipherd:problem:unsupported-media-type"
+
+
 def test_old_versions_decrypt_after_rotation(client: TestClient) -> None:
     make_key(client, "k")
     old = client.post("/v1/ecies/k/encrypt", json={"plaintext": b64(b"before")}).json()

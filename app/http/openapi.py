@@ -8,6 +8,7 @@ test fails when the file and the code disagree.
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
@@ -15,7 +16,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic.json_schema import models_json_schema
 from starlette.routing import BaseRoute
 
-from app.http.body import EXTRA_SCHEMA_MODELS
+from app.http.body import EXTRA_SCHEMA_MODELS, OCTET_STREAM
 from app.http.problems import PROBLEM_JSON
 
 
@@ -42,6 +43,7 @@ def install_openapi(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
                 schemas.setdefault(name, schema)
             _document_problems(document)
             _request_defaults(document)
+            _links(document)
             app.openapi_schema = document
         return app.openapi_schema
 
@@ -55,7 +57,8 @@ def _document_problems(document: dict[str, Any]) -> None:
     `application/problem+json` of declared errors without a schema; the service answers every
     4xx with a `ProblemDetail` as `application/problem+json`. Generated clients and contract
     tests need the document to say so, and to list the 400/401/403/404/413/422 that any
-    operation with a body, a token, a key name or parameters can give, and the 503
+    operation with a body, a token, a key name or parameters can give, the 409 of a key
+    pending deletion, and the 503
     of any operation that reads the store (every one that takes a token).
     """
     for path, operations in document["paths"].items():
@@ -67,6 +70,7 @@ def _document_problems(document: dict[str, Any]) -> None:
                 "401": bool(operation.get("security")),
                 "403": bool(operation.get("security")),
                 "404": "{" in path,
+                "409": "{name}" in path,
                 "413": bool(body),
                 "422": bool(body or operation.get("parameters")),
                 "503": bool(operation.get("security")),
@@ -129,6 +133,142 @@ def _request_defaults(document: dict[str, Any]) -> None:
             pending.extend(node.values())
 
 
+@dataclass(frozen=True)
+class _Operation:
+    """What `_links` reads of an operation."""
+
+    path: str
+    operation: dict[str, Any]
+    path_parameters: tuple[str, ...]
+    query_parameters: frozenset[str]
+    answers: dict[str, set[str]]  # the JSON properties of each 2xx answer
+    takes: set[str]  # the JSON request body's properties
+    needs: set[str]  # the required ones among them
+    raw_answer: bool
+    raw_body: bool
+
+    @property
+    def family(self) -> str:
+        """The path up to its first parameter: `/v1/ecies/` of `/v1/ecies/{name}/encrypt`."""
+        return self.path.split("{", 1)[0]
+
+    @property
+    def id(self) -> str:
+        return str(self.operation["operationId"])
+
+
+def _operations(document: dict[str, Any]) -> list[_Operation]:
+    schemas = document["components"]["schemas"]
+
+    def resolved(schema: dict[str, Any]) -> dict[str, Any]:
+        reference = schema.get("$ref", "")
+        return schemas[reference.rsplit("/", 1)[1]] if reference else schema
+
+    found = []
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            parameters = operation.get("parameters", [])
+            body = operation.get("requestBody", {}).get("content", {})
+            taken = resolved(body.get("application/json", {}).get("schema", {}))
+            answers = {
+                status: set(resolved(json["schema"]).get("properties", {}))
+                for status, response in operation["responses"].items()
+                if status.startswith("2")
+                and (json := response.get("content", {}).get("application/json"))
+            }
+            ok = operation["responses"].get("200", {}).get("content", {})
+            found.append(
+                _Operation(
+                    path,
+                    operation,
+                    tuple(p["name"] for p in parameters if p["in"] == "path"),
+                    frozenset(p["name"] for p in parameters if p["in"] == "query"),
+                    answers,
+                    set(taken.get("properties", {})),
+                    set(taken.get("required", [])),
+                    OCTET_STREAM in ok,
+                    OCTET_STREAM in body,
+                )
+            )
+    return found
+
+
+def _links(document: dict[str, Any]) -> None:
+    """OpenAPI links: how one answer feeds the next request, for stateful clients and fuzzers.
+
+    Derived from the operations themselves, so every route gets them:
+    * a creation (a 201) gives each operation with a path parameter its value: the property of
+      that name in the answer (a key's `name`), or its `id` when the parameter names an item
+      of the created thing's collection (`/v1/tokens/{token_id}`);
+    * on one resource of one family (`/v1/fe/{name}/...`), an answer with a property that
+      another operation's body requires feeds it (an encryption's `ciphertext` its
+      decryption, a keygen's `functional_key` and an encryption's `ciphertext` FE decryption),
+      with the parameters and the other body fields of the request that got the answer (AEZ's
+      nonce, ECIES's config); a raw answer feeds the raw body of the same family's other raw
+      operations.
+    """
+    operations = _operations(document)
+    paths = document["paths"]
+    for source in operations:
+        for status, properties in source.answers.items():
+            links: dict[str, Any] = {}
+            for target in operations:
+                if target is source:
+                    continue
+                if status == "201":
+                    creates = {
+                        p: p if p in properties else "id"
+                        for p in target.path_parameters
+                        if p in properties
+                        or ("id" in properties and f"{source.path}/{{{p}}}" in paths)
+                    }
+                    if creates and len(creates) == len(target.path_parameters):
+                        links[target.id] = {
+                            "operationId": target.id,
+                            "parameters": {p: f"$response.body#/{f}" for p, f in creates.items()},
+                        }
+                    continue
+                if target.family != source.family or not source.path_parameters:
+                    continue
+                if not set(target.path_parameters) <= set(source.path_parameters):
+                    continue
+                fed = properties & target.needs
+                if fed:
+                    body = {f: f"$response.body#/{f}" for f in sorted(properties & target.takes)}
+                    for f in sorted((source.takes & target.takes) - properties):
+                        body[f] = f"$request.body#/{f}"
+                    links[target.id] = {
+                        "operationId": target.id,
+                        "parameters": _passed_on(source, target),
+                        "requestBody": body,
+                    }
+            if links:
+                source.operation["responses"][status]["links"] = links
+        if source.raw_answer:
+            raw = {
+                target.id: {
+                    "operationId": target.id,
+                    "parameters": _passed_on(source, target),
+                    "requestBody": "$response.body",
+                }
+                for target in operations
+                if target is not source
+                and target.raw_body
+                and target.family == source.family
+                and set(target.path_parameters) <= set(source.path_parameters)
+            }
+            if raw:
+                source.operation["responses"]["200"]["links"] = raw
+
+
+def _passed_on(source: _Operation, target: _Operation) -> dict[str, str]:
+    """The target's parameters that the source's request had: its path, shared query."""
+    passed = {p: f"$request.path.{p}" for p in target.path_parameters}
+    for q in sorted(source.query_parameters & target.query_parameters):
+        passed[q] = f"$request.query.{q}"
+    return passed
+
+
 def _header(name: str) -> dict[str, Any]:
     return {name: {"$ref": f"#/components/headers/{name}"}}
 
@@ -148,6 +288,7 @@ PROBLEM_DESCRIPTIONS = {
     "401": "missing or invalid token",
     "403": "the token's scope does not allow this",
     "404": "no such key, version or token",
+    "409": "the key is pending deletion (POST /v1/keys/{name}/restore cancels it)",
     "413": "the body is over the size limit",
     "422": "the request is invalid",
     "503": "the key store is not answering, or the service stopped first; retry after "

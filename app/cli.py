@@ -135,6 +135,12 @@ def _openapi(args: argparse.Namespace, settings: Settings) -> None:
     sys.stdout.write(openapi_yaml(create_app(settings).openapi()))
 
 
+def _completion(args: argparse.Namespace, settings: Settings) -> None:
+    from app.completion import bash_script
+
+    sys.stdout.write(bash_script(parser()))
+
+
 def _store(settings: Settings) -> "KeyStore":
     from app.server.bootstrap import root_key
     from app.store import open_store
@@ -428,6 +434,11 @@ def parser() -> argparse.ArgumentParser:
     commands.add_parser("openapi", help="print the OpenAPI document as YAML").set_defaults(
         run=_openapi
     )
+    completion = commands.add_parser(
+        "completion", help='print a shell completion script: eval "$(cipherd completion bash)"'
+    )
+    completion.add_argument("shell", choices=["bash"])
+    completion.set_defaults(run=_completion)
 
     add_client_commands(commands)
     local = commands.add_parser(

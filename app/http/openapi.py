@@ -199,7 +199,9 @@ def _links(document: dict[str, Any]) -> None:
     Derived from the operations themselves, so every route gets them:
     * a creation (a 201) gives each operation with a path parameter its value: the property of
       that name in the answer (a key's `name`), or its `id` when the parameter names an item
-      of the created thing's collection (`/v1/tokens/{token_id}`);
+      of the created thing's collection (`/v1/tokens/{token_id}`); an answer about an item
+      does the same for the operations below the item's path (a scheduled deletion's `name`
+      into its restore);
     * on one resource of one family (`/v1/fe/{name}/...`), an answer with a property that
       another operation's body requires feeds it (an encryption's `ciphertext` its
       decryption, a keygen's `functional_key` and an encryption's `ciphertext` FE decryption),
@@ -215,7 +217,7 @@ def _links(document: dict[str, Any]) -> None:
             for target in operations:
                 if target is source:
                     continue
-                if status == "201":
+                if status == "201" or target.path.startswith(source.path):
                     creates = {
                         p: p if p in properties else "id"
                         for p in target.path_parameters

@@ -171,10 +171,10 @@ def _operations(document: dict[str, Any]) -> list[_Operation]:
             body = operation.get("requestBody", {}).get("content", {})
             taken = resolved(body.get("application/json", {}).get("schema", {}))
             answers = {
-                status: set(resolved(json["schema"]).get("properties", {}))
+                status: set(resolved(answer["schema"]).get("properties", {}))
                 for status, response in operation["responses"].items()
                 if status.startswith("2")
-                and (json := response.get("content", {}).get("application/json"))
+                and (answer := response.get("content", {}).get("application/json"))
             }
             ok = operation["responses"].get("200", {}).get("content", {})
             found.append(
@@ -202,12 +202,15 @@ def _links(document: dict[str, Any]) -> None:
       of the created thing's collection (`/v1/tokens/{token_id}`); an answer about an item
       does the same for the operations below the item's path (a scheduled deletion's `name`
       into its restore);
-    * on one resource of one family (`/v1/fe/{name}/...`), an answer with a property that
-      another operation's body requires feeds it (an encryption's `ciphertext` its
-      decryption, a keygen's `functional_key` and an encryption's `ciphertext` FE decryption),
-      with the parameters and the other body fields of the request that got the answer (AEZ's
-      nonce, ECIES's config); a raw answer feeds the raw body of the same family's other raw
-      operations.
+    * on one resource of one family (`/v1/fe/{name}/...`), an answer whose properties another
+      operation's body takes, one of which it requires, is that body (an encryption's
+      `ciphertext` and `key_version` its decryption's, a keygen's `functional_key` and an
+      encryption's `ciphertext` FE decryption's, the other fields left to the caller), with
+      the path and the shared query parameters of the request that got the answer; a raw
+      answer is the raw body of the same family's other raw operations.
+
+    A link's `requestBody` is one runtime expression: openapi-generator refuses a document
+    whose links map body fields one by one.
     """
     operations = _operations(document)
     paths = document["paths"]
@@ -234,15 +237,11 @@ def _links(document: dict[str, Any]) -> None:
                     continue
                 if not set(target.path_parameters) <= set(source.path_parameters):
                     continue
-                fed = properties & target.needs
-                if fed:
-                    body = {f: f"$response.body#/{f}" for f in sorted(properties & target.takes)}
-                    for f in sorted((source.takes & target.takes) - properties):
-                        body[f] = f"$request.body#/{f}"
+                if properties & target.needs and properties <= target.takes:
                     links[target.id] = {
                         "operationId": target.id,
                         "parameters": _passed_on(source, target),
-                        "requestBody": body,
+                        "requestBody": "$response.body",
                     }
             if links:
                 source.operation["responses"][status]["links"] = links

@@ -54,3 +54,30 @@ def test_request_fields_carry_no_default(app: FastAPI) -> None:
     """openapi-typescript would make each of them required: the description says it."""
     tau = app.openapi()["components"]["schemas"]["AezEncryptRequest"]["properties"]["tau"]
     assert "default" not in tau and tau["description"].endswith("default: 16")
+
+
+def test_links_feed_one_answer_into_the_next(app: FastAPI) -> None:
+    """Derived from the routes: the names, ciphertexts, functional keys and token ids that
+    stateful clients and fuzzers carry from one call to the next."""
+    paths = app.openapi()["paths"]
+
+    def links(path: str, method: str, status: str) -> dict:
+        return paths[path][method]["responses"][status]["links"]
+
+    created = links("/v1/keys", "post", "201")
+    for path, operations in paths.items():
+        for operation in operations.values():
+            if "{name}" in path:
+                assert created[operation["operationId"]]["parameters"] == {
+                    "name": "$response.body#/name"
+                }
+    sealed = links("/v1/ecies/{name}/encrypt", "post", "200")["ecies_decrypt"]
+    assert sealed["requestBody"] == "$response.body"
+    assert sealed["parameters"] == {"name": "$request.path.name"}
+    raw = links("/v1/aez/{name}/encrypt/raw", "post", "200")["aez_decrypt_raw"]
+    assert raw["parameters"]["nonce"] == "$request.query.nonce"
+    assert set(links("/v1/fe/{name}/keygen", "post", "200")) == {"fe_decrypt", "fe_decrypt_many"}
+    assert "fe_decrypt" in links("/v1/fe/{name}/encrypt", "post", "200")
+    revoked = links("/v1/tokens", "post", "201")["tokens_delete_token"]
+    assert revoked["parameters"] == {"token_id": "$response.body#/id"}
+    assert "keys_restore_key" in links("/v1/keys/{name}", "delete", "202")

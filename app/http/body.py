@@ -171,8 +171,7 @@ async def read_json(
             f"send {accepted}, not {media_type}",
         )
     if raw_query is not None and request.scope["query_string"]:
-        # Only the raw form's parameters: another name is no more refused here than on a route
-        # without a raw form (a proxy's cache-buster, say).
+        # Only the raw form's parameters: the route refused any other name already.
         query = read_query(request, raw_query, known_only=True)
         fields = raw_query.model_fields
         misplaced = sorted(

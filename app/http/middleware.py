@@ -33,6 +33,10 @@ CLIENT_CLOSED = 499
 # A key name longer than any valid one (a refused request's) is cut to this in its record.
 MAX_RECORDED_NAME = 128
 
+# Answers carry secrets and plaintexts (exports, tokens, decryptions, functional keys): no cache
+# on the way, nor the client's, may keep one. Every answer gets it unless its route set its own.
+_NO_STORE = ((b"cache-control", b"no-store"),)
+
 _CLIENT_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")
 
 
@@ -187,9 +191,11 @@ class ObserveMiddleware:
                             status, answered = problem.status, True
                             return
                 status, answered = message["status"], True
+                headers = message.get("headers", [])
                 message["headers"] = [
-                    *message.get("headers", []),
+                    *headers,
                     (b"x-request-id", request_id.encode()),
+                    *(() if any(k.lower() == b"cache-control" for k, _ in headers) else _NO_STORE),
                 ]
             elif head:
                 message = {**message, "body": b""}

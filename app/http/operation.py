@@ -25,8 +25,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from starlette.routing import BaseRoute
-from starlette.types import Receive, Scope, Send
+from starlette.datastructures import QueryParams
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.http.batch import check_batch_size
 from app.http.body import (
@@ -212,6 +213,8 @@ class KeyOperationRoute(APIRoute):
         self.access = access
         self.hot = hot
         self.app = _asgi(handler)
+        # The raw form's parameters (`install_routes` refuses any other name).
+        self.query_names: frozenset[str] = frozenset()
 
 
 # The endpoint FastAPI documents for a key operation (the key name in the path); never called:
@@ -247,7 +250,7 @@ class Family:
         openapi_extra: dict[str, Any],
         responses: dict[int | str, dict[str, Any]] | None = None,
         hot: bool = False,
-    ) -> None:
+    ) -> KeyOperationRoute:
         route = KeyOperationRoute(
             self.router.prefix + path,
             _declared,
@@ -266,6 +269,7 @@ class Family:
             generate_unique_id_function=operation_id,
         )
         self.router.routes.append(route)
+        return route
 
     def operation(
         self,
@@ -293,7 +297,7 @@ class Family:
         def declare(
             handler: Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]],
         ) -> Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]]:
-            self._add(
+            route = self._add(
                 path,
                 handler.__name__,
                 access,
@@ -304,7 +308,7 @@ class Family:
                 hot=hot,
             )
             if raw is not None:
-                self._add(
+                raw_route = self._add(
                     f"{path}/raw",
                     f"{handler.__name__}_raw",
                     access,
@@ -314,6 +318,7 @@ class Family:
                     raw_body(raw.body, raw.query),
                     binary_response(raw.answer),
                 )
+                route.query_names = raw_route.query_names = frozenset(raw.query.model_fields)
             if batch is not None:
                 self.batch(f"{path}/batch", f"{handler.__name__}_batch", access, batch)
             return handler
@@ -343,6 +348,56 @@ def install_routes(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     """
     documentation: list[BaseRoute] = list(app.router.routes)
     routes: list[BaseRoute] = [route for router in routers for route in router.routes]
+    for route in routes + documentation:
+        if isinstance(route, Route):
+            route.app = _known_query_only(route.app, _query_names(route))
     hot = [route for route in routes if getattr(route, "hot", False)]
     app.router.routes[:] = hot + [route for route in routes if route not in hot] + documentation
     install_openapi(app, routes + documentation)
+
+
+def _query_names(route: Route) -> frozenset[str]:
+    """The query parameters `route` declares: its dependencies' (a model's fields for a query
+    model), or a key operation's raw form's."""
+    if isinstance(route, KeyOperationRoute):
+        return route.query_names
+    if not isinstance(route, APIRoute):
+        return frozenset()
+    names: set[str] = set()
+    dependants = [route.dependant]
+    while dependants:
+        dependant = dependants.pop()
+        dependants.extend(dependant.dependencies)
+        for param in dependant.query_params:
+            annotation = param.field_info.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                names.update(f.alias or n for n, f in annotation.model_fields.items())
+            else:
+                names.add(param.alias)
+    return frozenset(names)
+
+
+def _known_query_only(app: ASGIApp, known: frozenset[str]) -> ASGIApp:
+    """`app`, refusing a request whose query names a parameter the route does not take (422):
+    a misspelt or invented option (`DELETE /v1/keys/k?version=1`) must not be silently ignored
+    while the request goes on to do something else."""
+
+    async def checked(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["query_string"]:
+            unknown = sorted(set(QueryParams(scope["query_string"]).keys()) - known)
+            if unknown:
+                raise RequestValidationError(
+                    [
+                        {
+                            "type": "extra_forbidden",
+                            "loc": ("query", name),
+                            "msg": "Extra inputs are not permitted"
+                            + (f"; this route takes {', '.join(sorted(known))}" if known else ""),
+                            "input": None,
+                        }
+                        for name in unknown
+                    ]
+                )
+        await app(scope, receive, send)
+
+    return checked

@@ -322,12 +322,15 @@ def test_raw_body_parameters_in_the_query_of_a_json_request_are_refused(
 
 
 def test_raw_body_parameters_at_their_defaults_pass_with_json(client: TestClient) -> None:
-    """Generated clients send every declared parameter, defaults included; a name no route
-    takes is left alone with JSON, as on every JSON-only route."""
+    """Generated clients send every declared parameter, defaults included; a name the route
+    does not take is refused, with JSON as with raw bytes and on every other route."""
     client.post("/v1/keys", json={"name": "k", "type": "ecies-secp256k1"})
-    defaults = "is_ephemeral_key_compressed=false&symmetric_nonce_length=16&cache=123"
+    defaults = "is_ephemeral_key_compressed=false&symmetric_nonce_length=16"
     response = client.post(f"/v1/ecies/k/encrypt?{defaults}", json={"plaintext": b64(b"hi")})
     assert response.status_code == 200, response.text
+    response = client.post(f"/v1/ecies/k/encrypt?{defaults}&cache=1", json={"plaintext": "aGk="})
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["loc"] == ["query", "cache"]
 
 
 @pytest.mark.parametrize(

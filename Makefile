@@ -1,5 +1,7 @@
 # The two commands of the README, and the checks CI runs.
 VENV ?= .venv
+# `make serve`'s environment: the runtime install alone (no test dependencies, no Node.js).
+SERVE_VENV ?= .venv-serve
 SOURCES := pyproject.toml constraints.txt setup.py scripts/install.sh $(wildcard core/*/*.c core/*/*/*.c tests/interop/package-lock.json)
 
 .PHONY: serve test lint openapi lock
@@ -8,8 +10,13 @@ $(VENV)/.installed: $(SOURCES)
 	scripts/install.sh --dev
 	touch $@
 
-serve: $(VENV)/.installed
-	$(VENV)/bin/cipherd serve
+$(SERVE_VENV)/.installed: $(SOURCES)
+	CIPHERD_VENV=$(SERVE_VENV) scripts/install.sh
+	touch $@
+
+# Host and port from CIPHERD_HOST and CIPHERD_PORT (default 127.0.0.1:8000).
+serve: $(SERVE_VENV)/.installed
+	$(SERVE_VENV)/bin/cipherd serve
 
 # Every test, with 100 % line coverage of the functional-encryption library required.
 test: $(VENV)/.installed

@@ -77,26 +77,29 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
     import uvicorn
     from uvicorn.config import STARTUP_FAILURE
 
-    from app.server.bootstrap import load_admin_token, root_key
+    from app.server.bootstrap import load_admin_token, root_key, secure_data_dir
     from app.server.logs import configure_logging
     from app.server.workers import Supervisor, claim_address
 
+    host = settings.host if args.host is None else args.host
+    port = settings.port if args.port is None else args.port
     try:
-        claimed = claim_address(args.host, args.port, shared=args.workers > 1)
+        claimed = claim_address(host, port, shared=args.workers > 1)
     except OSError as exc:
-        address = f"[{args.host}]:{args.port}" if ":" in args.host else f"{args.host}:{args.port}"
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         raise SystemExit(f"cannot listen on {address}: {exc.strerror}") from None
     # The supervising process logs too (worker deaths, restarts): the same JSON lines.
     configure_logging(settings.log_format, settings.log_level)
     # Generate the embedded default's secrets once, before any worker starts, and open the store
     # once: a wrong database URL or an unreachable database stops here, in one line.
+    secure_data_dir(settings)
     root_key(settings)
     load_admin_token(settings)
     tls = _tls_files(args, settings)
-    _store(settings).close()
+    _store(settings, create=True).close()
     if not settings.admin_token:
         logging.getLogger("cipherd").warning("admin token: in %s", settings.admin_token_file)
-    options = uvicorn_options(args.host, args.port, tls)
+    options = uvicorn_options(host, port, tls)
     if args.workers > 1:
         supervisor = Supervisor(options, args.workers, settings.worker_unresponsive_seconds)
         metrics_dir = tempfile.mkdtemp(prefix="cipherd-metrics-", dir=_metrics_parent(settings))
@@ -141,11 +144,37 @@ def _completion(args: argparse.Namespace, settings: Settings) -> None:
     sys.stdout.write(bash_script(parser()))
 
 
-def _store(settings: Settings) -> "KeyStore":
-    from app.server.bootstrap import root_key
+def _store(settings: Settings, create: bool = False) -> "KeyStore":
+    """The configured store; unless `create`, only one that exists: a command run from another
+    directory must not make a new empty store (and root key) under ./var and list nothing."""
+    from app.server.bootstrap import root_key, secure_data_dir, uses_generated_root_key
     from app.store import open_store
 
+    if not create:
+        sqlite = settings.sqlite_path
+        missing = (
+            sqlite
+            if sqlite is not None and not sqlite.exists()
+            else settings.generated_root_key_file
+            if uses_generated_root_key(settings) and not settings.generated_root_key_file.exists()
+            else None
+        )
+        if missing is not None:
+            raise SystemExit(
+                f"no cipherd store in {settings.data_dir.absolute()} ({missing.absolute()} does "
+                "not exist): point CIPHERD_DATA_DIR (or CIPHERD_DATABASE_URL) at the service's, "
+                "or make a new store there with `cipherd local init`"
+            )
+    secure_data_dir(settings)
     return open_store(settings.resolved_database_url, partial(root_key, settings))
+
+
+def _init(args: argparse.Namespace, settings: Settings) -> None:
+    from app.server.bootstrap import load_admin_token
+
+    _store(settings, create=True).close()
+    load_admin_token(settings)
+    _print({"data_dir": str(settings.data_dir.absolute())})
 
 
 def _print(value: object) -> None:
@@ -419,8 +448,8 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the HTTP service")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=_int_in(0, 65535), default=8000)
+    serve.add_argument("--host", help="default: CIPHERD_HOST, else 127.0.0.1")
+    serve.add_argument("--port", type=_int_in(0, 65535), help="default: CIPHERD_PORT, else 8000")
     # Each worker is a process with its own caches: far more than cores is a typo.
     serve.add_argument("--workers", type=_int_in(1, MAX_WORKERS), default=1)
     for flag, what in (
@@ -444,6 +473,9 @@ def parser() -> argparse.ArgumentParser:
     local = commands.add_parser(
         "local", help="keys and tokens on the store itself, without a service"
     ).add_subparsers(dest="command", required=True)
+    local.add_parser(
+        "init", help="make the store, root key and admin token (as `serve` does on first start)"
+    ).set_defaults(run=_init)
     keys = local.add_parser("keys", help="manage keys in the store").add_subparsers(
         dest="action", required=True
     )

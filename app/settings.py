@@ -19,6 +19,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CIPHERD_", extra="ignore")
 
     data_dir: Path = Field(Path("var"), description="embedded store, root key and admin token")
+    host: str = Field("127.0.0.1", description="the address `cipherd serve` listens on")
+    port: int = Field(8000, ge=0, le=65535, description="the port `cipherd serve` listens on")
     database_url: str | None = Field(
         None,
         description="sqlite:///relative or sqlite:////absolute path, or postgresql://...; default: "
@@ -194,6 +196,12 @@ class Settings(BaseSettings):
     @property
     def audit_journal_dir(self) -> Path:
         return self.data_dir / "audit-journal"
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        """The SQLite store's file, or None for PostgreSQL."""
+        url = self.resolved_database_url
+        return Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None
 
     @property
     def admin_token_file(self) -> Path:

@@ -10,6 +10,7 @@ import binascii
 import os
 import re
 import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +24,36 @@ _BEARER_TOKEN = re.compile(r"[\x21-\x7e]+")
 
 class BootstrapError(RuntimeError):
     """The configured root key or admin token is unusable."""
+
+
+def secure_data_dir(settings: Settings) -> None:
+    """Make what this process creates from now on readable by its user only (umask 077: the
+    SQLite store, its -wal and -shm, metrics, audit files), and the data directory and what is
+    already in it too: a directory made earlier with mode 0755, or files left 0644 by an older
+    release, keep no secret from the other users of the machine.
+
+    Entries of other users are left as they are (chmod would fail on them anyway)."""
+    os.umask(0o077)
+    data_dir = settings.data_dir
+    entries = [data_dir, *data_dir.rglob("*")] if data_dir.is_dir() else []
+    sqlite = settings.sqlite_path
+    if sqlite is not None:  # perhaps outside the data directory
+        entries += [sqlite.with_name(sqlite.name + suffix) for suffix in ("", "-wal", "-shm")]
+    for entry in entries:
+        _restrict(entry)
+
+
+def _restrict(path: Path) -> None:
+    """chmod 0700 (a directory) or 0600 (anything else) if this user owns `path`."""
+    try:
+        info = path.lstat()
+        if info.st_uid != os.getuid() or stat.S_ISLNK(info.st_mode):
+            return
+        path.chmod(0o700 if stat.S_ISDIR(info.st_mode) else 0o600)
+    except (FileNotFoundError, NotADirectoryError):  # nothing there: nothing to restrict
+        return
+    except OSError as exc:
+        raise BootstrapError(f"cannot restrict {path} to its owner: {exc.strerror}") from exc
 
 
 def _read_or_create(path: Path, make_value: Callable[[], str]) -> str:

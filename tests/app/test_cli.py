@@ -19,12 +19,20 @@ from tests.e2e.server import serve_process
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def empty_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A data directory setting naming a directory that does not exist yet."""
     monkeypatch.setenv("CIPHERD_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("CIPHERD_DATABASE_URL", raising=False)
     get_settings.cache_clear()
     yield tmp_path / "data"
     get_settings.cache_clear()
+
+
+@pytest.fixture
+def data_dir(empty_data_dir: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A data directory with a new store in it (`cipherd local init`)."""
+    assert run(capsys, "local", "init") == {"data_dir": str(empty_data_dir.absolute())}
+    return empty_data_dir
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
@@ -121,13 +129,36 @@ def test_an_existing_name_is_refused(data_dir: Path, capsys: pytest.CaptureFixtu
     [["--workers", "0"], ["--workers", "257"], ["--workers", "two"], ["--port", "65536"]],
 )
 def test_serve_arguments_are_checked_before_anything_starts(
-    data_dir: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+    empty_data_dir: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["serve", *argv])
     assert exited.value.code == 2
     assert f"error: argument {argv[0]}:" in capsys.readouterr().err
-    assert not data_dir.exists()  # no secret generated, no store opened
+    assert not empty_data_dir.exists()  # no secret generated, no store opened
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["local", "keys", "list"],
+        ["local", "keys", "create", "orders", "aez"],
+        ["local", "tokens", "list"],
+        ["keyring", "status"],
+        ["audit", "verify"],
+    ],
+)
+def test_commands_on_the_store_refuse_a_directory_without_one(
+    empty_data_dir: Path, argv: list[str]
+) -> None:
+    """Run from another directory, a command says where it looked and how to point it
+    elsewhere, and leaves nothing behind (it used to print [] and make a new store)."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    message = str(exited.value.code)
+    assert f"no cipherd store in {empty_data_dir.absolute()}" in message
+    assert "CIPHERD_DATA_DIR" in message and "cipherd local init" in message
+    assert not empty_data_dir.exists()
 
 
 def test_tokens(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,8 +5,11 @@ on the same worker is answered meanwhile."""
 import base64
 import contextlib
 import json
+import os
 import secrets
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +22,7 @@ import psycopg
 import pytest
 
 from tests.conftest import POSTGRES_URL
-from tests.e2e.server import Server, running
+from tests.e2e.server import Server, free_port, running
 
 pytestmark = pytest.mark.e2e
 
@@ -27,6 +30,7 @@ pytestmark = pytest.mark.e2e
 # stall it for 10 to 25 s).
 ORDINARY_SECONDS = 2.0
 PROBLEM = "urn:cipherd:problem:"
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -414,3 +418,187 @@ def test_row4_request_bodies_share_a_memory_budget_and_json_is_parsed_off_the_lo
         )
     assert attack.status_code == 422, attack.text[:200]
     assert normal.status_code == 200 and normal_seconds < ORDINARY_SECONDS
+
+
+@pytest.mark.parametrize("root_key_from", ["data-dir", "environment"])
+def test_row9_everything_under_the_data_directory_is_for_its_user_only(
+    tmp_path: Path, root_key_from: str
+) -> None:
+    """A data directory made beforehand with mode 0755 (and a file left 0644 in it), the root
+    key generated there or given in the environment, two workers with their metrics files in
+    the data directory: after keys, tokens and traffic, every file under it is 0600 and every
+    folder 0700, the SQLite -wal and -shm included."""
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)
+    data.chmod(0o755)
+    leftover = data / "cipherd.sqlite3"
+    leftover.touch()  # an empty database an older release left readable
+    leftover.chmod(0o644)
+    env = {"CIPHERD_METRICS_DIR": str(data)}
+    if root_key_from == "environment":
+        env["CIPHERD_ROOT_KEY"] = b64(secrets.token_bytes(32))
+    with running(data, workers_count=2, env=env) as started, started.client() as admin:
+        assert admin.post("/v1/keys", json={"name": "k", "type": "aez"}).status_code == 201
+        made = admin.post("/v1/tokens", json={"keys": ["k"], "operations": ["encrypt"]})
+        assert made.status_code == 201
+        for _ in range(10):
+            assert admin.post("/v1/aez/k/encrypt", json={"plaintext": "aGk="}).status_code == 200
+        assert admin.get("/metrics").status_code == 200
+        entries = [data, *data.rglob("*")]
+        names = {entry.name for entry in entries}
+        assert {"cipherd.sqlite3", "cipherd.sqlite3-wal", "cipherd.sqlite3-shm"} <= names
+        assert any(entry.parent.name.startswith("cipherd-metrics-") for entry in entries)
+        wrong = {
+            str(entry): oct(entry.stat().st_mode & 0o777)
+            for entry in entries
+            if entry.stat().st_mode & 0o777 != (0o700 if entry.is_dir() else 0o600)
+        }
+    assert not wrong
+    assert ("root-key" in names) == (root_key_from == "data-dir")
+
+
+def test_row11_answers_with_a_secret_or_a_plaintext_are_not_stored(server: Server) -> None:
+    """Export, token creation, decryptions and functional keys answer `Cache-Control:
+    no-store`, as does every other answer."""
+    with server.client() as admin:
+        for name, key_type in (("row11-e", "ecies-secp256k1"), ("row11-a", "aez")):
+            created = admin.post(
+                "/v1/keys", json={"name": name, "type": key_type, "exportable": True}
+            )
+            assert created.status_code == 201, created.text
+        fe_key(admin, "row11-f", "ipfe-opt", 2)
+        sealed = admin.post("/v1/ecies/row11-e/encrypt", json={"plaintext": "aGk="}).json()
+        boxed = admin.post("/v1/aez/row11-a/encrypt", json={"plaintext": "aGk="}).json()
+        answers = {
+            "export": admin.get("/v1/keys/row11-e/export"),
+            "token": admin.post("/v1/tokens", json={"keys": ["x"], "operations": ["read"]}),
+            "ecies decrypt": admin.post("/v1/ecies/row11-e/decrypt", json=sealed),
+            "ecies raw decrypt": admin.post(
+                "/v1/ecies/row11-e/decrypt",
+                content=base64.b64decode(sealed["ciphertext"]),
+                headers={"Content-Type": "application/octet-stream"},
+            ),
+            "aez decrypt": admin.post("/v1/aez/row11-a/decrypt", json=boxed),
+            "fe keygen": admin.post("/v1/fe/row11-f/keygen", json={"y": [1, 2]}),
+            "key list": admin.get("/v1/keys"),
+            "problem": admin.get("/v1/keys/missing"),
+        }
+    for what, answer in answers.items():
+        assert answer.status_code < 500, (what, answer.text)
+        assert answer.headers.get("cache-control") == "no-store", what
+
+
+def test_row13_unknown_query_parameters_are_refused_on_every_route(server: Server) -> None:
+    """`DELETE /v1/keys/k?version=1&dry_run=true` is a 422 naming the parameters, and the key is
+    still there and active; JSON key operations, listings and admin routes refuse unknown
+    names too, while the parameters a route takes still work."""
+    with server.client() as admin:
+        assert admin.post("/v1/keys", json={"name": "row13", "type": "aez"}).status_code == 201
+        refused = admin.delete("/v1/keys/row13", params={"version": 1, "dry_run": "true"})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["type"] == PROBLEM + "invalid-input"
+        assert {tuple(e["loc"]) for e in refused.json()["errors"]} == {
+            ("query", "dry_run"),
+            ("query", "version"),
+        }
+        assert admin.get("/v1/keys/row13").json()["state"] == "active"
+        for method, path in (
+            ("POST", "/v1/aez/row13/encrypt?debug=1"),
+            ("POST", "/v1/aez/row13/encrypt/batch?debug=1"),
+            ("GET", "/v1/keys?sort=name"),
+            ("GET", "/v1/keys/row13?versions=all"),
+            ("POST", "/v1/tokens?admin=true"),
+            ("GET", "/v1/audit?key=row13&verbose=1"),
+            ("GET", "/healthz?x=1"),
+        ):
+            body = {"plaintext": "aGk="} if "encrypt?" in path else None
+            if "batch" in path:
+                body = {"items": [{"plaintext": "aGk="}]}
+            answer = admin.request(method, path, json=body)
+            assert answer.status_code == 422, (path, answer.text)
+        assert admin.get("/v1/keys", params={"limit": 1}).status_code == 200
+        assert admin.get("/v1/audit", params={"key": "row13"}).status_code == 200
+        raw = admin.post(
+            "/v1/aez/row13/encrypt",
+            params={"tau": 16},
+            content=b"hi",
+            headers={"Content-Type": "application/octet-stream"},
+        )
+        assert raw.status_code == 200, raw.text
+        deleted = admin.delete("/v1/keys/row13", params={"window_seconds": 86400})
+        assert deleted.status_code == 202, deleted.text
+
+
+def _cipherd(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CIPHERD_")}
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        cwd=cwd,
+        env={**clean, "PYTHONPATH": str(REPOSITORY), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_row14_the_cli_does_not_make_a_store_by_accident(server: Server, tmp_path: Path) -> None:
+    """`cipherd local keys list` run in a directory without a store refuses, naming the
+    directory it looked at and how to point it elsewhere, and creates nothing; pointed at the
+    running service's data directory, it lists that service's keys."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for args in (("local", "keys", "list"), ("local", "tokens", "list")):
+        refused = _cipherd(elsewhere, {}, *args)
+        assert refused.returncode != 0
+        assert f"no cipherd store in {elsewhere / 'var'}" in refused.stderr
+        assert "CIPHERD_DATA_DIR" in refused.stderr and "cipherd local init" in refused.stderr
+        assert list(elsewhere.iterdir()) == []
+    with server.client() as admin:
+        assert admin.post("/v1/keys", json={"name": "row14", "type": "aez"}).status_code == 201
+    listed = _cipherd(
+        elsewhere, {"CIPHERD_DATA_DIR": str(server.data_dir)}, "local", "keys", "list"
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "row14" in {key["name"] for key in json.loads(listed.stdout)}
+    made = _cipherd(elsewhere, {}, "local", "init")
+    assert made.returncode == 0, made.stderr
+    assert json.loads(_cipherd(elsewhere, {}, "local", "keys", "list").stdout) == []
+
+
+def test_row15_make_serve_installs_the_runtime_only_and_takes_host_and_port_from_settings(
+    tmp_path: Path,
+) -> None:
+    """`make serve` runs the runtime install (no --dev: no test dependencies, no npm) into an
+    environment of its own, and `cipherd serve` listens where CIPHERD_HOST and CIPHERD_PORT
+    say."""
+    planned = subprocess.run(
+        ["make", "-n", "-B", "serve"], cwd=REPOSITORY, capture_output=True, text=True, timeout=60
+    )
+    assert planned.returncode == 0, planned.stderr
+    assert "scripts/install.sh" in planned.stdout
+    assert "--dev" not in planned.stdout and "npm" not in planned.stdout
+    assert planned.stdout.strip().endswith("cipherd serve")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve"],
+        cwd=REPOSITORY,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("CIPHERD_")},
+            "CIPHERD_DATA_DIR": str(tmp_path / "data"),
+            "CIPHERD_HOST": "127.0.0.1",
+            "CIPHERD_PORT": str(port),
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    break
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        process.terminate()
+        process.wait(timeout=15)

@@ -98,6 +98,7 @@ def test_a_store_made_by_the_previous_layout_starts_and_serves_every_key(tmp_pat
 def test_the_keyring_rewrap_is_bounded_in_rate_and_survives_a_sigkill(tmp_path: Path) -> None:
     data = tmp_path / "data"
     env = e2e._environment(data, {"CIPHERD_KEYRING_REWRAP_PER_SECOND": "40"})
+    assert cipherd(env, "local", "init").returncode == 0
     for index in range(60):
         made = cipherd(env, "local", "keys", "create", f"k{index:02d}", "aez")
         assert made.returncode == 0, made.stderr

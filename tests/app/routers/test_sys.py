@@ -53,6 +53,7 @@ def _lines(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, int
 def test_the_commands_rotate_the_keyring_and_the_root_and_audit_both(
     data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    _run(capsys, "local", "init")
     _run(capsys, "local", "keys", "create", "k", "aez")
     lines = _lines(capsys, "keyring", "rotate")
     assert lines[0] == {"term": 2, "versions": 1, "versions_behind": 1}

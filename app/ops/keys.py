@@ -333,7 +333,14 @@ def delete(
     store: KeyStore, keyring: Keyring | None, name: str, window: int | None, settings: Settings
 ) -> DeletionScheduled:
     """Schedule the key's destruction after `window` seconds (the configured default when
-    None); until then nothing may use it, and a restore cancels it."""
+    None); until then nothing may use it, and a restore cancels it.
+
+    Answers once `key_cache_seconds` have passed since: every process (this replica's other
+    workers, other replicas) may hold the key's material in its keyring cache for that long
+    from its fetching, and none fetches it once the deletion is stored. So nothing encrypts
+    with a key its caller was told is deleted, nor, once it is destroyed and a key of the same
+    name made, with the old material under the new key's name and version (a ciphertext that
+    would never decrypt)."""
     if window is None:
         window = settings.deletion_window_seconds
     if window < settings.deletion_min_window_seconds:
@@ -344,6 +351,7 @@ def delete(
     info = store.schedule_deletion(name, time.time() + window)
     if keyring is not None:
         keyring.forget(name)
+    time.sleep(settings.key_cache_seconds)
     assert info.deletion_date is not None
     return DeletionScheduled(
         name=name, state="pending-deletion", deletion_date=timestamp(info.deletion_date)

@@ -602,3 +602,73 @@ def test_row15_make_serve_installs_the_runtime_only_and_takes_host_and_port_from
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def test_row7_no_worker_encrypts_with_a_deleted_keys_material(tmp_path: Path) -> None:
+    """Two workers encrypt with a key over eight connections while it is deleted (no window),
+    destroyed and made again, three times. No encryption that began after a deletion was
+    acknowledged and ended before the new key was made succeeds, and every ciphertext of an
+    encryption that began after the last re-creation decrypts with the key that exists."""
+    env = {
+        "CIPHERD_DELETION_MIN_WINDOW_SECONDS": "0",
+        "CIPHERD_MAINTENANCE_SECONDS": "0.2",
+        "CIPHERD_KEY_CACHE_SECONDS": "2",
+    }
+    # (began, ended, status, plaintext, ciphertext) of every encryption.
+    done: list[tuple[float, float, int, str, str | None]] = []
+    stop = threading.Event()
+
+    def encrypt(server: Server, index: int) -> None:
+        with server.client() as client:  # a connection of its own: the workers share them
+            count = 0
+            while not stop.is_set():
+                plaintext = b64(f"{index}-{count}".encode())
+                count += 1
+                began = time.monotonic()
+                answer = client.post("/v1/aez/row7/encrypt", json={"plaintext": plaintext})
+                ended = time.monotonic()
+                sealed = answer.json().get("ciphertext") if answer.status_code == 200 else None
+                done.append((began, ended, answer.status_code, plaintext, sealed))
+
+    with running(tmp_path / "data", workers_count=2, env=env) as server, server.client() as admin:
+        assert admin.post("/v1/keys", json={"name": "row7", "type": "aez"}).status_code == 201
+        threads = [threading.Thread(target=encrypt, args=(server, i)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        gaps = []  # (deletion acknowledged, re-creation asked) of each round
+        try:
+            for _ in range(3):
+                time.sleep(1.0)
+                deleted = admin.delete("/v1/keys/row7", params={"window_seconds": 0})
+                assert deleted.status_code == 202, deleted.text
+                acknowledged = time.monotonic()
+                deadline = acknowledged + 30
+                while True:  # 409 until the maintenance pass destroyed it
+                    asked = time.monotonic()
+                    made = admin.post("/v1/keys", json={"name": "row7", "type": "aez"})
+                    if made.status_code == 201:
+                        break
+                    assert made.status_code == 409 and time.monotonic() < deadline, made.text
+                    time.sleep(0.05)
+                gaps.append((acknowledged, asked))
+            remade = time.monotonic()
+            time.sleep(3.0)  # past the key cache time
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=60)
+        assert all(status in (200, 404, 409) for _, _, status, _, _ in done)
+        stale = [
+            entry
+            for entry in done
+            for acknowledged, asked in gaps
+            if entry[2] == 200 and entry[0] > acknowledged and entry[1] < asked
+        ]
+        assert not stale, f"{len(stale)} encryptions with a deleted key"
+        recent = [entry for entry in done if entry[0] > remade and entry[2] == 200]
+        assert len(recent) > 20
+        lost = 0
+        for _, _, _, plaintext, sealed in recent:
+            opened = admin.post("/v1/aez/row7/decrypt", json={"ciphertext": sealed})
+            lost += opened.status_code != 200 or opened.json()["plaintext"] != plaintext
+        assert lost == 0, f"{lost} of {len(recent)} acknowledged ciphertexts do not decrypt"

@@ -38,7 +38,7 @@ def uvicorn_options(host: str, port: int, tls: "TlsFiles | None" = None) -> dict
     from app.server.tls import uvicorn_tls_options
 
     return {
-        "app": "app.main:create_app",
+        "app": "app.main:create_served_app",
         "factory": True,
         "host": host,
         "port": port,

@@ -1,8 +1,8 @@
 """The FastAPI application: settings → store → services → routes.
 
-`create_app` is what uvicorn's workers call (`app.main:create_app`, factory mode). Every worker
-opens the shared store and reads the root key and admin token from it or the data directory;
-none generates key material of its own.
+`create_app` is what uvicorn's workers call (through `create_served_app`, factory mode). Every
+worker opens the shared store and reads the root key and admin token from it or the data
+directory; none generates key material of its own.
 """
 
 from collections.abc import AsyncIterator
@@ -19,7 +19,7 @@ from app.http.problems import install_handlers
 from app.ops import Services
 from app.routers import aez, audit, ecies, fe, health, hmac, keys, random, sign, sys, tokens
 from app.server.bootstrap import load_admin_token, root_key
-from app.server.logs import configure_logging
+from app.server.logs import capture_native_output, configure_logging
 from app.settings import Settings, get_settings
 from app.store import open_store
 
@@ -66,3 +66,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ],
     )
     return app
+
+
+def create_served_app() -> FastAPI:
+    """What `cipherd serve` runs in each worker (`app.main:create_served_app`): `create_app`,
+    with whatever the C libraries write to stdout or stderr logged as JSON records rather than
+    left between the log's lines."""
+    settings = get_settings()
+    if settings.log_format == "json":
+        capture_native_output()
+    return create_app(settings)

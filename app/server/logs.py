@@ -5,10 +5,14 @@ generated, and is echoed back in the response. Log records never carry request b
 so keys and tokens cannot reach the log.
 """
 
+import contextlib
 import contextvars
+import ctypes
 import json
 import logging
+import os
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -131,9 +135,14 @@ class _AccessWriter:
 access_writer = _AccessWriter()
 
 
+# Where log lines go once `capture_native_output` took stdout and stderr over: the stderr the
+# process started with.
+_log_stream: TextIO | None = None
+
+
 def configure_logging(log_format: str, level: str) -> None:
     """Route cipherd's and uvicorn's loggers through one handler on stderr."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(_log_stream or sys.stderr)
     access_writer.handler = handler if log_format == "json" else None
     handler.setFormatter(
         JsonFormatter()
@@ -148,3 +157,57 @@ def configure_logging(log_format: str, level: str) -> None:
         logging.getLogger(name).propagate = True
     # The access log is written by our middleware, with route, status, latency and request id.
     logging.getLogger("uvicorn.access").disabled = True
+
+
+native_log = logging.getLogger("cipherd.native")
+# A line longer than this (no newline in sight) is logged in pieces.
+_MAX_NATIVE_LINE = 16384
+_IOLBF = 1  # setvbuf's line buffering (glibc, musl)
+
+
+def capture_native_output() -> None:
+    """Keep what the C libraries write out of the log stream: RELIC prints "ERROR THROWN ..."
+    to stdout when it rejects an encoding, between the JSON lines of the log.
+
+    File descriptors 1 and 2 of this process become a pipe, and a thread logs each line read
+    from it as a record of `cipherd.native`; the log handler writes to the stderr the process
+    started with. A line that is a JSON object already (the log of a child process, which
+    inherits the pipe) passes through as it is. For `cipherd serve`'s worker processes, with
+    JSON logs: nothing else owns the process's descriptors there."""
+    global _log_stream
+    if _log_stream is not None:
+        return
+    destination = os.dup(2)
+    read_end, write_end = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(write_end, 1)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    _log_stream = open(destination, "w", buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115  # the process's log stream from now on
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(_log_stream)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        # C's stdout on a pipe is block-buffered: a line would wait for 4 KiB more of them.
+        libc = ctypes.CDLL(None)
+        libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), None, _IOLBF, 0)
+    threading.Thread(
+        target=_relay, args=(read_end, _log_stream), name="native-output", daemon=True
+    ).start()
+
+
+def _relay(read_end: int, stream: TextIO) -> None:
+    """Log each line written to the captured descriptors (see `capture_native_output`)."""
+    pending = b""
+    while chunk := os.read(read_end, 65536):
+        *lines, pending = (pending + chunk).split(b"\n")
+        if len(pending) > _MAX_NATIVE_LINE:
+            lines.append(pending)
+            pending = b""
+        for line in lines:
+            if line.startswith(b"{") and line.endswith(b"}"):
+                # One write of the whole line, as the log handler makes: they do not interleave.
+                os.write(stream.fileno(), line + b"\n")
+            elif line.strip():
+                native_log.warning("%s", line.decode("utf-8", "replace").rstrip())

@@ -672,3 +672,49 @@ def test_row7_no_worker_encrypts_with_a_deleted_keys_material(tmp_path: Path) ->
             opened = admin.post("/v1/aez/row7/decrypt", json={"ciphertext": sealed})
             lost += opened.status_code != 200 or opened.json()["plaintext"] != plaintext
         assert lost == 0, f"{lost} of {len(recent)} acknowledged ciphertexts do not decrypt"
+
+
+# BLS12-381's base field modulus: an Fp coordinate of at least this is no field element.
+BLS12_381_P = int(
+    "1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9fefffff"
+    "fffaaab",
+    16,
+)
+
+
+@pytest.mark.parametrize("workers_count", [1, 2])
+def test_row10_what_relic_prints_reaches_the_log_only_as_json(
+    tmp_path: Path, workers_count: int
+) -> None:
+    """Functional keys whose first G2 point has x >= p, where RELIC prints "ERROR THROWN ..." to
+    stdout: each is a 422, and the server's whole output (stdout and stderr) is JSON lines,
+    RELIC's line among them as a record of its own."""
+    with running(tmp_path / "data", workers_count=workers_count) as started:
+        with started.client() as admin:
+            key, ct = fe_key(admin, "row10", "ipfe-opt", 2)
+            raw = base64.b64decode(key)
+            for x in (BLS12_381_P, BLS12_381_P + 1, 2**384 - 1):
+                bad = raw[:20] + x.to_bytes(48, "big") + raw[68:]  # the first G2 point's x
+                refused = admin.post(
+                    "/v1/fe/row10/decrypt",
+                    json={"functional_key": b64(bad), "ciphertext": ct, "bounds": [0, 10]},
+                )
+                assert refused.status_code == 422, refused.text
+                assert "G2 element 0 is not a point on the curve" in refused.json()["detail"]
+            served = admin.post(
+                "/v1/fe/row10/decrypt",
+                json={"functional_key": key, "ciphertext": ct, "bounds": [0, 10]},
+            )
+            assert served.status_code == 200 and served.json() == {"result": 2}
+            deadline = time.monotonic() + 10
+            while "ERROR THROWN" not in started.output() and time.monotonic() < deadline:
+                time.sleep(0.1)
+    lines = [line for line in started.output().splitlines() if line.strip()]
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            pytest.fail(f"a line outside the JSON log: {line!r}")
+    native = [r for r in records if r["logger"] == "cipherd.native"]
+    assert native and all("ERROR THROWN" in r["message"] for r in native)

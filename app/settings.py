@@ -57,6 +57,11 @@ class Settings(BaseSettings):
         le=3600,
         description="how long a process reuses an unwrapped key (rotation lag bound)",
     )
+    key_cache_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=0,
+        description="memory for unwrapped keys (their secret and public parts) per process",
+    )
     outage_grace_seconds: float = Field(
         60.0,
         ge=0,
@@ -160,7 +165,17 @@ class Settings(BaseSettings):
         256 * 1024 * 1024, ge=0, description="memory for cached discrete-log tables"
     )
     fe_prepared_cache_entries: int = Field(
-        64, ge=0, description="prepared functional keys kept per process"
+        64, ge=0, description="decoded or prepared functional keys kept per process"
+    )
+    fe_prepared_cache_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=0,
+        description="memory for decoded and prepared functional keys per process",
+    )
+    fe_master_cache_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=0,
+        description="memory for decoded FE master and public keys per process",
     )
     fe_processes: int = Field(
         1,

@@ -13,7 +13,7 @@ from app.ops.audit import AuditTrail
 from app.ops.auth import Authenticator
 from app.ops.ecies import Ecies
 from app.ops.fe import Fe
-from app.ops.fe_cache import FeCaches
+from app.ops.fe_cache import CacheBudgets, FeCaches
 from app.ops.fe_pool import FePool
 from app.ops.keyring import Keyring
 from app.ops.lifecycle import Maintenance
@@ -41,15 +41,22 @@ class Services:
 
     @classmethod
     def build(cls, settings: Settings, store: KeyStore, admin_token: str) -> "Services":
-        keyring = Keyring(store, settings.key_cache_seconds, settings.outage_grace_seconds)
+        keyring = Keyring(
+            store,
+            settings.key_cache_seconds,
+            settings.outage_grace_seconds,
+            settings.key_cache_bytes,
+        )
         # The worker and each FE pool process share the cache budgets equally.
         shares = settings.fe_processes + 1
-        table_bytes = settings.fe_table_cache_bytes // shares
-        prepared = max(1, settings.fe_prepared_cache_entries // shares)
-        caches = FeCaches(table_bytes, prepared)
-        pool = (
-            FePool(settings.fe_processes, table_bytes, prepared) if settings.fe_processes else None
+        budgets = CacheBudgets(
+            table_bytes=settings.fe_table_cache_bytes // shares,
+            key_bytes=settings.fe_prepared_cache_bytes // shares,
+            key_entries=max(1, settings.fe_prepared_cache_entries // shares),
+            master_bytes=settings.fe_master_cache_bytes // shares,
         )
+        caches = FeCaches(budgets)
+        pool = FePool(settings.fe_processes, budgets) if settings.fe_processes else None
         audit = AuditTrail.for_settings(store, settings)
         return cls(
             settings=settings,

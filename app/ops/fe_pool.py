@@ -27,7 +27,7 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from app.ops.errors import KNOWN_ERRORS, Problem, invalid_input, problem_for
-from app.ops.fe_cache import Cold, FeCaches
+from app.ops.fe_cache import CacheBudgets, Cold, FeCaches
 from app.server.metrics import process_metrics_only, timed
 from core.errors import EncodingError, KeyMismatchError
 from core.fe import encoding, group
@@ -127,12 +127,12 @@ _caches: FeCaches | None = None
 Outcome = tuple[str, Any]
 
 
-def _start(table_bytes: int, prepared_entries: int) -> None:
+def _start(budgets: CacheBudgets) -> None:
     """A pool process's start: caches of its own, metrics of its own, and an exit when its
     worker is gone (killed outright, say), rather than a process left over unwatched."""
     global _caches
     process_metrics_only()
-    _caches = FeCaches(table_bytes, prepared_entries)
+    _caches = FeCaches(budgets)
     worker = multiprocessing.parent_process()
     if worker is not None:
         threading.Thread(target=_exit_with, args=(worker,), daemon=True).start()
@@ -161,12 +161,11 @@ def _ready() -> bool:
 
 class FePool:
     """`processes` processes for FE decryptions, started by `start` (or the first decryption)
-    and replaced if one dies. Each process's caches take `table_bytes` and `prepared_entries`
-    of their own."""
+    and replaced if one dies. Each process's caches take `budgets` of their own."""
 
-    def __init__(self, processes: int, table_bytes: int, prepared_entries: int) -> None:
+    def __init__(self, processes: int, budgets: CacheBudgets) -> None:
         self._processes = processes
-        self._initargs = (table_bytes, prepared_entries)
+        self._initargs = (budgets,)
         self._lock = threading.Lock()
         self._executor: ProcessPoolExecutor | None = None
         # Decryptions sent and not yet answered; counted on the event loop only.

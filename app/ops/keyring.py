@@ -16,10 +16,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from anyio.to_thread import run_sync
 
+from app.server.metrics import CACHE_BYTES, CACHE_ENTRIES
 from app.store import KeyMaterial, KeyStore, KeyStoreError, StoreUnavailableError
 
 MAX_ENTRIES = 4096
@@ -67,10 +69,20 @@ def _outage_of(store: KeyStore) -> _Outage:
         return _outages.setdefault(store, _Outage())
 
 
+@dataclass(frozen=True)
+class Weight:
+    """A byte bound on a cache: what each answer weighs, and the most they may weigh in all
+    (reported in /metrics as cipherd_cache_bytes of cache `name`)."""
+
+    name: str
+    weigh: Callable[[Any], int]
+    max_bytes: int
+
+
 class StoreCache(Generic[K, V]):
     """Answers of `store` by key, from `fetch`: fresh for `cache_seconds`, and while the store
     does not answer, kept for `grace_seconds` from their fetching (nothing is kept with no
-    cache time)."""
+    cache time). At most `max_entries` of them, and with a `weight`, that many bytes."""
 
     def __init__(
         self,
@@ -79,13 +91,16 @@ class StoreCache(Generic[K, V]):
         cache_seconds: float,
         grace_seconds: float,
         max_entries: int,
+        weight: Weight | None = None,
     ) -> None:
         self._fetch = fetch
         self._cache_seconds = cache_seconds
         self._keep_seconds = max(cache_seconds, grace_seconds) if cache_seconds > 0 else 0.0
         self._max_entries = max_entries
-        # When each entry was fetched (monotonic), and the answer.
-        self._entries: dict[K, tuple[float, V]] = {}
+        self._weight = weight
+        self._bytes = 0
+        # When each entry was fetched (monotonic), the answer and its weight.
+        self._entries: dict[K, tuple[float, V, int]] = {}
         # Entries past their grace are dropped once per grace (or when the cache is full), so
         # that memory follows what was used lately rather than fill up to the cap.
         self._swept_at = time.monotonic()
@@ -128,10 +143,28 @@ class StoreCache(Generic[K, V]):
     def _put(self, key: K, value: V, now: float) -> None:
         if self._cache_seconds <= 0:
             return
+        size = 0 if self._weight is None else self._weight.weigh(value)
+        max_bytes = None if self._weight is None else self._weight.max_bytes
+        if max_bytes is not None and size > max_bytes:
+            return
         with self._lock:
-            if len(self._entries) >= self._max_entries or now > self._swept_at + self._keep_seconds:
-                self._drop_expired(now)
-            self._entries[key] = (now, value)
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[2]
+            if (
+                len(self._entries) >= self._max_entries
+                or (max_bytes is not None and self._bytes + size > max_bytes)
+                or now > self._swept_at + self._keep_seconds
+            ):
+                self._drop_expired(now, size)
+            self._entries[key] = (now, value, size)
+            self._bytes += size
+            self._report()
+
+    def _report(self) -> None:
+        if self._weight is not None:
+            CACHE_ENTRIES.labels(self._weight.name).set(len(self._entries))
+            CACHE_BYTES.labels(self._weight.name).set(self._bytes)
 
     def _retry_later(self, key: K) -> None:
         """Ask the store for `key` again on a thread of its own, if no retry is due yet."""
@@ -156,24 +189,51 @@ class StoreCache(Generic[K, V]):
         """Drop the entries `drop` picks (after this process changed what they hold)."""
         with self._lock:
             self._entries = {k: e for k, e in self._entries.items() if not drop(k, e[1])}
+            self._bytes = sum(entry[2] for entry in self._entries.values())
+            self._report()
 
-    def _drop_expired(self, now: float) -> None:
-        """Drop entries past their grace (the lock held), and all of them if still full."""
+    def _drop_expired(self, now: float, room: int) -> None:
+        """Drop entries past their grace (the lock held), and all of them if there is still no
+        room for one more of `room` bytes."""
         self._swept_at = now
         self._entries = {
             key: entry
             for key, entry in self._entries.items()
             if now < entry[0] + self._keep_seconds
         }
-        if len(self._entries) >= self._max_entries:
+        self._bytes = sum(entry[2] for entry in self._entries.values())
+        max_bytes = None if self._weight is None else self._weight.max_bytes
+        if len(self._entries) >= self._max_entries or (
+            max_bytes is not None and self._bytes + room > max_bytes
+        ):
             self._entries.clear()
+            self._bytes = 0
+
+
+# What a cached key weighs beside its secret and public part (the object, its name, params).
+KEY_OVERHEAD_BYTES = 512
+
+
+def _key_bytes(material: KeyMaterial) -> int:
+    return KEY_OVERHEAD_BYTES + len(material.secret) + len(material.public or b"")
 
 
 class Keyring:
-    def __init__(self, store: KeyStore, cache_seconds: float, grace_seconds: float) -> None:
+    def __init__(
+        self,
+        store: KeyStore,
+        cache_seconds: float,
+        grace_seconds: float,
+        max_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
         self.store = store
         self._cache: StoreCache[tuple[str, int | None], KeyMaterial] = StoreCache(
-            store, self._unwrap, cache_seconds, grace_seconds, MAX_ENTRIES
+            store,
+            self._unwrap,
+            cache_seconds,
+            grace_seconds,
+            MAX_ENTRIES,
+            Weight("unwrapped_keys", _key_bytes, max_bytes),
         )
 
     def material(self, name: str, version: int | None = None) -> KeyMaterial:

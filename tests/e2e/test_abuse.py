@@ -689,26 +689,28 @@ def test_row10_what_relic_prints_reaches_the_log_only_as_json(
     """Functional keys whose first G2 point has x >= p, where RELIC prints "ERROR THROWN ..." to
     stdout: each is a 422, and the server's whole output (stdout and stderr) is JSON lines,
     RELIC's line among them as a record of its own."""
-    with running(tmp_path / "data", workers_count=workers_count) as started:
-        with started.client() as admin:
-            key, ct = fe_key(admin, "row10", "ipfe-opt", 2)
-            raw = base64.b64decode(key)
-            for x in (BLS12_381_P, BLS12_381_P + 1, 2**384 - 1):
-                bad = raw[:20] + x.to_bytes(48, "big") + raw[68:]  # the first G2 point's x
-                refused = admin.post(
-                    "/v1/fe/row10/decrypt",
-                    json={"functional_key": b64(bad), "ciphertext": ct, "bounds": [0, 10]},
-                )
-                assert refused.status_code == 422, refused.text
-                assert "G2 element 0 is not a point on the curve" in refused.json()["detail"]
-            served = admin.post(
+    with (
+        running(tmp_path / "data", workers_count=workers_count) as started,
+        started.client() as admin,
+    ):
+        key, ct = fe_key(admin, "row10", "ipfe-opt", 2)
+        raw = base64.b64decode(key)
+        for x in (BLS12_381_P, BLS12_381_P + 1, 2**384 - 1):
+            bad = raw[:20] + x.to_bytes(48, "big") + raw[68:]  # the first G2 point's x
+            refused = admin.post(
                 "/v1/fe/row10/decrypt",
-                json={"functional_key": key, "ciphertext": ct, "bounds": [0, 10]},
+                json={"functional_key": b64(bad), "ciphertext": ct, "bounds": [0, 10]},
             )
-            assert served.status_code == 200 and served.json() == {"result": 2}
-            deadline = time.monotonic() + 10
-            while "ERROR THROWN" not in started.output() and time.monotonic() < deadline:
-                time.sleep(0.1)
+            assert refused.status_code == 422, refused.text
+            assert "G2 element 0 is not a point on the curve" in refused.json()["detail"]
+        served = admin.post(
+            "/v1/fe/row10/decrypt",
+            json={"functional_key": key, "ciphertext": ct, "bounds": [0, 10]},
+        )
+        assert served.status_code == 200 and served.json() == {"result": 2}
+        deadline = time.monotonic() + 10
+        while "ERROR THROWN" not in started.output() and time.monotonic() < deadline:
+            time.sleep(0.1)
     lines = [line for line in started.output().splitlines() if line.strip()]
     records = []
     for line in lines:
@@ -718,3 +720,57 @@ def test_row10_what_relic_prints_reaches_the_log_only_as_json(
             pytest.fail(f"a line outside the JSON log: {line!r}")
     native = [r for r in records if r["logger"] == "cipherd.native"]
     assert native and all("ERROR THROWN" in r["message"] for r in native)
+
+
+def _metric(text: str, name: str, labels: str) -> float:
+    """The value of one sample of a Prometheus exposition."""
+    for line in text.splitlines():
+        if line.startswith(f"{name}{{{labels}}} "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no {name}{{{labels}}} in /metrics")
+
+
+def test_row8_distinct_functional_keys_do_not_grow_the_worker_past_the_cache_budget(
+    tmp_path: Path,
+) -> None:
+    """A decrypt-only caller sends 60 distinct tao functional keys of n = 128, each twice (so
+    each is prepared: about 4 MB of RELIC's memory, 270 MB for all of them). The worker's RSS
+    grows by the prepared-key budget (CIPHERD_FE_PREPARED_CACHE_BYTES, 64 MiB) and a margin,
+    not by 270 MB, and /metrics reports the cache's bytes within the budget."""
+    budget = 64 * 1024 * 1024
+    with (
+        running(tmp_path / "data", env={"CIPHERD_FE_PROCESSES": "0"}) as started,
+        started.client() as admin,
+    ):
+        assert (
+            admin.post(
+                "/v1/keys", json={"name": "row8", "type": "ipfe-tao", "dimension": 128}
+            ).status_code
+            == 201
+        )
+        token = admin.post("/v1/tokens", json={"keys": ["row8"], "operations": ["decrypt"]})
+        ct = admin.post("/v1/fe/row8/encrypt", json={"x": [1] * 128}).json()["ciphertext"]
+        keys = [
+            admin.post("/v1/fe/row8/keygen", json={"y": [i] + [1] * 127}).json()["functional_key"]
+            for i in range(61)
+        ]
+        with started.client(token.json()["token"]) as caller:
+
+            def decrypt(key: str) -> httpx.Response:
+                return caller.post(
+                    "/v1/fe/row8/decrypt",
+                    json={"functional_key": key, "ciphertext": ct, "bounds": [0, 1000]},
+                )
+
+            for _ in range(2):  # the table built, one key prepared
+                assert decrypt(keys[0]).status_code == 200
+            before = _peak_rss_mib(started.process.pid)
+            for index, key in enumerate(keys[1:], 1):
+                for _ in range(2):
+                    answer = decrypt(key)
+                    assert answer.status_code == 200 and answer.json() == {"result": index + 127}
+            grown = _peak_rss_mib(started.process.pid) - before
+        metrics = admin.get("/metrics").text
+    held = _metric(metrics, "cipherd_cache_bytes", 'cache="functional_keys"')
+    assert 0 < held <= budget
+    assert grown < budget / 2**20 + 48, f"the worker grew by {grown:.0f} MiB"

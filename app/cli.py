@@ -271,6 +271,7 @@ def _tokens(args: argparse.Namespace, settings: Settings) -> None:
                     "keys": args.keys.split(","),
                     "operations": args.operations.split(","),
                     "ttl_seconds": args.ttl,
+                    "rate_per_second": args.rate,
                 },
             )
             created = tokens.issue(store, body)
@@ -509,6 +510,9 @@ def parser() -> argparse.ArgumentParser:
     token_create.add_argument("--operations", required=True, help="comma-separated operations")
     token_create.add_argument("--description", default="")
     token_create.add_argument("--ttl", type=int, help="lifetime in seconds")
+    token_create.add_argument(
+        "--rate", type=float, help="requests a second on each worker process; default: no limit"
+    )
     tokens.add_parser("list")
     tokens.add_parser("revoke").add_argument("id")
     local.choices["tokens"].set_defaults(run=_tokens)

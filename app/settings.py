@@ -150,6 +150,18 @@ class Settings(BaseSettings):
         ge=1024,
         description="request bodies held in memory at once per worker, JSON counted 8 times",
     )
+    auth_failures_burst: int = Field(
+        20,
+        ge=1,
+        description="requests with a missing or invalid token a client address may make at once "
+        "per worker before they are answered 429",
+    )
+    auth_failures_per_second: float = Field(
+        1.0,
+        gt=0,
+        le=1_000_000,
+        description="how fast an address earns its failures back, per worker",
+    )
     log_format: str = Field("json", description="json or text")
     log_level: str = Field("INFO")
 

@@ -182,15 +182,17 @@ def create_token(
     *,
     description: str | None = None,
     ttl_seconds: int | None = None,
+    rate_per_second: float | None = None,
 ) -> Call[models.IssuedToken]:
     """A scoped token (admin token): key-name patterns and operations (`read`, `public`,
-    `encrypt`, `decrypt`, `keygen`, `sign`, `verify`, `hmac`). Its secret is in the answer
-    only."""
+    `encrypt`, `decrypt`, `keygen`, `sign`, `verify`, `hmac`), and at most `rate_per_second`
+    requests a second on each worker process. Its secret is in the answer only."""
     body = _defined(
         keys=list(keys),
         operations=list(operations),
         description=description,
         ttl_seconds=ttl_seconds,
+        rate_per_second=rate_per_second,
     )
     return Call("POST", "/v1/tokens", _into(models.IssuedToken), json=body)
 

@@ -56,6 +56,9 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     token.add_argument("--operations", required=True, help="comma-separated operations")
     token.add_argument("--description")
     token.add_argument("--ttl", type=int, help="lifetime in seconds")
+    token.add_argument(
+        "--rate", type=float, help="requests a second on each worker process; default: no limit"
+    )
     tokens.add_parser("list", parents=[common])
     tokens.add_parser("revoke", parents=[common]).add_argument("id")
 
@@ -257,7 +260,11 @@ COMMANDS: dict[tuple[str, str], Command] = {
     ("keys", "public"): lambda c, a: c.keys.public(a.name),
     ("keys", "delete"): lambda c, a: c.keys.delete(a.name, window_seconds=a.window_seconds),
     ("tokens", "create"): lambda c, a: c.tokens.create(
-        a.keys.split(","), a.operations.split(","), description=a.description, ttl_seconds=a.ttl
+        a.keys.split(","),
+        a.operations.split(","),
+        description=a.description,
+        ttl_seconds=a.ttl,
+        rate_per_second=a.rate,
     ),
     ("tokens", "list"): lambda c, a: c.tokens.list(),
     ("tokens", "revoke"): lambda c, a: c.tokens.revoke(a.id),

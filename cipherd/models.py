@@ -85,6 +85,7 @@ class Token:
     operations: list[str]
     created_at: datetime
     expires_at: datetime | None = None
+    rate_per_second: float | None = None
 
 
 @dataclass(frozen=True)

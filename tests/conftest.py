@@ -29,6 +29,9 @@ def settings(tmp_path: Path) -> Settings:
         # In the worker: a pool process per test app would cost a second each; the pool has
         # tests of its own.
         fe_processes=0,
+        # Tests of refusals send many bad tokens from one address; the throttle of failed
+        # authentications has tests of its own (tests/e2e/test_abuse.py).
+        auth_failures_burst=100_000,
     )
 
 

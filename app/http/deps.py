@@ -14,7 +14,7 @@ from app.http.body import header
 from app.ops import Services
 from app.ops.audit import AuditNote
 from app.ops.auth import Authenticator, Operation, Principal
-from app.ops.errors import forbidden
+from app.ops.errors import Problem, forbidden
 from app.ops.keys import KEY_NAME_PATTERN
 from app.ops.work import in_thread
 
@@ -55,12 +55,19 @@ def audit_note(scope: Scope) -> AuditNote:
 
 async def principal_of(scope: Scope, auth: Authenticator, token: str | None) -> Principal:
     """The caller, noted for the audit record; a store query (a scoped token not cached) goes
-    off the event loop."""
-    principal = auth.cached_principal(token)
-    if principal is None:
-        principal = await in_thread(auth.principal, token)
+    off the event loop. A token that fails counts against the client's address (429 past its
+    failures), and a token with a rate is charged one request (429 past it)."""
+    try:
+        principal = auth.cached_principal(token)
+        if principal is None:
+            principal = await in_thread(auth.principal, token)
+    except Problem as problem:
+        if problem.status != 401:
+            raise
+        client = scope.get("client")
+        raise auth.refusal(client[0] if client else None, problem) from None
     audit_note(scope).principal = principal.id
-    return principal
+    return auth.admit(principal)
 
 
 # What a route needs of a token: one operation, or every one of several (a rewrap decrypts

@@ -97,8 +97,8 @@ def problem_response(
         **(headers or {}),
         **{
             401: {"WWW-Authenticate": "Bearer"},
-            429: {"Retry-After": str(RETRY_AFTER_SECONDS)},
-            503: {"Retry-After": str(RETRY_AFTER_SECONDS)},
+            429: {"Retry-After": str(problem.retry_after or RETRY_AFTER_SECONDS)},
+            503: {"Retry-After": str(problem.retry_after or RETRY_AFTER_SECONDS)},
         }.get(problem.status, {}),
     }
     return JSONResponse(body, status_code=problem.status, media_type=PROBLEM_JSON, headers=headers)

@@ -18,6 +18,7 @@ from app.ops.fe_pool import FePool
 from app.ops.keyring import Keyring
 from app.ops.lifecycle import Maintenance
 from app.ops.mac import Mac
+from app.ops.ratelimit import RateLimits
 from app.ops.root import Rewrap
 from app.ops.sign import Signer
 from app.settings import Settings
@@ -63,7 +64,11 @@ class Services:
             store=store,
             keyring=keyring,
             auth=Authenticator(
-                store, admin_token, settings.token_cache_seconds, settings.outage_grace_seconds
+                store,
+                admin_token,
+                settings.token_cache_seconds,
+                settings.outage_grace_seconds,
+                RateLimits(settings.auth_failures_burst, settings.auth_failures_per_second),
             ),
             ecies=Ecies(keyring, settings.bare_payload_versions),
             aez=Aez(keyring, settings.bare_payload_versions),

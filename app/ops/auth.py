@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.ops.errors import unauthorized
+from app.ops.errors import Problem, unauthorized
 from app.ops.keyring import StoreCache
+from app.ops.ratelimit import RateLimits
 from app.store import KeyStore, TokenRecord
 
 SCOPED_TOKEN_PREFIX = "cdt_"
@@ -50,6 +51,7 @@ class Principal:
     token_id: str | None = None
     key_patterns: tuple[str, ...] = ()
     operations: frozenset[str] = frozenset()
+    rate_per_second: float | None = None
 
     @property
     def id(self) -> str:
@@ -86,9 +88,15 @@ class _NotCached(Exception):
 
 class Authenticator:
     def __init__(
-        self, store: KeyStore, admin_token: str, cache_seconds: float, grace_seconds: float
+        self,
+        store: KeyStore,
+        admin_token: str,
+        cache_seconds: float,
+        grace_seconds: float,
+        limits: RateLimits,
     ) -> None:
         self._admin_digest = hash_token(admin_token)
+        self.limits = limits
         # Unknown tokens too, so that a stream of bad ones does not reach the store each time.
         self._cache: StoreCache[bytes, TokenRecord | None] = StoreCache(
             store, store.token_by_hash, cache_seconds, grace_seconds, MAX_CACHED_TOKENS
@@ -128,7 +136,19 @@ class Authenticator:
             token_id=record.id,
             key_patterns=record.key_patterns,
             operations=frozenset(record.operations),
+            rate_per_second=record.rate_per_second,
         )
+
+    def admit(self, principal: Principal) -> Principal:
+        """The principal, unless its token has a rate and is over it (429)."""
+        if principal.rate_per_second is not None and principal.token_id is not None:
+            self.limits.charge(principal.token_id, principal.rate_per_second)
+        return principal
+
+    def refusal(self, address: str | None, problem: Problem) -> Problem:
+        """What to answer a request from `address` whose token failed with `problem` (a 401):
+        that problem, or a 429 once the address failed too often."""
+        return self.limits.failed(address, problem)
 
     def _cached(self, digest: bytes) -> TokenRecord | None:
         hit = self._cache.cached(digest)

@@ -43,6 +43,8 @@ class Problem(Exception):
         self.slug = slug
         self.title = title
         self.detail = detail
+        # The seconds of a 429's or 503's Retry-After, when not RETRY_AFTER_SECONDS.
+        self.retry_after: int | None = None
 
     def body(self) -> dict[str, Any]:
         return {

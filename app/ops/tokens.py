@@ -36,6 +36,14 @@ class TokenCreate(BaseModel):
     )
     operations: list[Operation] = Field(min_length=1)
     ttl_seconds: int | None = Field(None, ge=1, le=10 * 365 * 86400)
+    rate_per_second: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        allow_inf_nan=False,
+        description="requests a second the token may make on each worker process (a second's "
+        "worth, at least one, at once); past it 429 with Retry-After; default: no limit",
+    )
 
     @field_validator("keys")
     @classmethod
@@ -56,6 +64,9 @@ class TokenOut(BaseModel):
     operations: list[Operation]
     created_at: datetime
     expires_at: datetime | None
+    rate_per_second: float | None = Field(
+        None, description="requests a second per worker process; null: no limit"
+    )
 
 
 class TokenCreated(TokenOut):
@@ -70,6 +81,7 @@ def token_out(record: TokenRecord) -> TokenOut:
         operations=[Operation(op) for op in record.operations],
         created_at=timestamp(record.created_at),
         expires_at=None if record.expires_at is None else timestamp(record.expires_at),
+        rate_per_second=record.rate_per_second,
     )
 
 
@@ -85,6 +97,7 @@ def issue(store: KeyStore, body: TokenCreate) -> TokenCreated:
         operations=tuple(sorted({op.value for op in body.operations})),
         created_at=now,
         expires_at=None if body.ttl_seconds is None else now + body.ttl_seconds,
+        rate_per_second=body.rate_per_second,
     )
     store.add_token(record)
     return TokenCreated(**token_out(record).model_dump(), token=token)

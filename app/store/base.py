@@ -182,6 +182,8 @@ class TokenRecord:
     operations: tuple[str, ...]
     created_at: float
     expires_at: float | None
+    # Requests a second the token may make on each worker process; None: no limit.
+    rate_per_second: float | None = None
 
 
 @dataclass(frozen=True)

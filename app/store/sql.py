@@ -92,7 +92,8 @@ CREATE TABLE IF NOT EXISTS tokens (
     key_patterns TEXT NOT NULL,
     operations TEXT NOT NULL,
     created_at DOUBLE PRECISION NOT NULL,
-    expires_at DOUBLE PRECISION
+    expires_at DOUBLE PRECISION,
+    rate_per_second DOUBLE PRECISION
 );
 CREATE TABLE IF NOT EXISTS fe_bases (
     name TEXT NOT NULL,
@@ -160,7 +161,9 @@ LIFECYCLE_COLUMNS = (
     ("auto_rotate_seconds", "DOUBLE PRECISION"),
 )
 ACTIVE, PENDING_DELETION = "active", "pending-deletion"
-TOKEN_COLUMNS = "id, token_hash, description, key_patterns, operations, created_at, expires_at"
+TOKEN_COLUMNS = (
+    "id, token_hash, description, key_patterns, operations, created_at, expires_at, rate_per_second"
+)
 AUDIT_COLUMNS = (
     "chain, seq, time, request_id, client, principal, operation, key_name, key_version, status,"
     " problem, details, mac"
@@ -221,6 +224,8 @@ class SqlKeyStore(KeyStore):
             for column, definition in LIFECYCLE_COLUMNS:
                 if not self._has_column(cursor, "keys", column):
                     cursor.execute(f"ALTER TABLE keys ADD COLUMN {column} {definition}")
+            if not self._has_column(cursor, "tokens", "rate_per_second"):
+                cursor.execute("ALTER TABLE tokens ADD COLUMN rate_per_second DOUBLE PRECISION")
             self._check_root_key(cursor)
             cursor.execute("SELECT 1 FROM keyring LIMIT 1")
             if cursor.fetchone() is None:
@@ -719,7 +724,7 @@ class SqlKeyStore(KeyStore):
     def add_token(self, token: TokenRecord) -> None:
         with self._transaction(write=True) as cursor:
             cursor.execute(
-                f"INSERT INTO tokens ({TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO tokens ({TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     token.id,
                     token.token_hash,
@@ -728,6 +733,7 @@ class SqlKeyStore(KeyStore):
                     json.dumps(list(token.operations)),
                     token.created_at,
                     token.expires_at,
+                    token.rate_per_second,
                 ),
             )
 
@@ -977,7 +983,7 @@ def _audit_row(row: tuple[Any, ...]) -> AuditRow:
 
 
 def _token(row: tuple[Any, ...]) -> TokenRecord:
-    token_id, token_hash, description, patterns, operations, created_at, expires_at = row
+    token_id, token_hash, description, patterns, operations, created_at, expires_at, rate = row
     return TokenRecord(
         id=token_id,
         token_hash=bytes(token_hash),
@@ -986,4 +992,5 @@ def _token(row: tuple[Any, ...]) -> TokenRecord:
         operations=tuple(json.loads(operations)),
         created_at=created_at,
         expires_at=expires_at,
+        rate_per_second=rate,
     )

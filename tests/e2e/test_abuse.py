@@ -21,6 +21,7 @@ import httpx
 import psycopg
 import pytest
 
+import cipherd
 from tests.conftest import POSTGRES_URL
 from tests.e2e.server import Server, free_port, running
 
@@ -774,3 +775,60 @@ def test_row8_distinct_functional_keys_do_not_grow_the_worker_past_the_cache_bud
     held = _metric(metrics, "cipherd_cache_bytes", 'cache="functional_keys"')
     assert 0 < held <= budget
     assert grown < budget / 2**20 + 48, f"the worker grew by {grown:.0f} MiB"
+
+
+def test_row12_failed_authentications_and_token_rates_are_throttled(tmp_path: Path) -> None:
+    """300 requests with wrong tokens from one address: the first 20 (the burst, plus what the
+    address earns back meanwhile) are 401, the rest 429 with Retry-After, while a valid scoped
+    token and the admin token from the same address are still served. A token made through
+    the SDK with a rate of 5 requests a second gets 429 with Retry-After past it, and is
+    served again after waiting. /metrics counts both refusals."""
+    with running(tmp_path / "data") as started, started.client() as admin:
+        assert admin.post("/v1/keys", json={"name": "row12", "type": "aez"}).status_code == 201
+        valid = admin.post(
+            "/v1/tokens", json={"keys": ["row12"], "operations": ["read", "encrypt"]}
+        ).json()["token"]
+        began = time.monotonic()
+        statuses: dict[int, int] = {}
+        with httpx.Client(base_url=started.url, timeout=30) as guesser:
+            for index in range(300):
+                wrong = {"Authorization": f"Bearer cdt_{secrets.token_urlsafe(32)}"}
+                answer = guesser.get("/v1/keys/row12", headers=wrong)
+                statuses[answer.status_code] = statuses.get(answer.status_code, 0) + 1
+                if answer.status_code == 429:
+                    assert answer.json()["type"] == PROBLEM + "too-many-failed-authentications"
+                    assert int(answer.headers["retry-after"]) >= 1
+                if index == 150:  # throttled by now: valid tokens are still served
+                    with started.client(valid) as caller:
+                        assert caller.get("/v1/keys/row12").status_code == 200
+                    assert admin.get("/v1/keys/row12").status_code == 200
+        elapsed = time.monotonic() - began
+        assert set(statuses) == {401, 429}
+        assert 20 <= statuses[401] <= 20 + elapsed + 1
+        assert statuses[429] == 300 - statuses[401]
+
+        with cipherd.Client(started.url, token=started.admin_token) as sdk:
+            issued = sdk.tokens.create(["row12"], ["encrypt"], rate_per_second=5)
+        assert issued.rate_per_second == 5
+        listed = admin.get("/v1/tokens").json()["tokens"]
+        assert [t["rate_per_second"] for t in listed if t["id"] == issued.id] == [5]
+        served = limited = 0
+        with started.client(issued.token) as rated:
+            began = time.monotonic()
+            while time.monotonic() - began < 2.0:
+                answer = rated.post("/v1/aez/row12/encrypt", json={"plaintext": "aGk="})
+                if answer.status_code == 200:
+                    served += 1
+                else:
+                    assert answer.status_code == 429, answer.text
+                    assert answer.json()["type"] == PROBLEM + "rate-limited"
+                    assert int(answer.headers["retry-after"]) >= 1
+                    limited += 1
+            elapsed = time.monotonic() - began
+            assert 5 <= served <= 5 + 5 * elapsed + 1 and limited > 10
+            time.sleep(1.0)
+            again = rated.post("/v1/aez/row12/encrypt", json={"plaintext": "aGk="})
+            assert again.status_code == 200
+        metrics = admin.get("/metrics").text
+    assert _metric(metrics, "cipherd_refused_total", 'reason="auth-throttle"') == statuses[429]
+    assert _metric(metrics, "cipherd_refused_total", 'reason="token-rate"') == limited

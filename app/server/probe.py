@@ -2,11 +2,11 @@
 service in this container answers 200 at PATH (default /healthz).
 
 Without PORT, the port is the one given to `cipherd serve` on PID 1's command line (cipherd
-itself, or the init process in front of it), 8000 by default. With `CIPHERD_TLS_CERT_FILE` the
-probe speaks TLS to the loopback address without checking the server's name (it is this
-container); with `CIPHERD_TLS_CLIENT_CA_FILE` it presents the server's own certificate and key
-as its client certificate, which the server then accepts only if its client CA issued them for
-client use too.
+itself, or the init process in front of it), else `CIPHERD_PORT`, else 8000. With
+`CIPHERD_TLS_CERT_FILE` the probe speaks TLS to the loopback address without checking the
+server's name (it is this container); with `CIPHERD_TLS_CLIENT_CA_FILE` it presents the
+server's own certificate and key as its client certificate, which the server then accepts only
+if its client CA issued them for client use too.
 """
 
 import os
@@ -20,13 +20,13 @@ DEFAULT_PORT = 8000
 
 
 def serve_port(command_line: Sequence[str]) -> int:
-    """The `--port` of a `cipherd serve` command line, as one word or two."""
+    """The `--port` of a `cipherd serve` command line, as one word or two, else the setting's."""
     for index, word in enumerate(command_line):
         if word.startswith("--port="):
             return int(word.removeprefix("--port="))
         if word == "--port" and index + 1 < len(command_line):
             return int(command_line[index + 1])
-    return DEFAULT_PORT
+    return int(os.environ.get("CIPHERD_PORT") or DEFAULT_PORT)
 
 
 def _tls_context() -> ssl.SSLContext:

@@ -5,6 +5,7 @@ generated, and is echoed back in the response. Log records never carry request b
 so keys and tokens cannot reach the log.
 """
 
+import atexit
 import contextlib
 import contextvars
 import ctypes
@@ -192,13 +193,37 @@ def capture_native_output() -> None:
         # C's stdout on a pipe is block-buffered: a line would wait for 4 KiB more of them.
         libc = ctypes.CDLL(None)
         libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), None, _IOLBF, 0)
-    threading.Thread(
+    relay = threading.Thread(
         target=_relay, args=(read_end, _log_stream), name="native-output", daemon=True
-    ).start()
+    )
+    relay.start()
+    atexit.register(release_native_output)
+    _release_args.append((relay, destination))
+
+
+# What `release_native_output` needs in a process that captured its output (one entry at most).
+_release_args: list[tuple[threading.Thread, int]] = []
+
+
+def release_native_output() -> None:
+    """On the way out, give stdout and stderr back and let the relay log what is still in the
+    pipe (a traceback printed at exit, say). For a process that ends without running its atexit
+    functions (a multiprocessing child) too; a second call does nothing."""
+    if not _release_args:
+        return
+    relay, destination = _release_args.pop()
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os.dup2(destination, 1)
+    os.dup2(destination, 2)
+    relay.join(timeout=2)  # EOF once no process holds the pipe any longer
 
 
 def _relay(read_end: int, stream: TextIO) -> None:
-    """Log each line written to the captured descriptors (see `capture_native_output`)."""
+    """Log each line written to the captured descriptors (see `capture_native_output`). It must
+    not stop while the process runs: a full pipe would block the next C write, under the lock
+    that serialises the pairing library."""
     pending = b""
     while chunk := os.read(read_end, 65536):
         *lines, pending = (pending + chunk).split(b"\n")
@@ -206,8 +231,16 @@ def _relay(read_end: int, stream: TextIO) -> None:
             lines.append(pending)
             pending = b""
         for line in lines:
-            if line.startswith(b"{") and line.endswith(b"}"):
-                # One write of the whole line, as the log handler makes: they do not interleave.
-                os.write(stream.fileno(), line + b"\n")
-            elif line.strip():
-                native_log.warning("%s", line.decode("utf-8", "replace").rstrip())
+            _relay_line(line, stream)
+    _relay_line(pending, stream)
+
+
+def _relay_line(line: bytes, stream: TextIO) -> None:
+    try:
+        if line.startswith(b"{") and line.endswith(b"}"):
+            # One write of the whole line, as the log handler makes: they do not interleave.
+            os.write(stream.fileno(), line + b"\n")
+        elif line.strip():
+            native_log.warning("%s", line.decode("utf-8", "replace").rstrip())
+    except Exception:  # nowhere left to report it; the relay goes on
+        pass

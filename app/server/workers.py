@@ -37,6 +37,7 @@ from typing import Any
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
+from app.server.logs import release_native_output
 from app.server.metrics import forget_process
 
 log = logging.getLogger("cipherd.workers")
@@ -120,7 +121,10 @@ def _worker(options: dict[str, Any], heartbeat: c_double) -> None:
     except OSError as exc:  # nothing a restart would change
         log.error("worker cannot bind %s:%s: %s", config.host, config.port, exc)
         sys.exit(STARTUP_FAILURE)
-    _HeartbeatServer(config, heartbeat).run(sockets=[sock])
+    try:
+        _HeartbeatServer(config, heartbeat).run(sockets=[sock])
+    finally:  # the process ends with os._exit: no atexit functions
+        release_native_output()
 
 
 class Supervisor:

@@ -56,10 +56,10 @@ def _document_problems(document: dict[str, Any]) -> None:
     FastAPI documents its own validation error (a JSON `HTTPValidationError`) and lists the
     `application/problem+json` of declared errors without a schema; the service answers every
     4xx with a `ProblemDetail` as `application/problem+json`. Generated clients and contract
-    tests need the document to say so, and to list the 400/401/403/404/413/422 that any
-    operation with a body, a token, a key name or parameters can give, the 409 of a key
-    pending deletion, and the 503
-    of any operation that reads the store (every one that takes a token).
+    tests need the document to say so, and to list the 400/401/403/404/413 that any operation
+    with a body, a token or a key name can give, the 409 of a key pending deletion, the 422 of
+    any (a query parameter it does not take), and the 429 and 503 of any operation that takes a
+    token (the throttles of failed authentications and of a token's rate; the store).
     """
     for path, operations in document["paths"].items():
         for operation in operations.values():
@@ -72,7 +72,8 @@ def _document_problems(document: dict[str, Any]) -> None:
                 "404": "{" in path,
                 "409": "{name}" in path,
                 "413": bool(body),
-                "422": bool(body or operation.get("parameters")),
+                "422": True,
+                "429": bool(operation.get("security")),
                 "503": bool(operation.get("security")),
             }
             for status, applies in needed.items():
@@ -88,7 +89,7 @@ def _document_problems(document: dict[str, Any]) -> None:
                 headers.update(_header("X-Request-ID"))
                 if status == "401":
                     headers.update(_header("WWW-Authenticate"))
-                if store_unavailable:
+                if store_unavailable or status == "429":
                     headers.update(_header("Retry-After"))
             operation["responses"] = dict(sorted(responses.items()))
     document["components"]["headers"] = RESPONSE_HEADERS
@@ -292,6 +293,8 @@ PROBLEM_DESCRIPTIONS = {
     "409": "the key is pending deletion (POST /v1/keys/{name}/restore cancels it)",
     "413": "the body is over the size limit",
     "422": "the request is invalid",
+    "429": "too many requests: failed authentications from this address, or over the token's "
+    "rate_per_second; retry after Retry-After seconds",
     "503": "the key store is not answering, or the service stopped first; retry after "
     "Retry-After seconds",
 }

@@ -605,11 +605,35 @@ def test_row15_make_serve_installs_the_runtime_only_and_takes_host_and_port_from
         process.wait(timeout=15)
 
 
-def test_row7_no_worker_encrypts_with_a_deleted_keys_material(tmp_path: Path) -> None:
-    """Two workers encrypt with a key over eight connections while it is deleted (no window),
-    destroyed and made again, three times. No encryption that began after a deletion was
-    acknowledged and ended before the new key was made succeeds, and every ciphertext of an
-    encryption that began after the last re-creation decrypts with the key that exists."""
+@contextlib.contextmanager
+def _row7_servers(tmp_path: Path, backend: str, env: dict[str, str]) -> Iterator[list[Server]]:
+    """Two workers of one server on SQLite, or two one-worker replicas on one PostgreSQL
+    database."""
+    if backend == "sqlite":
+        with running(tmp_path / "data", workers_count=2, env=env) as server:
+            yield [server]
+        return
+    name = f"cipherd_abuse_{secrets.token_hex(4)}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    env = {**env, "CIPHERD_DATABASE_URL": f"{POSTGRES_URL.rsplit('/', 1)[0]}/{name}"}
+    env["CIPHERD_ROOT_KEY"] = b64(secrets.token_bytes(32))
+    env["CIPHERD_ADMIN_TOKEN"] = "row7-admin-" + secrets.token_urlsafe(16)
+    try:
+        with running(tmp_path / "a", env=env) as first, running(tmp_path / "b", env=env) as other:
+            yield [first, other]
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_row7_no_worker_encrypts_with_a_deleted_keys_material(tmp_path: Path, backend: str) -> None:
+    """Two workers (SQLite) or two replicas (PostgreSQL) encrypt with a key over eight
+    connections while it is deleted (no window), destroyed and made again, three times. No
+    encryption that began after a deletion was acknowledged and ended before the new key was
+    made succeeds, and every ciphertext of an encryption that began after the last re-creation
+    decrypts with the key that exists."""
     env = {
         "CIPHERD_DELETION_MIN_WINDOW_SECONDS": "0",
         "CIPHERD_MAINTENANCE_SECONDS": "0.2",
@@ -631,9 +655,11 @@ def test_row7_no_worker_encrypts_with_a_deleted_keys_material(tmp_path: Path) ->
                 sealed = answer.json().get("ciphertext") if answer.status_code == 200 else None
                 done.append((began, ended, answer.status_code, plaintext, sealed))
 
-    with running(tmp_path / "data", workers_count=2, env=env) as server, server.client() as admin:
+    with _row7_servers(tmp_path, backend, env) as servers, servers[0].client() as admin:
         assert admin.post("/v1/keys", json={"name": "row7", "type": "aez"}).status_code == 201
-        threads = [threading.Thread(target=encrypt, args=(server, i)) for i in range(8)]
+        threads = [
+            threading.Thread(target=encrypt, args=(servers[i % len(servers)], i)) for i in range(8)
+        ]
         for thread in threads:
             thread.start()
         gaps = []  # (deletion acknowledged, re-creation asked) of each round
@@ -643,6 +669,7 @@ def test_row7_no_worker_encrypts_with_a_deleted_keys_material(tmp_path: Path) ->
                 deleted = admin.delete("/v1/keys/row7", params={"window_seconds": 0})
                 assert deleted.status_code == 202, deleted.text
                 acknowledged = time.monotonic()
+                time.sleep(0.5)  # a gap to find stale encryptions in, whenever it is destroyed
                 deadline = acknowledged + 30
                 while True:  # 409 until the maintenance pass destroyed it
                     asked = time.monotonic()

@@ -570,6 +570,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(argv)
     if getattr(args, "client", False):
         raise SystemExit(run_client_command(args))
+    # What the service and the store commands create (the SQLite store, its -wal and -shm, the
+    # metrics files of the workers, which inherit it, audit files) is for this user only.
+    umask = os.umask(0o077)
     try:
         args.run(args, _settings())
         sys.stdout.flush()
@@ -580,3 +583,5 @@ def main(argv: Sequence[str] | None = None) -> None:
         # be written; stdout goes to /dev/null so that the exit's own flush stays quiet.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise SystemExit(1) from None
+    finally:
+        os.umask(umask)

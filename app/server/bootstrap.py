@@ -27,13 +27,12 @@ class BootstrapError(RuntimeError):
 
 
 def secure_data_dir(settings: Settings) -> None:
-    """Make what this process creates from now on readable by its user only (umask 077: the
-    SQLite store, its -wal and -shm, metrics, audit files), and the data directory and what is
-    already in it too: a directory made earlier with mode 0755, or files left 0644 by an older
-    release, keep no secret from the other users of the machine.
+    """Make the data directory and what is already in it readable by its user only: a
+    directory made earlier with mode 0755, or files left 0644 by an older release, keep no
+    secret from the other users of the machine. What the process creates from then on is
+    restricted by its umask (`app.cli.main` sets 077 for the commands that touch the store).
 
     Entries of other users are left as they are (chmod would fail on them anyway)."""
-    os.umask(0o077)
     data_dir = settings.data_dir
     entries = [data_dir, *data_dir.rglob("*")] if data_dir.is_dir() else []
     sqlite = settings.sqlite_path

@@ -89,9 +89,11 @@ def create_key(
     curve: str | None = None,
     exportable: bool | None = None,
     fe_policy: Mapping[str, Any] | None = None,
+    allow_backup: bool | None = None,
+    deletion_protection: bool | None = None,
 ) -> Call[models.Key]:
     """Create a key (admin token): `type` is `ecies-secp256k1`, `aez`, `ipfe-opt`, ...; FE
-    types take a `dimension`."""
+    types take a `dimension`; `allow_backup` lets `backup` copy it to another instance."""
     body = _defined(
         name=name,
         type=type,
@@ -99,6 +101,8 @@ def create_key(
         curve=curve,
         exportable=exportable,
         fe_policy=dict(fe_policy) if fe_policy is not None else None,
+        allow_backup=allow_backup,
+        deletion_protection=deletion_protection,
     )
     return Call("POST", "/v1/keys", _into(models.Key), json=body)
 
@@ -171,6 +175,31 @@ def export_key(name: str, *, version: int | None = None) -> Call[models.Exported
     path = f"/v1/keys/{_name(name)}/export"
     params = _defined(version=version)
     return Call("GET", path, _into(models.ExportedKey), params=params, idempotent=True)
+
+
+def backup_key(name: str, wrapping_key: bytes) -> Call[bytes]:
+    """Every version and policy of a key created with `allow_backup` (admin token), encrypted
+    to the wrapping key of the instance that will import it (`sys.wrapping_key` there)."""
+
+    def read(answer: httpx.Response, _: int) -> bytes:
+        return base64.b64decode(answer.json()["backup"])
+
+    path = f"/v1/keys/{_name(name)}/backup"
+    return Call("POST", path, read, json={"wrapping_key": b64(wrapping_key)})
+
+
+def import_backup(backup: bytes, *, name: str | None = None) -> Call[models.Key]:
+    """Restore a backup from another instance as a new key (admin token), under its own name
+    or `name`."""
+    body = _defined(backup=b64(backup), name=name)
+    return Call("POST", "/v1/keys/import", _into(models.Key), json=body)
+
+
+def import_material(name: str, type: str, wrapped_material: bytes) -> Call[models.Key]:
+    """Key material made elsewhere (BYOK), ECIES-encrypted to this instance's wrapping key with
+    eciespy's default configuration, as a new key or a new version of `name` (admin token)."""
+    body = {"name": name, "type": type, "wrapped_material": b64(wrapped_material)}
+    return Call("POST", "/v1/keys/import", _into(models.Key), json=body)
 
 
 # Tokens
@@ -807,6 +836,16 @@ def keyring() -> Call[models.Keyring]:
 def rotate_keyring() -> Call[models.Keyring]:
     """A new keyring term (admin token): every process then rewraps older versions onto it."""
     return Call("POST", "/v1/sys/keyring/rotate", _into(models.Keyring))
+
+
+def wrapping_key() -> Call[bytes]:
+    """The public key backups and key material for this instance are encrypted to (admin
+    token): SEC1 secp256k1."""
+
+    def read(answer: httpx.Response, _: int) -> bytes:
+        return base64.b64decode(answer.json()["public_key"])
+
+    return Call("GET", "/v1/sys/wrapping-key", read, idempotent=True)
 
 
 def random(count: int) -> Call[bytes]:

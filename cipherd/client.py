@@ -65,6 +65,9 @@ class Keys(Family[SenderT]):
     trim = operation(_calls.trim_key)
     public = operation(_calls.public_key)
     export = operation(_calls.export_key)
+    backup = operation(_calls.backup_key)
+    import_backup = operation(_calls.import_backup)
+    import_material = operation(_calls.import_material)
 
 
 class Tokens(Family[SenderT]):
@@ -127,6 +130,7 @@ class Sys(Family[SenderT]):
     keyring = operation(_calls.keyring)
     rotate_keyring = operation(_calls.rotate_keyring)
     ready = operation(_calls.ready)
+    wrapping_key = operation(_calls.wrapping_key)
     random = operation(_calls.random)
 
 

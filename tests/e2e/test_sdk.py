@@ -166,6 +166,26 @@ def test_aez(client: cipherd.Client) -> None:
     assert opened_file.getvalue() == message
 
 
+def test_backup_and_bring_your_own_key(client: cipherd.Client) -> None:
+    """A backup restored under another name opens what the key sealed; a secret made elsewhere
+    and wrapped to the service's wrapping key opens what eciespy sealed to its public part."""
+    name, copy, own = _name("sdk-backed"), _name("sdk-restored"), _name("sdk-byok")
+    client.keys.create(name, "aez", allow_backup=True)
+    sealed = client.aez.encrypt(name, b"kept", nonce=b"n")
+    wrapping_key = client.sys.wrapping_key()
+    backup = client.keys.backup(name, wrapping_key)
+    restored = client.keys.import_backup(backup, name=copy)
+    assert (restored.name, restored.type, restored.latest_version) == (copy, "aez", 1)
+    assert client.aez.decrypt(copy, sealed.ciphertext, nonce=b"n").plaintext == b"kept"
+
+    secret = eciespy.utils.generate_key()
+    wrapped = eciespy.encrypt(wrapping_key, secret.secret)
+    imported = client.keys.import_material(own, "ecies-secp256k1", wrapped)
+    assert imported.name == own
+    outside = eciespy.encrypt(secret.public_key.format(True), b"from elsewhere")
+    assert client.ecies.decrypt(own, outside).plaintext == b"from elsewhere"
+
+
 def test_signatures_hmac_data_keys_rewrap_and_random(client: cipherd.Client) -> None:
     signer = _name("sdk-eth")
     client.keys.create(signer, "ecdsa-secp256k1")

@@ -90,26 +90,22 @@ def failed_with(material: KeyMaterial, slug: str, title: str) -> Problem:
 
 def decryptable(material: KeyMaterial) -> KeyMaterial:
     """The material, unless its version is below the key's min_decryption_version (400)."""
-    if material.version < material.min_decryption_version:
-        raise Problem(
-            400,
-            "version-too-old",
-            "Key version too old",
-            f"version {material.version} of key {material.name!r} is below its "
-            f"min_decryption_version ({material.min_decryption_version}) and no longer decrypts",
-        )
-    return material
+    return _at_least(material, material.min_decryption_version, "min_decryption_version", "de")
 
 
 def encryptable(material: KeyMaterial) -> KeyMaterial:
     """The material, unless its version is below the key's min_encryption_version (400)."""
-    if material.version < material.min_encryption_version:
+    return _at_least(material, material.min_encryption_version, "min_encryption_version", "en")
+
+
+def _at_least(material: KeyMaterial, minimum: int, policy: str, prefix: str) -> KeyMaterial:
+    if material.version < minimum:
         raise Problem(
             400,
             "version-too-old",
             "Key version too old",
-            f"version {material.version} of key {material.name!r} is below its "
-            f"min_encryption_version ({material.min_encryption_version}) and no longer encrypts",
+            f"version {material.version} of key {material.name!r} is below its {policy} "
+            f"({minimum}) and no longer {prefix}crypts",
         )
     return material
 

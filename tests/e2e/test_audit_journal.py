@@ -35,8 +35,19 @@ def _cli(server: Server, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _killed_after_serving(data_dir: Path) -> tuple[Server, list[str]]:
+    """A server SIGKILLed after encryptions it answered while the store refused their records
+    (the audit table renamed away, and back after the kill), and their request ids."""
+    env = {"CIPHERD_ROOT_KEY": base64.b64encode(secrets.token_bytes(32)).decode()}
+    server = start(data_dir, env=env)
+    try:
+        ids = _served_while_the_table_was_gone(server)
+    finally:
+        server.kill()
+    return server, ids
+
+
 def _served_while_the_table_was_gone(server: Server) -> list[str]:
-    """Encryptions answered while the store refused their records: their request ids."""
     with server.client() as client:
         assert client.post("/v1/keys", json={"name": "k", "type": "aez"}).status_code == 201
         _sql(server.data_dir, "ALTER TABLE audit RENAME TO audit_away")
@@ -49,12 +60,7 @@ def _served_while_the_table_was_gone(server: Server) -> list[str]:
 
 
 def test_a_killed_servers_journal_reaches_the_store(tmp_path: Path) -> None:
-    env = {"CIPHERD_ROOT_KEY": base64.b64encode(secrets.token_bytes(32)).decode()}
-    server = start(tmp_path / "data", env=env)
-    try:
-        ids = _served_while_the_table_was_gone(server)
-    finally:
-        server.kill()
+    server, ids = _killed_after_serving(tmp_path / "data")
     journals = list((server.data_dir / "audit-journal").iterdir())
     assert len(journals) == 1
     assert oct(journals[0].stat().st_mode & 0o777) == "0o600"
@@ -70,12 +76,7 @@ def test_a_killed_servers_journal_reaches_the_store(tmp_path: Path) -> None:
 
 
 def test_the_next_server_moves_a_dead_ones_journal(tmp_path: Path) -> None:
-    env = {"CIPHERD_ROOT_KEY": base64.b64encode(secrets.token_bytes(32)).decode()}
-    server = start(tmp_path / "data", env=env)
-    try:
-        ids = _served_while_the_table_was_gone(server)
-    finally:
-        server.kill()
+    server, ids = _killed_after_serving(tmp_path / "data")
     _sql(server.data_dir, "ALTER TABLE audit_away RENAME TO audit")
     server = restart(server)
     try:

@@ -44,8 +44,14 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     create.add_argument("--curve", help="FE key types: bls12-381 (default) or bn254")
     create.add_argument("--exportable", action="store_true")
     keys.add_parser("list", parents=[common])
-    for action in ("get", "rotate", "restore", "public"):
+    for action in ("get", "rotate", "restore", "public", "trim"):
         keys.add_parser(action, parents=[common]).add_argument("name")
+    update = keys.add_parser("update", parents=[common], help="change a key's policies")
+    update.add_argument("name")
+    for policy in ("min-decryption-version", "min-encryption-version", "auto-rotate-seconds"):
+        update.add_argument(f"--{policy}", type=int)
+    for flag in ("deletion-protection", "exportable"):
+        update.add_argument(f"--{flag}", action=argparse.BooleanOptionalAction)
     delete = keys.add_parser("delete", parents=[common], help="schedule the key's deletion")
     delete.add_argument("name")
     delete.add_argument("--window-seconds", type=int)
@@ -258,6 +264,15 @@ COMMANDS: dict[tuple[str, str], Command] = {
     ("keys", "rotate"): lambda c, a: c.keys.rotate(a.name),
     ("keys", "restore"): lambda c, a: c.keys.restore(a.name),
     ("keys", "public"): lambda c, a: c.keys.public(a.name),
+    ("keys", "trim"): lambda c, a: c.keys.trim(a.name),
+    ("keys", "update"): lambda c, a: c.keys.update(
+        a.name,
+        min_decryption_version=a.min_decryption_version,
+        min_encryption_version=a.min_encryption_version,
+        auto_rotate_seconds=a.auto_rotate_seconds,
+        deletion_protection=a.deletion_protection,
+        exportable=a.exportable,
+    ),
     ("keys", "delete"): lambda c, a: c.keys.delete(a.name, window_seconds=a.window_seconds),
     ("tokens", "create"): lambda c, a: c.tokens.create(
         a.keys.split(","),

@@ -77,6 +77,23 @@ def test_aez_fe_and_tables(server: Server) -> None:
     assert {line.split()[0] for line in table[1:]} >= {"orders", "session", "stats"}
 
 
+def test_key_policies(server: Server) -> None:
+    assert cipherd(server, "keys", "create", "kept", "aez").returncode == 0
+    for _ in range(2):
+        assert cipherd(server, "keys", "rotate", "kept").returncode == 0
+    changed = cipherd(
+        server, "keys", "update", "kept", "--min-decryption-version", "2", "--deletion-protection"
+    )
+    assert changed.returncode == 0, changed.stderr
+    key = json.loads(changed.stdout)
+    assert (key["min_decryption_version"], key["deletion_protection"]) == (2, True)
+    assert cipherd(server, "keys", "delete", "kept").returncode == 3  # refused: protected
+    trimmed = json.loads(cipherd(server, "keys", "trim", "kept").stdout)
+    assert [v["version"] for v in trimmed["versions"]] == [2, 3]
+    unprotected = cipherd(server, "keys", "update", "kept", "--no-deletion-protection")
+    assert json.loads(unprotected.stdout)["deletion_protection"] is False
+
+
 def test_exit_codes(server: Server) -> None:
     assert cipherd(server, "keys", "create").returncode == 2  # usage
     refused = cipherd(server, "keys", "get", "missing-key")

@@ -572,8 +572,15 @@ def test_row15_make_serve_installs_the_runtime_only_and_takes_host_and_port_from
     """`make serve` runs the runtime install (no --dev: no test dependencies, no npm) into an
     environment of its own, and `cipherd serve` listens where CIPHERD_HOST and CIPHERD_PORT
     say."""
+    # As a make of its own, not a sub-make of `make test` (which would print directories).
+    alone = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     planned = subprocess.run(
-        ["make", "-n", "-B", "serve"], cwd=REPOSITORY, capture_output=True, text=True, timeout=60
+        ["make", "-n", "-B", "serve"],
+        cwd=REPOSITORY,
+        env=alone,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert planned.returncode == 0, planned.stderr
     assert "scripts/install.sh" in planned.stdout

@@ -5,17 +5,11 @@ and bad input. SQLite and PostgreSQL where the store matters (versions)."""
 import base64
 import hashlib
 import hmac
-from collections.abc import Iterator
-from pathlib import Path
 
 import ecies as eciespy
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-
-from app.main import create_app
-from app.settings import Settings
-from tests.conftest import ADMIN_TOKEN
 
 
 def b64(data: bytes) -> str:
@@ -26,13 +20,9 @@ def unb64(text: str) -> bytes:
     return base64.b64decode(text)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def admin(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestClient]:
-    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
-    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, database_url=url)
-    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-    with TestClient(create_app(settings), headers=headers) as client:
-        yield client
+@pytest.fixture
+def admin(admin_on_both_stores: TestClient) -> TestClient:
+    return admin_on_both_stores
 
 
 def ok(response) -> dict:  # type: ignore[no-untyped-def]

@@ -3,8 +3,6 @@ peers that verify what the service signs (coincurve, eth-keys, PyNaCl, OpenSSL) 
 way round, every Wycheproof case through `POST /v1/verify`, scopes, and bad input as 4xx."""
 
 import base64
-from collections.abc import Iterator
-from pathlib import Path
 
 import coincurve
 import eth_keys
@@ -15,20 +13,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.settings import Settings
 from core.sign.ecdsa import keccak256
-from tests.conftest import ADMIN_TOKEN
 from tests.core.sign.wycheproof import ECDSA_DER, ECDSA_P1363, ED25519
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def admin(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestClient]:
-    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
-    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, database_url=url)
-    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-    with TestClient(create_app(settings), headers=headers) as client:
-        yield client
+@pytest.fixture
+def admin(admin_on_both_stores: TestClient) -> TestClient:
+    return admin_on_both_stores
 
 
 def b64(data: bytes) -> str:

@@ -26,7 +26,6 @@ The journal rides out a store that is down or full: requests go on while it hold
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
 import json
 import logging
@@ -129,7 +128,7 @@ def _mac(key: bytes, values: tuple[Any, ...], previous: bytes) -> bytes:
             parts.append(len(data).to_bytes(4, "big"))
             parts.append(data)
     parts.append(previous)
-    return hmac.new(key, b"".join(parts), hashlib.sha256).digest()
+    return hmac.digest(key, b"".join(parts), "sha256")
 
 
 def _record_mac(key: bytes, row: AuditRow, previous: bytes) -> bytes:
@@ -138,7 +137,7 @@ def _record_mac(key: bytes, row: AuditRow, previous: bytes) -> bytes:
 
 def _head_tag(key: bytes, chain: str, seq: int, last_mac: bytes) -> bytes:
     message = b"head" + _field(chain) + _field(str(seq)) + _field(last_mac.hex())
-    return hmac.new(key, message, hashlib.sha256).digest()
+    return hmac.digest(key, message, "sha256")
 
 
 def _moment(seconds: float) -> str:
@@ -200,7 +199,7 @@ SEGMENT_BYTES = 1 << 20
 # Records not yet on disk in the "changes" mode are put there at most this much later.
 LAZY_SYNC_SECONDS = 0.1
 # The mover waits this long after a first record, so that it takes many in one transaction.
-MOVE_DELAY_SECONDS = 0.005
+MOVE_DELAY_SECONDS = 0.05
 # Read in pieces below glibc's mmap threshold (128 KiB), some 200 records each: larger reads
 # raise the threshold and leave the freed pieces to fragment the heap.
 MOVE_CHUNK_BYTES = 64 << 10
@@ -405,21 +404,28 @@ class AuditTrail:
                 loop.call_soon_threadsafe(_settle_on_loop, futures, error)
 
     def _sync_dirty(self) -> None:
+        """Put the records written since the last sync on disk. The sync runs outside the
+        segment's lock: the event loop goes on writing records meanwhile rather than wait for
+        the disk."""
         with self._segment_lock:
-            if self._dirty_since is not None and self._segment is not None:
-                with contextlib.suppress(OSError):  # the next durable write fails instead
-                    self._segment.sync()
-                    self._dirty_since = None
+            dirty, segment = self._dirty_since, self._segment
+            if dirty is None or segment is None:
+                return
+            self._dirty_since = None
+        try:
+            segment.sync()
+        except OSError:  # tried again LAZY_SYNC_SECONDS on; a durable write fails meanwhile
+            with self._segment_lock:
+                if self._segment is segment:
+                    self._dirty_since = min(dirty, self._dirty_since or dirty)
 
     def _write(self, records: Sequence[AuditRecord], durable: bool) -> None:
         """Append `records` to the chain in the journal (and the file), on disk if `durable`
-        or if records written earlier have waited LAZY_SYNC_SECONDS for it. With no records,
-        a check that both take writes."""
+        (the writer thread puts the others there within LAZY_SYNC_SECONDS). With no records, a
+        check that both take writes."""
         with self._segment_lock:
             segment = self._writable_segment()
-            now = time.monotonic()
             dirty = self._dirty_since
-            durable = durable or (dirty is not None and now - dirty > LAZY_SYNC_SECONDS)
             if not records:
                 if self._file is not None:
                     self._append_to_file([], sync=False)
@@ -457,7 +463,7 @@ class AuditTrail:
             if self._file is not None:
                 self._append_to_file(rows, durable)
             self._seq, self._last_mac = seq, last_mac
-            self._dirty_since = None if durable else (dirty or now)
+            self._dirty_since = None if durable else (dirty or time.monotonic())
         if dirty is None and not durable:  # the writer puts these on disk if nothing else does
             with self._condition:
                 self._condition.notify()

@@ -27,6 +27,7 @@ import fcntl
 import json
 import logging
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -55,10 +56,12 @@ def encode(rows: Sequence[AuditRow]) -> bytes:
     """Journal lines: each row's columns in table order, the MAC in hex. JSON writes a float
     as its shortest exact form, so the time reads back as the MAC covers it."""
     return "".join(
-        json.dumps([*row.values()[:-1], row.mac.hex()], ensure_ascii=False, separators=(",", ":"))
-        + "\n"
-        for row in rows
+        _LINE.encode([*row.values()[:-1], row.mac.hex()]) + "\n" for row in rows
     ).encode()
+
+
+# One encoder for every line: `json.dumps` with options builds a new one per call.
+_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def decode(data: bytes) -> list[AuditRow]:
@@ -84,6 +87,8 @@ class Segment:
         self.first_seq = first_seq
         self._reserve = reserve
         self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+        self._closing = threading.Lock()
+        self.closed = False
         fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self.size = 0
         self.reserved = reserve if _reserve(self.fd, 0, reserve) else 0
@@ -109,14 +114,20 @@ class Segment:
             self.reserved = self.size + self._reserve
 
     def sync(self) -> None:
-        os.fdatasync(self.fd)
+        """fdatasync, from any thread: a segment removed meanwhile (its records all in the
+        store) needs none, and its descriptor's number may already name another file."""
+        with self._closing:
+            if not self.closed:
+                os.fdatasync(self.fd)
 
     def read(self, start: int, limit: int) -> bytes:
         return os.pread(self.fd, min(limit, self.size - start), start)
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
-        os.close(self.fd)
+        with self._closing:
+            self.closed = True
+            os.close(self.fd)
 
 
 def _sync_directory(directory: Path) -> None:

@@ -171,8 +171,11 @@ AUDIT_COLUMNS = (
 # The audit MAC key's wrapping identity: no key has an empty name or version 0.
 AUDIT_KEY_IDENTITY = ("", 0, "audit-mac-key")
 WRAPPING_KEY_IDENTITY = ("", 0, "wrapping-key")
-# 13 columns: under SQLite's oldest limit of 999 parameters per statement.
-AUDIT_ROWS_PER_INSERT = 76
+# Rows per audit INSERT: runs of the largest size, the rest in the smaller ones. A few fixed
+# sizes make a few statements, which the drivers prepare once and keep; a statement per length
+# would fill their caches with dozens of large ones. 64 rows of 13 columns stay under SQLite's
+# oldest limit of 999 parameters per statement.
+AUDIT_ROWS_PER_INSERT = (64, 16, 4, 1)
 _AUDIT_PLACEHOLDERS = "(" + ", ".join(["?"] * 13) + ")"
 
 
@@ -953,6 +956,14 @@ def _key_info(row: tuple[Any, ...], versions: tuple[KeyVersionInfo, ...] = ()) -
     )
 
 
+_AUDIT_INSERTS = {
+    size: f"INSERT INTO audit ({AUDIT_COLUMNS}) VALUES "
+    + ", ".join([_AUDIT_PLACEHOLDERS] * size)
+    + " ON CONFLICT (chain, seq) DO NOTHING"
+    for size in AUDIT_ROWS_PER_INSERT
+}
+
+
 def _column_value(value: object) -> object:
     return int(value) if isinstance(value, bool) else value
 
@@ -960,16 +971,13 @@ def _column_value(value: object) -> object:
 def _insert_audit(cursor: Cursor, rows: Sequence[AuditRow], head: AuditHead) -> None:
     # Many rows per statement: each statement is a trip through the driver, and for the mover
     # thread a wait for the interpreter lock.
-    for start in range(0, len(rows), AUDIT_ROWS_PER_INSERT):
-        chunk = rows[start : start + AUDIT_ROWS_PER_INSERT]
-        # A record already there is one a journal was moved with before (or a forgery that
-        # `verify` finds): moving a journal again changes nothing.
-        cursor.execute(
-            f"INSERT INTO audit ({AUDIT_COLUMNS}) VALUES "
-            + ", ".join([_AUDIT_PLACEHOLDERS] * len(chunk))
-            + " ON CONFLICT (chain, seq) DO NOTHING",
-            [value for row in chunk for value in row.values()],
-        )
+    start = 0
+    for size in AUDIT_ROWS_PER_INSERT:
+        while len(rows) - start >= size:
+            chunk, start = rows[start : start + size], start + size
+            # A record already there is one a journal was moved with before (or a forgery that
+            # `verify` finds): moving a journal again changes nothing.
+            cursor.execute(_AUDIT_INSERTS[size], [value for row in chunk for value in row.values()])
     cursor.execute(
         "INSERT INTO audit_heads (chain, seq, tag) VALUES (?, ?, ?)"
         " ON CONFLICT (chain) DO UPDATE SET seq = excluded.seq, tag = excluded.tag"

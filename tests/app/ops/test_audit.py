@@ -7,6 +7,8 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -484,3 +486,38 @@ def test_the_trail_verifies_after_a_root_key_rotation(admin: TestClient, audited
     assert _verify(audited) == (3, [])  # the rotation has its own record
     admin.post("/v1/aez/a/encrypt", json={"plaintext": "aGk="})
     assert _verify(audited) == (4, [])
+
+
+def test_only_the_writer_thread_waits_for_the_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `changes`, the records of reads are written by the event loop and put on disk by the
+    writer thread within LAZY_SYNC_SECONDS: the event loop never syncs, and a slow sync (here 2 s)
+    does not hold up the reads written meanwhile."""
+    syncing: list[str] = []
+    slow = threading.Event()
+    real_sync = os.fdatasync
+
+    def noted(fd: int) -> None:
+        syncing.append(threading.current_thread().name)
+        if slow.is_set():
+            time.sleep(2)
+        real_sync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", noted)
+    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN)
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    plaintext = {"plaintext": "aGk="}
+    with TestClient(create_app(settings), headers=headers) as admin:
+        admin.post("/v1/keys", json={"name": "a", "type": "aez"}).raise_for_status()
+        changes = len(syncing)
+        slow.set()
+        admin.post("/v1/aez/a/encrypt", json=plaintext).raise_for_status()
+        time.sleep(audit.LAZY_SYNC_SECONDS * 3)  # its record's sync has begun
+        assert len(syncing) == changes + 1
+        started = time.monotonic()
+        for _ in range(10):
+            admin.post("/v1/aez/a/encrypt", json=plaintext).raise_for_status()
+        assert time.monotonic() - started < 1.0
+    assert changes >= 1  # the key's creation, on disk before its answer
+    assert set(syncing) == {"cipherd-audit"}

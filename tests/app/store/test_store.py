@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,9 +27,10 @@ from app.store import (
     UnwrapError,
     VersionNotFoundError,
     open_store,
+    sql,
     sqlite,
 )
-from app.store.base import LOCK_WAIT_SECONDS
+from app.store.base import LOCK_WAIT_SECONDS, AuditHead, AuditQuery, AuditRow
 from app.store.postgres import PostgresKeyStore
 from tests.conftest import POSTGRES_URL
 
@@ -416,3 +418,37 @@ def test_a_write_lock_held_elsewhere_is_store_unavailable_not_an_error(
     finally:
         holder.close()
         store.close()
+
+
+def test_audit_rows_go_in_with_a_few_fixed_statements(
+    store: KeyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any number of rows takes statements of the fixed sizes only, so the drivers' caches of
+    prepared statements hold a handful, whatever the mover's group sizes."""
+    statements: set[str] = set()
+    real_insert = sql._insert_audit
+
+    def noting(cursor: Any, rows: Any, head: AuditHead) -> None:
+        class Noted:
+            def execute(self, query: str, params: Any = ()) -> Any:
+                statements.add(query)
+                return cursor.execute(query, params)
+
+        real_insert(Noted(), rows, head)
+
+    monkeypatch.setattr(sql, "_insert_audit", noting)
+    seq = 0
+    for count in (1, 3, 7, 21, 64, 65, 149, 90):
+        rows = []
+        for _ in range(count):
+            seq += 1
+            rows.append(
+                AuditRow(
+                    "c1", seq, 1.0, "r", None, "admin", "op", None, None, 200, None, "{}", b"m"
+                )
+            )
+        store.append_audit(rows, AuditHead("c1", seq, b"t"))
+    inserts = [s for s in statements if s.startswith("INSERT INTO audit (")]
+    assert sorted(s.count("), (") + 1 for s in inserts) == sorted(sql.AUDIT_ROWS_PER_INSERT)
+    stored = store.audit_records(AuditQuery(limit=1000))
+    assert [row.seq for row in stored] == list(range(1, seq + 1))

@@ -1,5 +1,6 @@
 """The access line written by hand is the line the JSON formatter writes through `logging`."""
 
+import asyncio
 import io
 import json
 import logging
@@ -67,3 +68,27 @@ def test_hand_built_line_is_the_formatters(stream: io.StringIO) -> None:
         assert list(hand) == list(logged)  # same fields, same order
         assert {**hand, "time": None} == {**logged, "time": None}
         assert TIME.fullmatch(hand["time"]) and TIME.fullmatch(logged["time"])
+
+
+def test_the_lines_of_one_turn_leave_in_one_write_at_its_end(stream: io.StringIO) -> None:
+    writes: list[str] = []
+    real_write = stream.write
+
+    def noted(text: str) -> int:
+        writes.append(text)
+        return real_write(text)
+
+    stream.write = noted  # type: ignore[method-assign]
+
+    async def one_turn() -> str:
+        _write_all(only_handler=True)
+        waiting = stream.getvalue()
+        await asyncio.sleep(0)
+        return waiting
+
+    assert asyncio.run(one_turn()) == ""  # nothing written during the turn
+    assert len(writes) == 1
+    lines = _taken(stream)
+    assert [(line["method"], line["route"], line["status"]) for line in lines] == [
+        (method, route, status) for method, route, status, _ in REQUESTS
+    ]

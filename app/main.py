@@ -16,6 +16,7 @@ from app.http.docs import install_docs
 from app.http.middleware import ObserveMiddleware
 from app.http.operation import install_routes
 from app.http.problems import install_handlers
+from app.http.stack import ServiceApp
 from app.ops import Services
 from app.routers import aez, audit, ecies, fe, health, hmac, keys, random, sign, sys, tokens
 from app.server.bootstrap import load_admin_token, root_key
@@ -36,7 +37,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         services.close()
 
-    app = FastAPI(
+    app = ServiceApp(
         title="cipherd",
         version=__version__,
         summary="ECIES, AEZ and pairing-based functional encryption with server-held keys",

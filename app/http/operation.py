@@ -4,7 +4,8 @@ A key operation (`POST /v1/ecies/{name}/encrypt`, `/v1/aez/{name}/decrypt/batch`
 one declaration what it is: its path, the operation a token needs for it, its JSON request and
 answer, whether it also takes raw bytes (and which query parameters go with them) and whether it
 has a batch form. That declaration builds its handler, its OpenAPI entry and its place in the
-route table (`install_routes`): the hot single calls first.
+route table (`install_routes`); the hot single calls are reached without the router
+(`app.http.stack`).
 
 The handler makes FastAPI's checks itself, in FastAPI's order and with its errors: the name
 against its pattern (422), then the bearer token and its scope (401/403), and only then reads the
@@ -287,9 +288,10 @@ class Family:
         Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]],
     ]:
         """Declare `async def handler(call, body) -> answer` as the operation at `path` (and
-        `path + "/raw"` for its raw form, `path + "/batch"` for its batch form). `hot` puts it at
-        the head of the route table: single calls whose work is a few microseconds, where
-        matching the 30 routes before them would be a measurable share.
+        `path + "/raw"` for its raw form, `path + "/batch"` for its batch form). `hot` sends its
+        requests straight to it (`app.http.stack.HotOperations`): single calls whose work is a
+        few microseconds, where the router's search and FastAPI's layers would be a measurable
+        share.
 
         `path` takes raw bytes too, as it always has; the document lists them under the raw
         form's path only, where generated clients type them as bytes (`raw_body`)."""
@@ -339,9 +341,9 @@ class Family:
 
 
 def install_routes(app: FastAPI, routers: Sequence[APIRouter]) -> None:
-    """The app's route table: the hot key operations first, then every route in the order of
-    `routers`, then the documentation routes FastAPI put in the table (/openapi.json, /docs,
-    /redoc); the OpenAPI document in the order of `routers`, whatever order the app tries them.
+    """The app's route table: every route in the order of `routers`, then the documentation
+    routes FastAPI put in the table (/openapi.json, /docs, /redoc); the OpenAPI document in the
+    same order.
 
     Routes join the app's own table: `include_router` would keep each router as a node that
     FastAPI searches on every request.
@@ -351,8 +353,7 @@ def install_routes(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     for route in routes + documentation:
         if isinstance(route, Route):
             route.app = _known_query_only(route.app, _query_names(route))
-    hot = [route for route in routes if getattr(route, "hot", False)]
-    app.router.routes[:] = hot + [route for route in routes if route not in hot] + documentation
+    app.router.routes[:] = routes + documentation
     install_openapi(app, routes + documentation)
 
 

@@ -7,6 +7,7 @@ request on the hot path.
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import re
@@ -96,6 +97,10 @@ class ObserveMiddleware:
         self.max_json_body_bytes = max_json_body_bytes
         self.audit = audit
         self.body_memory = BodyMemory(body_memory)
+        # A request's id when the client sent none: random per app (so per worker process), then
+        # a count, 32 hex digits in all; unique without a system call per request.
+        self._id_prefix = os.urandom(8).hex()
+        self._id_count = itertools.count(1)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -105,7 +110,7 @@ class ObserveMiddleware:
         request_id = (
             client_id.decode()
             if client_id and _CLIENT_REQUEST_ID.fullmatch(client_id)
-            else os.urandom(16).hex()
+            else f"{self._id_prefix}{next(self._id_count):016x}"
         )
         note = AuditNote()
         state = scope.setdefault("state", {})

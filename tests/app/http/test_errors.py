@@ -527,3 +527,15 @@ def test_a_request_cancelled_at_shutdown_is_a_503_with_its_id() -> None:
     assert headers[b"retry-after"] == b"1" and headers[b"connection"] == b"close"
     assert b"x-request-id" in headers
     assert json.loads(sent[1]["body"])["type"] == "urn:cipherd:problem:shutting-down"
+
+
+def test_request_ids_are_unique_within_and_across_processes(settings: Settings) -> None:
+    """Without X-Request-ID, a request's id is 32 hex digits: the app's random prefix (one per
+    worker process), then a count."""
+    seen = []
+    for _ in range(2):
+        with TestClient(create_app(settings)) as client:
+            seen += [client.get("/healthz").headers["x-request-id"] for _ in range(3)]
+    assert all(re.fullmatch(r"[0-9a-f]{32}", rid) for rid in seen)
+    assert len(set(seen)) == 6
+    assert len({rid[:16] for rid in seen}) == 2

@@ -23,7 +23,7 @@ from app.http.problems import BodyMemoryFull, BodyTooLarge, problem_response
 from app.ops.audit import AuditNote, AuditRecord, AuditTrail
 from app.ops.errors import Problem
 from app.server.logs import access_writer, request_id_var
-from app.server.metrics import REFUSED, request_metrics
+from app.server.metrics import REFUSED, count_request
 
 log = logging.getLogger("cipherd.errors")
 
@@ -247,9 +247,7 @@ class ObserveMiddleware:
             path = _route_label(routed)
             method = scope["method"]
             label = method if method in _METHODS else "other"
-            requests, seconds = request_metrics(path, label, status)
-            requests.inc()
-            seconds.observe(elapsed)
+            count_request(path, label, status, elapsed)
             access_writer.write(method, path, status, round(elapsed * 1000, 3), request_id)
             request_id_var.reset(context_token)
 

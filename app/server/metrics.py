@@ -130,7 +130,8 @@ class _Pending(threading.local):
     def __init__(self) -> None:
         self.counts: dict[Counter, int] = {}
         self.observed: dict[Histogram, list[float]] = {}
-        self.scheduled = False
+        # The event loop whose turn writes them at its end, once one is scheduled to.
+        self.loop: asyncio.AbstractEventLoop | None = None
 
 
 _pending = _Pending()
@@ -139,19 +140,21 @@ _pending = _Pending()
 def _pending_for_turn() -> _Pending | None:
     """This turn's additions, written at its end; None outside an event loop (a worker
     thread's), where they are written at once."""
+    pending = _pending
+    loop = pending.loop
+    if loop is not None and loop.is_running():  # in a turn that writes at its end
+        return pending
     try:
-        loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()  # a getpid system call each, on Python 3.11
     except RuntimeError:
         return None
-    pending = _pending
-    if not pending.scheduled:
-        pending.scheduled = True
-        loop.call_soon(_write_pending, pending)
+    pending.loop = loop
+    loop.call_soon(_write_pending, pending)
     return pending
 
 
 def _write_pending(pending: _Pending) -> None:
-    pending.scheduled = False
+    pending.loop = None
     counts, pending.counts = pending.counts, {}
     observed, pending.observed = pending.observed, {}
     for counter, count in counts.items():

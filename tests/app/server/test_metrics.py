@@ -75,3 +75,22 @@ def test_the_request_counter_counts_a_turns_requests() -> None:
 
     assert asyncio.run(one_turn()) == before
     assert served() == before + 5
+
+
+def test_after_an_event_loop_ends_counts_are_written_at_once() -> None:
+    """A loop that stopped with its turn's additions unwritten does not keep later ones
+    waiting: a thread without a running loop writes at once."""
+
+    def served() -> float:
+        return metrics.REQUESTS.labels("/test/ended", "GET", "200")._value.get()
+
+    loop = asyncio.new_event_loop()
+
+    async def count() -> None:
+        metrics.count_request("/test/ended", "GET", 200, 0.001)
+
+    loop.run_until_complete(count())
+    loop.close()
+    before = served()
+    metrics.count_request("/test/ended", "GET", 200, 0.001)
+    assert served() == before + 1

@@ -25,7 +25,10 @@ The journal rides out a store that is down or full: requests go on while it hold
 """
 
 import asyncio
+import collections
 import contextlib
+import functools
+import hashlib
 import hmac
 import json
 import logging
@@ -86,7 +89,7 @@ class AuditNote:
         self.key_version = distinct[0] if len(distinct) == 1 else (distinct or None)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made for every request, and a frozen one costs more
 class AuditRecord:
     time: float
     request_id: str
@@ -116,28 +119,47 @@ def _field(value: str | None) -> bytes:
     return len(data).to_bytes(4, "big") + data
 
 
-def _mac(key: bytes, values: tuple[Any, ...], previous: bytes) -> bytes:
-    """HMAC-SHA256 over a record's columns but its MAC (in table order), and the MAC of the
-    record before it in its chain."""
-    parts = [b"record"]
-    for value in values:
-        if value is None:
-            parts.append(_NONE)
-        else:
-            data = (repr(value) if type(value) is float else str(value)).encode()
-            parts.append(len(data).to_bytes(4, "big"))
-            parts.append(data)
-    parts.append(previous)
-    return hmac.digest(key, b"".join(parts), "sha256")
+class KeyedSha256:
+    """HMAC-SHA256 under one key, from its inner and outer hash states computed once (RFC 2104).
+    The same MAC as `hmac.digest`, which lets go of the interpreter lock at every call: on the
+    event loop, that handed it to the audit mover, and the loop waited for the mover's turn."""
+
+    __slots__ = ("_inner", "_outer")
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) > _SHA256_BLOCK:
+            key = hashlib.sha256(key).digest()
+        key = key.ljust(_SHA256_BLOCK, b"\0")
+        self._inner = hashlib.sha256(bytes(byte ^ 0x36 for byte in key))
+        self._outer = hashlib.sha256(bytes(byte ^ 0x5C for byte in key))
+
+    def digest(self, message: bytes) -> bytes:
+        inner = self._inner.copy()
+        inner.update(message)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return outer.digest()
+
+
+_SHA256_BLOCK = 64
+# The MAC key's states, made once per key (a process has one; `verify` may meet another).
+_keyed = functools.lru_cache(maxsize=4)(KeyedSha256)
+
+
+def _mac(key: bytes, columns: bytes, previous: bytes) -> bytes:
+    """HMAC-SHA256 over a record's columns but its MAC (`journal.columns`: a JSON array in
+    table order, the journal line's own text) and the MAC of the record before it in its
+    chain."""
+    return _keyed(key).digest(b"record" + columns + previous)
 
 
 def _record_mac(key: bytes, row: AuditRow, previous: bytes) -> bytes:
-    return _mac(key, row.values()[:-1], previous)
+    return _mac(key, journal.columns(row.values()[:-1]).encode(), previous)
 
 
 def _head_tag(key: bytes, chain: str, seq: int, last_mac: bytes) -> bytes:
     message = b"head" + _field(chain) + _field(str(seq)) + _field(last_mac.hex())
-    return hmac.digest(key, message, "sha256")
+    return _keyed(key).digest(message)
 
 
 def _moment(seconds: float) -> str:
@@ -203,6 +225,10 @@ MOVE_DELAY_SECONDS = 0.05
 # Read in pieces below glibc's mmap threshold (128 KiB), some 200 records each: larger reads
 # raise the threshold and leave the freed pieces to fragment the heap.
 MOVE_CHUNK_BYTES = 64 << 10
+# The writes whose rows the mover takes as the writer made them (beyond, while the store lags,
+# it reads them back from the journal), and the most rows it puts in one transaction so.
+WRITES_KEPT = 4096
+MOVE_ROWS = 2048
 # How often the mover looks for the segments of processes that have ended.
 ORPHAN_SECONDS = 10.0
 # How long the mover waits before it asks a store that refused records again.
@@ -245,6 +271,11 @@ class AuditTrail:
         # position it stands for; waited on by `flush`.
         self._moved = threading.Condition()
         self._moved_bytes = 0
+        # The rows of recent writes as the writer made them, so that the mover need not read
+        # and decode them again: (segment, start, end, rows), at most WRITES_KEPT of them.
+        self._written: collections.deque[tuple[Segment, int, int, list[AuditRow]]] = (
+            collections.deque()
+        )
         self._moved_seq = 0
         self._mover: threading.Thread | None = None
         self._mover_wake = threading.Event()
@@ -431,6 +462,7 @@ class AuditTrail:
                     self._append_to_file([], sync=False)
                 return
             rows: list[AuditRow] = []
+            lines: list[str] = []
             seq, last_mac = self._seq, self._last_mac
             for record in records:
                 seq += 1
@@ -448,10 +480,13 @@ class AuditTrail:
                     record.problem,
                     _canonical(record.details),
                 )
-                last_mac = _mac(self._key, values, last_mac)
+                columns = journal.columns(values)
+                last_mac = _mac(self._key, columns.encode(), last_mac)
                 rows.append(AuditRow(*values, mac=last_mac))
+                lines.append(journal.line(columns, last_mac))
+            data = "".join(lines).encode()
             try:
-                segment.append(journal.encode(rows), sync=durable)
+                segment.append(data, sync=durable)
             except OSError:
                 if os.fstat(segment.fd).st_size != segment.size:
                     # Not cut back: what the segment holds is unknown. Its whole lines go to
@@ -460,6 +495,8 @@ class AuditTrail:
                     self._segment = None
                     self._new_chain()
                 raise
+            if len(self._written) < WRITES_KEPT:
+                self._written.append((segment, segment.size - len(data), segment.size, rows))
             if self._file is not None:
                 self._append_to_file(rows, durable)
             self._seq, self._last_mac = seq, last_mac
@@ -467,7 +504,8 @@ class AuditTrail:
         if dirty is None and not durable:  # the writer puts these on disk if nothing else does
             with self._condition:
                 self._condition.notify()
-        self._mover_wake.set()
+        if not self._mover_wake.is_set():  # set already: the mover is on its way
+            self._mover_wake.set()
 
     def _writable_segment(self) -> Segment:
         """The segment records go to, begun if there is none; 503 while the store is so far
@@ -539,7 +577,7 @@ class AuditTrail:
     def _move_retired(self) -> None:
         while self._retired:
             segment = self._retired[0]
-            _store_rows(self._store, self._key, journal.read_all(segment.fd))
+            _store_rows(self._store, self._key, journal.decode(journal.read_all(segment.fd)))
             segment.remove()
             self._retired.pop(0)
 
@@ -549,19 +587,36 @@ class AuditTrail:
             return
         end = segment.size
         while self._moved_bytes < end:
-            data = segment.read(self._moved_bytes, MOVE_CHUNK_BYTES)
-            cut = data.rfind(b"\n") + 1
-            if not cut:  # one record longer than a piece (an FE keygen's function, say)
-                data = segment.read(self._moved_bytes, end - self._moved_bytes)
-                cut = data.find(b"\n") + 1
-            data = data[:cut]
-            last = _store_rows(self._store, self._key, data)
+            rows, upto = self._kept_rows(segment, self._moved_bytes, end)
+            if not rows:
+                data = segment.read(self._moved_bytes, MOVE_CHUNK_BYTES)
+                cut = data.rfind(b"\n") + 1
+                if not cut:  # one record longer than a piece (an FE keygen's function, say)
+                    data = segment.read(self._moved_bytes, end - self._moved_bytes)
+                    cut = data.find(b"\n") + 1
+                rows, upto = journal.decode(data[:cut]), self._moved_bytes + cut
+            last = _store_rows(self._store, self._key, rows)
             with self._moved:
-                self._moved_bytes += len(data)
+                self._moved_bytes = upto
                 self._moved_seq = last
                 self._moved.notify_all()
         if end >= SEGMENT_BYTES:
             self._next_segment(segment)
+
+    def _kept_rows(self, segment: Segment, start: int, end: int) -> tuple[list[AuditRow], int]:
+        """The rows the writer kept from `start` on in `segment` (up to MOVE_ROWS of them), and
+        where they end; none if it kept none from exactly there, and the journal has them."""
+        written = self._written
+        while written and (written[0][0] is not segment or written[0][2] <= start):
+            written.popleft()  # moved already, or of a segment that is done
+        rows: list[AuditRow] = []
+        upto = start
+        while written and written[0][1] == upto and written[0][2] <= end:
+            if rows and len(rows) + len(written[0][3]) > MOVE_ROWS:
+                break
+            _, _, upto, kept = written.popleft()
+            rows += kept
+        return rows, upto
 
     def _next_segment(self, segment: Segment) -> None:
         """Close a segment whose records are all in the store and begin the next, if the disk
@@ -599,6 +654,7 @@ class AuditTrail:
             segment = self._segment
             if segment is not None and segment.size == self._moved_bytes and not self._retired:
                 segment.remove()
+                self._written.clear()
                 self._segment = None
                 self._new_chain()
 
@@ -614,9 +670,8 @@ def _write_failure(exc: Exception) -> Problem:
     )
 
 
-def _store_rows(store: KeyStore, key: bytes, data: bytes) -> int:
-    """Put the journal lines in `data` (of one chain) into the store; the last position."""
-    rows = journal.decode(data)
+def _store_rows(store: KeyStore, key: bytes, rows: Sequence[AuditRow]) -> int:
+    """Put `rows` (of one chain, in order) into the store; the last position."""
     if not rows:
         return 0
     if rows[0].seq == 1:
@@ -635,7 +690,7 @@ def adopt_orphans(store: KeyStore, directory: Path, key: bytes | None = None) ->
     moved = 0
     for path, fd in journal.orphans(directory):
         try:
-            _store_rows(store, key, journal.read_all(fd))
+            _store_rows(store, key, journal.decode(journal.read_all(fd)))
             path.unlink(missing_ok=True)
             moved += 1
         finally:
@@ -700,7 +755,7 @@ def _register(store: KeyStore, key: bytes, chain: str) -> None:
             None,
             _canonical({"chain": chain}),
         )
-        mac = _mac(key, values, register[-1].mac if register else b"")
+        mac = _mac(key, journal.columns(values).encode(), register[-1].mac if register else b"")
         head = AuditHead(REGISTER, seq, _head_tag(key, REGISTER, seq, mac))
         return [AuditRow(*values, mac=mac)], head
 

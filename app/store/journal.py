@@ -30,6 +30,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from app.store.base import AuditRow
 
@@ -52,12 +53,16 @@ def _reserve(fd: int, offset: int, length: int) -> bool:
     return False
 
 
-def encode(rows: Sequence[AuditRow]) -> bytes:
-    """Journal lines: each row's columns in table order, the MAC in hex. JSON writes a float
-    as its shortest exact form, so the time reads back as the MAC covers it."""
-    return "".join(
-        _LINE.encode([*row.values()[:-1], row.mac.hex()]) + "\n" for row in rows
-    ).encode()
+def columns(values: Sequence[Any]) -> str:
+    """A record's columns but its MAC, in table order, as the JSON array that begins its line
+    (and that its MAC covers). JSON writes a float as its shortest exact form, so the time
+    reads back as the MAC covers it."""
+    return _LINE.encode(values)
+
+
+def line(columns: str, mac: bytes) -> str:
+    """A record's journal line: its `columns`, then its MAC in hex."""
+    return f'{columns[:-1]},"{mac.hex()}"]\n'
 
 
 # One encoder for every line: `json.dumps` with options builds a new one per call.

@@ -2,6 +2,7 @@
 listing and paging, and fail-closed writes, on SQLite and PostgreSQL."""
 
 import base64
+import hmac
 import json
 import os
 import sqlite3
@@ -521,3 +522,42 @@ def test_only_the_writer_thread_waits_for_the_disk(
         assert time.monotonic() - started < 1.0
     assert changes >= 1  # the key's creation, on disk before its answer
     assert set(syncing) == {"cipherd-audit"}
+
+
+@pytest.mark.parametrize("key_length", [0, 1, 32, 64, 65, 200])
+def test_the_records_mac_is_hmac_sha256(key_length: int) -> None:
+    key = os.urandom(key_length)
+    keyed = audit.KeyedSha256(key)
+    for message in (b"", b"record", os.urandom(300), os.urandom(5000)):
+        assert keyed.digest(message) == hmac.digest(key, message, "sha256")
+        assert keyed.digest(message) == hmac.digest(key, message, "sha256")  # states reused
+
+
+@pytest.mark.parametrize("kept", [4096, 3, 0])
+def test_the_mover_takes_the_writers_rows_and_reads_the_rest_back(
+    audited: Settings, kept: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mover stores the rows the writer kept as they are, and reads back from the journal
+    the ones it did not keep (past WRITES_KEPT): the store gets every record either way."""
+    monkeypatch.setattr(audit, "WRITES_KEPT", kept)
+    monkeypatch.setattr(audit, "MOVE_DELAY_SECONDS", 1.0)  # all twenty written before a move
+    reads: list[int] = []
+    real_read = journal.Segment.read
+
+    def noted_read(segment: journal.Segment, start: int, limit: int) -> bytes:
+        data = real_read(segment, start, limit)
+        reads.append(data.count(b"\n"))
+        return data
+
+    monkeypatch.setattr(journal.Segment, "read", noted_read)
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with TestClient(create_app(audited), headers=headers) as admin:
+        trail = admin.app.state.services.audit  # type: ignore[attr-defined]
+        for _ in range(20):
+            admin.post("/v1/random", json={"bytes": 8}).raise_for_status()
+        trail.flush()
+    if kept >= 20:
+        assert reads == []
+    else:
+        assert sum(reads) >= 20 - kept
+    assert _verify(audited) == (20, [])

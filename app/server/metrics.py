@@ -108,14 +108,21 @@ def count_request(route: str, method: str, status: int, seconds: float) -> None:
         )
         if len(_request_children) < _MAX_CHILDREN:
             _request_children[key] = children
+    counter, histogram = children
     pending = _pending_for_turn()
     if pending is None:
-        children[0].inc()
-        children[1].observe(seconds)
-        return
-    counter, histogram = children
-    pending.counts[counter] = pending.counts.get(counter, 0) + 1
-    pending.observed.setdefault(histogram, []).append(seconds)
+        counter.inc()
+    else:
+        pending.counts[counter] = pending.counts.get(counter, 0) + 1
+    _observe(histogram, seconds, pending)
+
+
+def _observe(histogram: Histogram, seconds: float, pending: "_Pending | None") -> None:
+    """`histogram.observe(seconds)`, at the end of the turn when there is one."""
+    if pending is None:
+        histogram.observe(seconds)
+    else:
+        pending.observed.setdefault(histogram, []).append(seconds)
 
 
 class _Pending(threading.local):
@@ -199,12 +206,7 @@ class timed:  # lower case: it reads as a function, `with timed(...)`
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        seconds = time.perf_counter() - self._start
-        pending = _pending_for_turn()
-        if pending is None:
-            self._histogram.observe(seconds)
-        else:
-            pending.observed.setdefault(self._histogram, []).append(seconds)
+        _observe(self._histogram, time.perf_counter() - self._start, _pending_for_turn())
 
 
 def render_metrics() -> tuple[bytes, str]:

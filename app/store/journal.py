@@ -40,6 +40,27 @@ SUFFIX = ".journal"
 _FALLOC_FL_KEEP_SIZE = 1
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 _libc.fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+# The same library through PyDLL: its calls keep the interpreter lock (see `_write_all`).
+_write = ctypes.PyDLL(ctypes.util.find_library("c"), use_errno=True).write
+_write.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
+_write.restype = ctypes.c_ssize_t
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write `data` to `fd` without letting go of the interpreter lock. `os.write` lets go of it
+    for the system call; on the event loop, that hands it to the audit mover, and the loop then
+    waits for the mover's turn: a write of a record to the page cache takes about half a
+    microsecond, and the hand-overs cost a worker about 5 % of its requests a second
+    (bench/README.md)."""
+    done = 0
+    while done < len(data):
+        written = _write(fd, data[done:] if done else data, len(data) - done)
+        if written < 0:
+            code = ctypes.get_errno()
+            if code != errno.EINTR:
+                raise OSError(code, os.strerror(code))
+            continue
+        done += written
 
 
 def _reserve(fd: int, offset: int, length: int) -> bool:
@@ -104,9 +125,7 @@ class Segment:
         """Write `data` at the end (on disk when `sync`); on failure the segment is cut back to
         what it held, or the error says it could not be."""
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self.fd, view) :]
+            _write_all(self.fd, data)
             if sync:
                 os.fdatasync(self.fd)
         except OSError:

@@ -12,7 +12,7 @@ from functools import partial
 from typing import NamedTuple, Protocol
 
 from app.ops import envelope
-from app.ops.ecies import Sealed, warm
+from app.ops.envelope import Sealed, sealed, warm
 from app.ops.errors import decryptable, encryptable, failed_with, invalid_input, wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.work import compute
@@ -84,7 +84,7 @@ class Aez:
         """Encrypt under `version` (default: the latest)."""
         material = encryptable(_checked(await self.keyring.fetch(name, version)))
         ciphertext = await compute(len(plaintext), _encrypt, material, params, plaintext)
-        return _sealed(material.version, ciphertext, envelope)
+        return sealed(material.version, ciphertext, envelope)
 
     async def decrypt(
         self, name: str, params: Params, ciphertext: bytes, version: int | None
@@ -161,7 +161,7 @@ class Aez:
         ) -> Sealed:
             material = latest if version is None else self.keyring.material(name, version)
             material = encryptable(material)
-            return _sealed(material.version, _encrypt(material, params, plaintext), envelope)
+            return sealed(material.version, _encrypt(material, params, plaintext), envelope)
 
         return encrypt
 
@@ -170,7 +170,3 @@ class Aez:
         tried, when bare)."""
         _checked(self.keyring.material(name))
         return partial(self._open, name)
-
-
-def _sealed(version: int, payload: bytes, enveloped: bool) -> Sealed:
-    return Sealed(envelope.seal(version, payload) if enveloped else payload, version)

@@ -8,9 +8,10 @@ unless asked not to, a payload in the envelope that names it (`app.ops.envelope`
 import os
 from collections.abc import Callable
 from functools import lru_cache, partial
-from typing import Literal, NamedTuple, Protocol
+from typing import Literal, Protocol
 
 from app.ops import envelope
+from app.ops.envelope import Sealed, sealed, warm
 from app.ops.errors import decryptable, encryptable, failed_with, invalid_input, wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.work import compute
@@ -35,14 +36,6 @@ class Options(Protocol):
     @property
     def symmetric_nonce_length(self) -> Literal[12, 16, 24]: ...
     def __hash__(self) -> int: ...
-
-
-class Sealed(NamedTuple):
-    """The bytes an operation produced and the key version that produced them (a tuple: made on
-    every request, and cheaper to build than a frozen dataclass)."""
-
-    data: bytes
-    version: int
 
 
 @lru_cache(maxsize=256)  # a Config costs more to build and check than to look up; few exist
@@ -105,7 +98,7 @@ class Ecies:
         """Encrypt under `version` (default: the latest)."""
         material = encryptable(_checked(await self.keyring.fetch(name, version)))
         payload = await compute(len(plaintext), _encrypt, material, plaintext, options)
-        return _sealed(material.version, payload, envelope)
+        return sealed(material.version, payload, envelope)
 
     async def decrypt(
         self, name: str, ciphertext: bytes, version: int | None, options: Options
@@ -171,7 +164,7 @@ class Ecies:
         ) -> Sealed:
             material = latest if version is None else self.keyring.material(name, version)
             material = encryptable(material)
-            return _sealed(material.version, _encrypt(material, plaintext, options), envelope)
+            return sealed(material.version, _encrypt(material, plaintext, options), envelope)
 
         return encrypt
 
@@ -180,25 +173,6 @@ class Ecies:
         tried, when bare)."""
         _checked(self.keyring.material(name))
         return partial(self._open, name)
-
-
-def _sealed(version: int, payload: bytes, enveloped: bool) -> Sealed:
-    return Sealed(envelope.seal(version, payload) if enveloped else payload, version)
-
-
-async def warm(
-    keyring: Keyring, name: str, ciphertext: bytes, version: int | None, trial_versions: int
-) -> None:
-    """Bring the versions a decryption will use into the keyring's cache from a coroutine, so
-    that the decryption itself, on the event loop, finds them there."""
-    named, _ = envelope.parse(ciphertext)
-    wanted = envelope.wanted_version(named, version)
-    if wanted is not None:
-        await keyring.fetch(name, wanted)
-        return
-    latest = await keyring.fetch(name)
-    for candidate in envelope.trial_versions(latest, trial_versions):
-        await keyring.fetch(name, candidate)
 
 
 def _encrypt_to(public_key: bytes, plaintext: bytes, curve: Curve, options: Options) -> bytes:

@@ -14,6 +14,7 @@ HMACs are checked (`verified`) against the same versions, in the same order.
 
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 from app.ops.errors import Problem, decryptable, invalid_input
 from app.ops.keyring import Keyring
@@ -27,8 +28,37 @@ _WRONG_VERSION = frozenset({"decryption-failed", "authentication-failed"})
 MIN_TRIAL_TAU = 8
 
 
+class Sealed(NamedTuple):
+    """The bytes an operation produced and the key version that produced them (a tuple: made on
+    every request, and cheaper to build than a frozen dataclass)."""
+
+    data: bytes
+    version: int
+
+
 def seal(version: int, payload: bytes) -> bytes:
     return b"%s%d:%s" % (PREFIX, version, payload)
+
+
+def sealed(version: int, payload: bytes, enveloped: bool) -> Sealed:
+    """An encryption's answer: its payload, enveloped unless the caller asked for it bare."""
+    return Sealed(seal(version, payload) if enveloped else payload, version)
+
+
+async def warm(
+    keyring: Keyring, name: str, ciphertext: bytes, version: int | None, limit: int
+) -> None:
+    """Bring the versions a decryption will use (at most `limit` for a bare payload) into the
+    keyring's cache from a coroutine, so that the decryption itself, on the event loop, finds
+    them there."""
+    named, _ = parse(ciphertext)
+    wanted = wanted_version(named, version)
+    if wanted is not None:
+        await keyring.fetch(name, wanted)
+        return
+    latest = await keyring.fetch(name)
+    for candidate in trial_versions(latest, limit):
+        await keyring.fetch(name, candidate)
 
 
 def parse(data: bytes) -> tuple[int | None, bytes]:

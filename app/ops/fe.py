@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from app.ops.ecies import Sealed
+from app.ops.envelope import Sealed
 from app.ops.errors import KNOWN_ERRORS, Problem, invalid_input, wrong_key_type
 from app.ops.fe_cache import Cold, FeCaches
 from app.ops.fe_policy import FunctionPolicy, KeygenRequest, decide, flatten

@@ -13,7 +13,7 @@ from functools import partial
 from typing import Literal
 
 from app.ops import envelope
-from app.ops.ecies import Sealed, warm
+from app.ops.envelope import Sealed, warm
 from app.ops.errors import wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.work import compute

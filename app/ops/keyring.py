@@ -16,13 +16,14 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from anyio.to_thread import run_sync
 
 from app.server.metrics import CACHE_BYTES, CACHE_ENTRIES
 from app.store import KeyMaterial, KeyStore, KeyStoreError, StoreUnavailableError
+from core.sign import ed25519
 
 MAX_ENTRIES = 4096
 # While the store is down, how often a lookup asks it again.
@@ -210,8 +211,12 @@ class StoreCache(Generic[K, V]):
             self._bytes = 0
 
 
-# What a cached key weighs beside its secret and public part (the object, its name, params).
+# What a cached key weighs beside its secret and public part (the object, its name, params,
+# what was prepared from its secret).
 KEY_OVERHEAD_BYTES = 512
+
+# Key types whose secret is made ready for use once per version the keyring holds.
+_PREPARE: dict[str, Callable[[bytes], Any]] = {"ed25519": ed25519.SigningKey}
 
 
 def _key_bytes(material: KeyMaterial) -> int:
@@ -241,7 +246,9 @@ class Keyring:
         return self._cache.load((name, version))
 
     def _unwrap(self, key: tuple[str, int | None]) -> KeyMaterial:
-        return self.store.material(*key)
+        material = self.store.material(*key)
+        prepare = _PREPARE.get(material.type)
+        return material if prepare is None else replace(material, prepared=prepare(material.secret))
 
     def cached(self, name: str, version: int | None = None) -> KeyMaterial | None:
         """`material` without touching the store: None when only the store can tell."""

@@ -11,10 +11,10 @@ signature or public key merely fails to verify; only a malformed request is a pr
 
 from collections.abc import Callable
 from functools import partial
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast
 
 from app.ops import envelope
-from app.ops.envelope import Sealed, warm
+from app.ops.envelope import Sealed, sealed, warm
 from app.ops.errors import invalid_input, wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.work import compute
@@ -49,13 +49,15 @@ def _ed25519_options(options: Options) -> None:
         )
 
 
-def _sign(key_type: str, secret: bytes, message: bytes, options: Options) -> bytes:
+def _sign(material: KeyMaterial, message: bytes, options: Options) -> bytes:
     with timed("sign", "sign"):
-        if key_type == "ed25519":
+        if material.type == "ed25519":
             _ed25519_options(options)
-            return ed25519.sign(secret, message)
+            # Prepared by the keyring that holds the key; derived here for any other holder.
+            signing_key = material.prepared or ed25519.SigningKey(material.secret)
+            return cast(bytes, signing_key.sign(message))
         return ecdsa.sign(
-            secret,
+            material.secret,
             message,
             options.hash or "sha256",
             bool(options.prehashed),
@@ -128,10 +130,7 @@ class Signer:
 
 
 def _signed(material: KeyMaterial, message: bytes, options: Options, enveloped: bool) -> Sealed:
-    signature = _sign(material.type, material.secret, message, options)
-    return Sealed(
-        envelope.seal(material.version, signature) if enveloped else signature, material.version
-    )
+    return sealed(material.version, _sign(material, message, options), enveloped)
 
 
 async def verify_with(

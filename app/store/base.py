@@ -169,6 +169,9 @@ class KeyMaterial:
     latest_version: int = 0
     min_decryption_version: int = 1
     min_encryption_version: int = 0
+    # What the crypto code derives from the secret once per version held in memory (an Ed25519
+    # signing key), set by the keyring that holds it; never stored.
+    prepared: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

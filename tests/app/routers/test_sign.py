@@ -3,6 +3,7 @@ peers that verify what the service signs (coincurve, eth-keys, PyNaCl, OpenSSL) 
 way round, every Wycheproof case through `POST /v1/verify`, scopes, and bad input as 4xx."""
 
 import base64
+import sqlite3
 
 import coincurve
 import eth_keys
@@ -13,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from app.settings import Settings
 from core.sign.ecdsa import keccak256
 from tests.core.sign.wycheproof import ECDSA_DER, ECDSA_P1363, ED25519
 
@@ -274,3 +276,24 @@ def test_scopes(client: TestClient, app: FastAPI) -> None:
             assert checked.status_code == (200 if can_verify else 403), operations
             given = user.post("/v1/verify", json=public, headers=headers)
             assert given.status_code == (200 if can_verify else 403), operations
+
+
+def test_ed25519_signs_with_the_public_key_of_its_seed_not_the_stored_one(
+    client: TestClient, settings: Settings
+) -> None:
+    """The keyring prepares an Ed25519 key's signing key from the seed alone: a stored public
+    key replaced by another (a tampered row) changes nothing in the signatures, which would
+    otherwise leak the seed."""
+    public = create(client, "signer", "ed25519")
+    other = create(client, "other", "ed25519")
+    assert settings.sqlite_path is not None
+    with sqlite3.connect(settings.sqlite_path) as database:
+        changed = database.execute(
+            "UPDATE key_versions SET public = ? WHERE public = ?", (other, public)
+        ).rowcount
+    assert changed == 1
+    client.app.state.services.keyring.forget("signer")  # type: ignore[attr-defined]  # the app under test
+    assert unb64(client.get("/v1/keys/signer/public").json()["public_key"]) == other
+    message = b"release 4.2"
+    signature = unb64(sign(client, "signer", message)["signature"])
+    nacl.signing.VerifyKey(public).verify(message, signature)

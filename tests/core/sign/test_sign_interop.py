@@ -157,7 +157,7 @@ def test_ed25519_rfc8032_test_1() -> None:
         "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"
     )
     assert ed25519.public_key(secret) == public
-    assert ed25519.sign(secret, b"") == signature
+    assert ed25519.SigningKey(secret).sign(b"") == signature
     assert ed25519.verify(public, b"", signature)
 
 
@@ -166,7 +166,7 @@ def test_ed25519_matches_pynacl_and_openssl(message: bytes) -> None:
     secret, public = ed25519.generate_keypair()
     peer = nacl.signing.SigningKey(secret)
     assert bytes(peer.verify_key) == public
-    signature = ed25519.sign(secret, message)
+    signature = ed25519.SigningKey(secret).sign(message)
     assert signature == peer.sign(message).signature
     # OpenSSL makes the same deterministic signature, and verifies it.
     openssl = Ed25519PrivateKey.from_private_bytes(secret)
@@ -181,4 +181,4 @@ def test_ed25519_matches_pynacl_and_openssl(message: bytes) -> None:
 
 def test_ed25519_bad_secret() -> None:
     with pytest.raises(InvalidKeyError):
-        ed25519.sign(bytes(31), b"m")
+        ed25519.SigningKey(bytes(31))

@@ -154,7 +154,7 @@ def _mac(key: bytes, columns: bytes, previous: bytes) -> bytes:
 
 
 def _record_mac(key: bytes, row: AuditRow, previous: bytes) -> bytes:
-    return _mac(key, journal.columns(row.values()[:-1]).encode(), previous)
+    return _mac(key, journal.columns(row[:-1]).encode(), previous)
 
 
 def _head_tag(key: bytes, chain: str, seq: int, last_mac: bytes) -> bytes:

@@ -21,7 +21,6 @@ past the reserve, a full disk refuses them, and so the requests.
 
 import ctypes
 import ctypes.util
-import dataclasses
 import errno
 import fcntl
 import json
@@ -96,13 +95,12 @@ def decode(data: bytes) -> list[AuditRow]:
     for line in data.splitlines(keepends=True):
         if not line.endswith(b"\n"):
             break
-        fields = dict(zip(_FIELDS, json.loads(line), strict=True))
-        fields["mac"] = bytes.fromhex(fields["mac"])
-        rows.append(AuditRow(**fields))
+        fields = json.loads(line)
+        if len(fields) != len(AuditRow._fields):
+            raise ValueError(f"a journal line of {len(fields)} fields, not {len(AuditRow._fields)}")
+        fields[-1] = bytes.fromhex(fields[-1])  # the MAC
+        rows.append(AuditRow._make(fields))
     return rows
-
-
-_FIELDS = [field.name for field in dataclasses.fields(AuditRow)]
 
 
 class Segment:

@@ -977,7 +977,7 @@ def _insert_audit(cursor: Cursor, rows: Sequence[AuditRow], head: AuditHead) -> 
             chunk, start = rows[start : start + size], start + size
             # A record already there is one a journal was moved with before (or a forgery that
             # `verify` finds): moving a journal again changes nothing.
-            cursor.execute(_AUDIT_INSERTS[size], [value for row in chunk for value in row.values()])
+            cursor.execute(_AUDIT_INSERTS[size], [value for row in chunk for value in row])
     cursor.execute(
         "INSERT INTO audit_heads (chain, seq, tag) VALUES (?, ?, ?)"
         " ON CONFLICT (chain) DO UPDATE SET seq = excluded.seq, tag = excluded.tag"

@@ -11,7 +11,7 @@ signature or public key merely fails to verify; only a malformed request is a pr
 
 from collections.abc import Callable
 from functools import partial
-from typing import Literal, Protocol, cast
+from typing import Literal, Protocol
 
 from app.ops import envelope
 from app.ops.envelope import Sealed, sealed, warm
@@ -53,9 +53,8 @@ def _sign(material: KeyMaterial, message: bytes, options: Options) -> bytes:
     with timed("sign", "sign"):
         if material.type == "ed25519":
             _ed25519_options(options)
-            # Prepared by the keyring that holds the key; derived here for any other holder.
-            signing_key = material.prepared or ed25519.SigningKey(material.secret)
-            return cast(bytes, signing_key.sign(message))
+            signing_key: ed25519.SigningKey = material.prepared  # the keyring's, from the seed
+            return signing_key.sign(message)
         return ecdsa.sign(
             material.secret,
             message,

@@ -2,7 +2,7 @@
 
 `bytes(bytearray)` copies: for a large payload that costs as much time as AES-256-GCM itself
 and as much memory again as the payload, and a `bytearray` is zero-filled first besides
-(bench/README.md, "Figures behind choices in the code"). So the payload is written straight
+(docs/performance/choices.md). So the payload is written straight
 into a new, uninitialised `bytes` object made with the CPython C API
 `PyBytes_FromStringAndSize(NULL, n)`, which is exactly how C extensions build their results:
 the object is filled in before any other code can see it, and only then returned. This needs

@@ -60,7 +60,7 @@ def hkdf_sha256(ikm: bytes) -> bytes:
     That is PRK = HMAC(0^32, ikm), OKM = HMAC(PRK, 0x01), written out as the four SHA-256
     hashes of RFC 2104 with the zero key's inner and outer states computed once:
     `hmac.digest` sets up OpenSSL's HMAC afresh on each call, which costs twice as much for the
-    two (bench/README.md).
+    two (docs/performance/choices.md).
     """
     inner = _ZERO_KEY_INNER.copy()
     inner.update(ikm)

@@ -117,8 +117,8 @@ def encrypt(
     `receiver_sk`, the secret key of `receiver_pk`, is for a caller that holds it (a key
     service encrypting to its own keys). On secp256k1 the shared point is then computed as
     (k·s)·G, two multiplications of the generator from libsecp256k1's precomputed table, which
-    gives the same payload faster (bench/README.md); `receiver_pk` is not read, nor checked
-    against it. Other curves do not use it.
+    gives the same payload faster (docs/performance/choices.md); `receiver_pk` is not read, nor
+    checked against it. Other curves do not use it.
     """
     ephemeral_sk = keys.random_secret(config.elliptic_curve)
     nonce = os.urandom(config.nonce_length)

@@ -41,7 +41,7 @@ def parse(encoded: bytes) -> Point:
 
 def base_multiple(scalar: bytes) -> Point:
     """scalar·G for a secret key, from libsecp256k1's precomputed table of G: about half the
-    time of a multiplication of an arbitrary point (bench/README.md)."""
+    time of a multiplication of an arbitrary point (docs/performance/choices.md)."""
     point = ffi.new("secp256k1_pubkey *")
     if not lib.secp256k1_ec_pubkey_create(CONTEXT, point, scalar):
         raise InvalidKeyError("secp256k1 secret key must be in [1, n-1]")

@@ -5,7 +5,7 @@ message `seal_into` and `open_into` work on memoryviews of the payload and never
 intermediate, so nothing is copied to reorder it. Setting that up (the cipher objects, the
 output buffer, the views) costs more than AES-256-GCM of the message itself up to tens of KiB,
 so messages up to `ONE_SHOT_BYTES` go through `seal` and `unseal`, one call each, and are
-reordered with a copy (bench/README.md has the figures).
+reordered with a copy (docs/performance/choices.md has the figures).
 
 * AES-256-GCM (12- or 16-byte nonce) is OpenSSL's through `cryptography`: `AESGCM` one-shot,
   `Cipher(...).encryptor().update_into` in place.
@@ -17,7 +17,7 @@ reordered with a copy (bench/README.md has the figures).
   keystream block by subtracting the (known) input words. On large messages the in-place
   construction runs as fast as OpenSSL's fused ChaCha20-Poly1305, and about twice as fast as
   libsodium's XChaCha20-Poly1305 through PyNaCl, which also returns `ct || tag` and would need
-  another copy (bench/README.md).
+  another copy (docs/performance/choices.md).
 """
 
 import struct
@@ -30,7 +30,6 @@ from cryptography.hazmat.primitives.poly1305 import Poly1305
 from core.errors import DecryptionError
 
 TAG_LENGTH = 16
-KEY_LENGTH = 32
 ONE_SHOT_BYTES = 64 * 1024
 
 _SIGMA = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)  # "expand 32-byte k"

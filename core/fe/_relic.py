@@ -26,7 +26,6 @@ from petrelic.multiplicative.pairing import G1
 
 LOCK = threading.RLock()
 
-FP_LIMBS = 6
 BN_LIMBS = 34
 RLC_OK = 0
 
@@ -82,7 +81,6 @@ lib = ffi.dlopen(LIBRELIC_PATH, ffi.RTLD_NOW | ffi.RTLD_NOLOAD)
 
 G1_POINT_SIZE = ffi.sizeof("ep_st")
 G2_POINT_SIZE = ffi.sizeof("ep2_st")
-GT_SIZE = ffi.sizeof("fp12_st")
 
 for _ours, _theirs in (
     ("ep_st", "g1_t"),

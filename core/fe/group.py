@@ -674,7 +674,6 @@ class Curve:
     g2_bytes: int
     gt_bytes: int
     scalar_bytes: int
-    gt_type: type
     zr: linalg.Zr
     gt_generator: Callable[[], Any]
     gt_identity: Callable[[], Any]
@@ -772,7 +771,6 @@ def _bn_curve() -> Curve:
         g2_bytes=_mcl.G2_BYTES,
         gt_bytes=_mcl.GT_BYTES,
         scalar_bytes=_mcl.SCALAR_BYTES,
-        gt_type=_mcl.Bn254GT,
         zr=linalg.Zr(_mcl.ORDER),
         gt_generator=gt.__copy__,
         gt_identity=_mcl.gt_identity,
@@ -805,7 +803,6 @@ _CURVES: dict[str, Curve] = {
         g2_bytes=G2_BYTES,
         gt_bytes=GT_BYTES,
         scalar_bytes=SCALAR_BYTES,
-        gt_type=GTElement,
         zr=linalg.Zr(ORDER),
         gt_generator=gt_generator,
         gt_identity=gt_identity,

@@ -16,6 +16,9 @@ from typing import Literal
 
 from coincurve._libsecp256k1 import ffi, lib
 from Crypto.Hash import keccak
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from core.ecies import secp256k1
 from core.errors import EncodingError, InvalidKeyError
@@ -62,6 +65,23 @@ def generate_keypair() -> tuple[bytes, bytes]:
 def public_key(secret: bytes) -> bytes:
     """The SEC1 uncompressed public key (65 bytes) of a secret scalar."""
     return secp256k1.encode(secp256k1.base_multiple(secret), compressed=False)
+
+
+def parse_public(given: bytes) -> bytes:
+    """A public key as a caller gives it, for `verify`: SEC1 (33 or 65 bytes, or 64, X ‖ Y) as
+    it is, or a SubjectPublicKeyInfo in DER as SEC1 uncompressed. Anything else comes back as
+    it is, for `verify` to refuse."""
+    if len(given) in (33, 64, 65):
+        return given
+    try:
+        key = serialization.load_der_public_key(given)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        return given
+    if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256k1":
+        return given
+    return key.public_bytes(
+        serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
+    )
 
 
 def sign(

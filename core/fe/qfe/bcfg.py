@@ -144,11 +144,18 @@ def setup(
     with LOCK:
         w = grp.zr.random_scalar(rng)
         a, b = grp.zr.random_vector(n, rng), grp.zr.random_vector(n, rng)
-        g2s = grp.g2_gen_mul([*b, w])
         msk = encoding.identified(MasterKey(n, w, tuple(a), tuple(b), curve=grp.name))
-        g1s = tuple(grp.g1_gen_mul(a))
-        pk = PublicKey(n, g1s, tuple(g2s[:n]), g2s[n], curve=grp.name, master_id=msk.master_id)
-        return pk, msk
+    return public_key(msk), msk
+
+
+def public_key(msk: MasterKey) -> PublicKey:
+    """The public key of a master key: the images of a in G1, and of b and w in G2."""
+    grp = group.curve(msk.curve)
+    n = msk.n
+    with LOCK:
+        g2s = grp.g2_gen_mul([*msk.b, msk.w])
+        g1s = tuple(grp.g1_gen_mul(msk.a))
+    return PublicKey(n, g1s, tuple(g2s[:n]), g2s[n], curve=grp.name, master_id=msk.master_id)
 
 
 def keygen(msk: MasterKey, f: Sequence[Sequence[int]], rng: random.Random | None = None) -> Key:

@@ -132,8 +132,15 @@ def setup(
     with LOCK:
         s, t = grp.zr.random_vector(n, rng), grp.zr.random_vector(n, rng)
         msk = encoding.identified(MasterKey(n, tuple(s), tuple(t), curve=grp.name))
-        images = (tuple(grp.g1_gen_mul(s)), tuple(grp.g2_gen_mul(t)))
-        return PublicKey(n, *images, curve=grp.name, master_id=msk.master_id), msk
+    return public_key(msk), msk
+
+
+def public_key(msk: MasterKey) -> PublicKey:
+    """The public key of a master key: the images of s in G1 and t in G2."""
+    grp = group.curve(msk.curve)
+    with LOCK:
+        images = (tuple(grp.g1_gen_mul(msk.s)), tuple(grp.g2_gen_mul(msk.t)))
+    return PublicKey(msk.n, *images, curve=grp.name, master_id=msk.master_id)
 
 
 def keygen(msk: MasterKey, f: Sequence[Sequence[int]]) -> Key:

@@ -289,3 +289,11 @@ def test_the_header_and_length_are_read_without_decoding_a_point(rng: random.Ran
         lin.Ciphertext.from_bytes(bytes(claim) + junk[:-1])
     with pytest.raises(EncodingError, match="not a Key"):
         lin.Key.header_of(data)
+
+
+def test_the_stored_public_part_is_computed_again_from_the_master_key(any_scheme: Any) -> None:
+    """What `setup_bytes` stores beside a master key (QFE's public key, tao's decryption base,
+    nothing for the other inner-product schemes) is what `public_bytes` computes from it."""
+    secret, public = any_scheme.setup_bytes(2)
+    assert any_scheme.public_bytes(any_scheme.master_key(secret)) == public
+    assert (public is None) == (not any_scheme.quadratic and any_scheme.name != "tao")

@@ -235,7 +235,7 @@ def test_compiled_module_guards() -> None:
         lines, present = ext.prepare(bytes(_relic.G2_POINT_SIZE))
         assert present == b"\x00"
         with pytest.raises(ValueError, match="buffer sizes"):
-            ext.pair(lines, present, b"", bytearray(_relic.GT_SIZE))
+            ext.pair(lines, present, b"", bytearray(_relic.ffi.sizeof("fp12_st")))
         with pytest.raises(ValueError, match="bad buffer sizes"):
             ext.baby_steps(b"\x00", bytearray(8))
         g1 = bytes(_relic.G1_POINT_SIZE)

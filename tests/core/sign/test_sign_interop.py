@@ -19,7 +19,12 @@ from core.errors import EncodingError, InvalidKeyError
 from core.sign import ecdsa, ed25519
 
 N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
-MESSAGES = [b"", b"abc", os.urandom(1000)]
+# Ids of their own: a random message's bytes would make each test process's ids differ.
+MESSAGES = [
+    pytest.param(b"", id="empty"),
+    pytest.param(b"abc", id="abc"),
+    pytest.param(os.urandom(1000), id="random-1000"),
+]
 
 
 def test_keccak256_known_answer() -> None:

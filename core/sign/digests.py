@@ -1,0 +1,40 @@
+"""The hashes the NIST-curve ECDSA and RSA signatures take, and their prehashed form: the
+caller hashed the message and gives the digest, which must be the hash's length."""
+
+from typing import Literal
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import utils
+
+from core.errors import EncodingError
+
+Hash = Literal["sha256", "sha384", "sha512"]
+HASHES: dict[str, type[hashes.HashAlgorithm]] = {
+    "sha256": hashes.SHA256,
+    "sha384": hashes.SHA384,
+    "sha512": hashes.SHA512,
+}
+
+
+def algorithm(hash: str) -> hashes.HashAlgorithm:
+    """pyca's object for `hash` (EncodingError for one not taken here)."""
+    kind = HASHES.get(hash)
+    if kind is None:
+        raise EncodingError(f"hash must be one of {', '.join(HASHES)}, not {hash!r}")
+    return kind()
+
+
+def signed(
+    message: bytes, hash: str, prehashed: bool
+) -> tuple[bytes, hashes.HashAlgorithm | utils.Prehashed]:
+    """What pyca signs or verifies: the message with its hash, or, prehashed, the digest itself
+    (EncodingError if it is not the hash's length)."""
+    chosen = algorithm(hash)
+    if not prehashed:
+        return message, chosen
+    if len(message) != chosen.digest_size:
+        raise EncodingError(
+            f"a prehashed message is a {chosen.digest_size}-byte {hash} digest, not "
+            f"{len(message)} bytes"
+        )
+    return message, utils.Prehashed(chosen)

@@ -1,0 +1,120 @@
+"""RSA signatures (RFC 8017) with 2048-, 3072- and 4096-bit keys, through OpenSSL by way of
+pyca/cryptography: RSASSA-PSS with MGF1 on the message's hash and a salt as long as the digest
+(the default; verification takes exactly that salt length, nothing else), or RSASSA-PKCS1-v1_5.
+Vault's Transit signs PSS with the longest salt the key allows and verifies any salt length
+(`salt="auto"`), so that its signatures verify here and the ones made here verify there.
+
+A key is stored as its PKCS#8 DER (what export gives and BYOK takes) and shown as its
+SubjectPublicKeyInfo: RSA has no raw public form. A key brought in must have the modulus size
+of its type and a public exponent from 65537 to 2^256 (NIST SP 800-56B's range; small
+exponents invite the forgeries lax PKCS#1 v1.5 verifiers allow); OpenSSL checks its primes and
+CRT values as pyca reads it.
+"""
+
+from typing import Any, Literal
+
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding as paddings
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from core.errors import EncodingError, InvalidKeyError
+from core.sign import digests, pkcs8
+
+Padding = Literal["pss", "pkcs1v15"]
+PADDINGS: tuple[Padding, ...] = ("pss", "pkcs1v15")
+# PSS salt lengths: the digest's, or (Transit's "auto") the longest to sign and any to verify.
+Salt = Literal["digest", "auto"]
+SIZES = (2048, 3072, 4096)
+PUBLIC_EXPONENT = 65537
+_SPKI = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def _spki(key: rsa.RSAPrivateKey) -> bytes:
+    return key.public_key().public_bytes(*_SPKI)
+
+
+def generate(bits: int) -> tuple[bytes, bytes]:
+    """A fresh (PKCS#8 DER, SubjectPublicKeyInfo DER) pair, with e = 65537."""
+    key = rsa.generate_private_key(PUBLIC_EXPONENT, bits)
+    return pkcs8.dump(key), _spki(key)
+
+
+def take(bits: int, material: bytes) -> tuple[bytes, bytes]:
+    """A key made elsewhere, as PKCS#8 DER, once it is a valid RSA key of `bits` bits with an
+    exponent in range: (PKCS#8 DER as stored, SubjectPublicKeyInfo); InvalidKeyError
+    otherwise."""
+    key = pkcs8.load(material, f"an rsa-{bits} key")
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise InvalidKeyError(f"an rsa-{bits} key is RSA, not {type(key).__name__}")
+    if key.key_size != bits:
+        raise InvalidKeyError(f"an rsa-{bits} key has a {bits}-bit modulus, not {key.key_size}")
+    e = key.public_key().public_numbers().e
+    if not (PUBLIC_EXPONENT <= e < 2**256 and e % 2):
+        raise InvalidKeyError(f"the public exponent is an odd number from 65537 to 2^256, not {e}")
+    return pkcs8.dump(key), _spki(key)
+
+
+def signing_key(material: bytes) -> rsa.RSAPrivateKey:
+    """The stored PKCS#8 as pyca's key, read once per version held in memory. Its checks were
+    made when it was drawn or taken in; made again, they would cost tens of milliseconds."""
+    key = serialization.load_der_private_key(
+        material, password=None, unsafe_skip_rsa_key_validation=True
+    )
+    assert isinstance(key, rsa.RSAPrivateKey)
+    return key
+
+
+def parse_public(bits: int, given: bytes) -> rsa.RSAPublicKey | None:
+    """An RSA public key of `bits` bits as a SubjectPublicKeyInfo in DER; None for anything
+    else."""
+    try:
+        key: Any = serialization.load_der_public_key(given)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        return None
+    if not isinstance(key, rsa.RSAPublicKey) or key.key_size != bits:
+        return None
+    return key
+
+
+def _padding(kind: str, algorithm: hashes.HashAlgorithm, salt: Any) -> paddings.AsymmetricPadding:
+    if kind == "pss":
+        return paddings.PSS(paddings.MGF1(algorithm), salt)
+    if kind == "pkcs1v15":
+        return paddings.PKCS1v15()
+    raise EncodingError(f"padding must be one of {', '.join(PADDINGS)}, not {kind!r}")
+
+
+def sign(
+    key: rsa.RSAPrivateKey,
+    message: bytes,
+    hash: str = "sha256",
+    prehashed: bool = False,
+    padding: str = "pss",
+    salt: Salt = "digest",
+) -> bytes:
+    """The signature of `message` (its `hash`, or itself when prehashed) with `padding`."""
+    data, algorithm = digests.signed(message, hash, prehashed)
+    length = paddings.PSS.MAX_LENGTH if salt == "auto" else paddings.PSS.DIGEST_LENGTH
+    return key.sign(data, _padding(padding, digests.algorithm(hash), length), algorithm)
+
+
+def verify(
+    key: rsa.RSAPublicKey,
+    message: bytes,
+    signature: bytes,
+    hash: str = "sha256",
+    prehashed: bool = False,
+    padding: str = "pss",
+    salt: Salt = "digest",
+) -> bool:
+    """Whether `signature` is `key`'s of `message` with `padding`. A malformed signature is
+    False; a malformed digest or option raises EncodingError."""
+    data, algorithm = digests.signed(message, hash, prehashed)
+    length = paddings.PSS.AUTO if salt == "auto" else paddings.PSS.DIGEST_LENGTH
+    scheme = _padding(padding, digests.algorithm(hash), length)
+    try:
+        key.verify(signature, data, scheme, algorithm)
+    except InvalidSignature:
+        return False
+    return True

@@ -5,14 +5,14 @@ slowest and least available place to write it: a transaction per group of record
 than the request itself, and a database outage or a full disk would refuse every request. So
 each process appends its chain to files of its own under the data directory, one `write` (and,
 when the record must be on disk, one `fdatasync`) per group, and a thread moves the records
-into the store in large transactions (`app.ops.audit`). A record in the journal is as safe as
-one in the store; the store is where everyone reads them.
+into the store in large transactions (`app.ops.audit.mover`). A record in the journal is as
+safe as one in the store; the store is where everyone reads them.
 
 A chain's journal is a run of segments, `<chain>.<first seq>.journal`, each a line of JSON per
 record. A segment is locked (`flock`) by the process that writes it for as long as it lives, so
 a segment that can be locked belongs to a process that has ended: another process (or
-`cipherd audit verify`) moves it into the store and removes it. Moving is idempotent: a record
-already in the store is left as it is.
+`cipherd local audit verify`) moves it into the store and removes it. Moving is idempotent: a
+record already in the store is left as it is.
 
 Space is set aside ahead of the records (`fallocate` without changing the file's size), so that
 a disk filled by something else still takes the records of about that many bytes of requests;
@@ -28,14 +28,17 @@ import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
+from json.encoder import encode_basestring as _text
 from pathlib import Path
 from typing import Any
 
-from app.store.base import AuditRow
+from app.store.records import AuditRow
 
 log = logging.getLogger("cipherd.audit")
 
 SUFFIX = ".journal"
+# A segment with a line that is not a record, set aside once the records before it are stored.
+SET_ASIDE_SUFFIX = ".set-aside"
 _FALLOC_FL_KEEP_SIZE = 1
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 _libc.fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
@@ -50,7 +53,7 @@ def _write_all(fd: int, data: bytes) -> None:
     for the system call; on the event loop, that hands it to the audit mover, and the loop then
     waits for the mover's turn: a write of a record to the page cache takes about half a
     microsecond, and the hand-overs cost a worker about 5 % of its requests a second
-    (bench/README.md)."""
+    (docs/performance/choices.md)."""
     done = 0
     while done < len(data):
         written = _write(fd, data[done:] if done else data, len(data) - done)
@@ -75,9 +78,22 @@ def _reserve(fd: int, offset: int, length: int) -> bool:
 
 def columns(values: Sequence[Any]) -> str:
     """A record's columns but its MAC, in table order, as the JSON array that begins its line
-    (and that its MAC covers). JSON writes a float as its shortest exact form, so the time
-    reads back as the MAC covers it."""
-    return _LINE.encode(values)
+    (and that its MAC covers): compact, text as it is (no ASCII escapes), a float as its
+    shortest exact form, so the time reads back as the MAC covers it. Written out column by
+    column: it is what writing a record and verifying one cost most, and json's encoder takes
+    half as long again."""
+    (chain, seq, time, request_id, client, principal) = values[:6]
+    (operation, key, version, status, problem, details) = values[6:]
+    if type(time) is not float and type(time) is not int:
+        raise TypeError(f"an audit record's time of type {type(time).__name__}")
+    # encode_basestring refuses what is not text; `d` what is not a whole number.
+    return (
+        f"[{_text(chain)},{seq:d},{time!r},{_text(request_id)},"
+        f"{'null' if client is None else _text(client)},"
+        f"{'null' if principal is None else _text(principal)},{_text(operation)},"
+        f"{'null' if key is None else _text(key)},{'null' if version is None else _text(version)},"
+        f"{status:d},{'null' if problem is None else _text(problem)},{_text(details)}]"
+    )
 
 
 def line(columns: str, mac: bytes) -> str:
@@ -85,20 +101,30 @@ def line(columns: str, mac: bytes) -> str:
     return f'{columns[:-1]},"{mac.hex()}"]\n'
 
 
-# One encoder for every line: `json.dumps` with options builds a new one per call.
-_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+class CorruptJournal(ValueError):
+    """A journal line that is not a record: `rows`, the records of the lines before it, and
+    `line`, its number (from 1)."""
+
+    def __init__(self, rows: list[AuditRow], line: int, reason: str) -> None:
+        super().__init__(f"line {line} is not a record ({reason})")
+        self.rows = rows
+        self.line = line
 
 
 def decode(data: bytes) -> list[AuditRow]:
-    """The rows of whole lines in `data` (a last line without its newline was never finished)."""
-    rows = []
-    for line in data.splitlines(keepends=True):
+    """The rows of whole lines in `data` (a last line without its newline was never finished);
+    `CorruptJournal` at the first line that is not a record."""
+    rows: list[AuditRow] = []
+    for number, line in enumerate(data.splitlines(keepends=True), 1):
         if not line.endswith(b"\n"):
             break
-        fields = json.loads(line)
-        if len(fields) != len(AuditRow._fields):
-            raise ValueError(f"a journal line of {len(fields)} fields, not {len(AuditRow._fields)}")
-        fields[-1] = bytes.fromhex(fields[-1])  # the MAC
+        try:
+            fields = json.loads(line)
+            if not isinstance(fields, list) or len(fields) != len(AuditRow._fields):
+                raise ValueError(f"not an array of {len(AuditRow._fields)} fields")
+            fields[-1] = bytes.fromhex(fields[-1])  # the MAC
+        except (ValueError, TypeError) as exc:
+            raise CorruptJournal(rows, number, " ".join(str(exc).split())[:200]) from None
         rows.append(AuditRow._make(fields))
     return rows
 
@@ -108,6 +134,7 @@ class Segment:
 
     def __init__(self, directory: Path, chain: str, first_seq: int, reserve: int) -> None:
         self.path = directory / f"{chain}.{first_seq}{SUFFIX}"
+        self.chain = chain
         self.first_seq = first_seq
         self._reserve = reserve
         self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
@@ -117,7 +144,7 @@ class Segment:
         self.size = 0
         self.reserved = reserve if _reserve(self.fd, 0, reserve) else 0
         # The directory entry must survive a crash too, or so might the records it names.
-        _sync_directory(directory)
+        sync_directory(directory)
 
     def append(self, data: bytes, sync: bool) -> None:
         """Write `data` at the end (on disk when `sync`); on failure the segment is cut back to
@@ -152,7 +179,45 @@ class Segment:
             os.close(self.fd)
 
 
-def _sync_directory(directory: Path) -> None:
+class Journal:
+    """A process's journal: the segment its chain is written to, and the segments of the
+    chains it ended whose records are not yet all in the store. Its writer appends to the
+    current segment and its mover reads them; which segment is current changes under `lock`."""
+
+    def __init__(self, directory: Path, reserve: int) -> None:
+        self.directory = directory
+        self.reserve = reserve
+        self.lock = threading.Lock()
+        self.current: Segment | None = None
+        self.retired: list[Segment] = []
+
+    def begin(self, chain: str, first_seq: int) -> Segment:
+        """Begin the segment of `chain` from `first_seq` on (the directory made first)."""
+        self.current = Segment(open_directory(self.directory), chain, first_seq, self.reserve)
+        return self.current
+
+    def retire(self) -> None:
+        """Set the current segment aside, for its whole lines to reach the store."""
+        assert self.current is not None
+        self.retired.append(self.current)
+        self.current = None
+
+    def follow(self, segment: Segment, first_seq: int) -> bool:
+        """Remove `segment`, all of it in the store, and go on in the next of its chain from
+        `first_seq` on, if the disk has room for its reserve (else go on in `segment`)."""
+        try:
+            fresh = Segment(self.directory, segment.chain, first_seq, self.reserve)
+        except OSError:
+            return False
+        segment.remove()
+        self.current = fresh
+        return True
+
+
+def sync_directory(directory: Path) -> None:
+    """Put the entries of `directory` on disk (a file's creation in it, a rename or a removal):
+    a file's own fsync does not, and a crash could otherwise lose a name while keeping what was
+    written under it."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -170,7 +235,7 @@ def open_directory(directory: Path) -> Path:
 def orphans(directory: Path) -> Iterator[tuple[Path, int]]:
     """Segments no live process holds, each locked (its descriptor given) while the caller
     moves it; the caller removes and closes it."""
-    for path in sorted(directory.glob(f"*{SUFFIX}"), key=_segment_order):
+    for path in sorted(directory.glob(f"*{SUFFIX}"), key=lambda path: segment_place(path.name)):
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:  # moved by another process meanwhile
@@ -183,9 +248,25 @@ def orphans(directory: Path) -> Iterator[tuple[Path, int]]:
         yield path, fd
 
 
-def _segment_order(path: Path) -> tuple[str, int]:
-    chain, _, first = path.name.removesuffix(SUFFIX).partition(".")
+def segment_place(name: str) -> tuple[str, int]:
+    """The chain and first position a segment's file name gives (set aside or not)."""
+    chain, _, first = name.removesuffix(SET_ASIDE_SUFFIX).removesuffix(SUFFIX).partition(".")
     return chain, int(first) if first.isdecimal() else 0
+
+
+def set_aside(path: Path) -> Path:
+    """Rename a segment that holds a line that is not a record out of the orphans' way, where
+    `audit verify` reports it; its new path."""
+    target = path.with_name(path.name + SET_ASIDE_SUFFIX)
+    os.rename(path, target)
+    sync_directory(path.parent)
+    return target
+
+
+def set_aside_segments(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(directory.glob(f"*{SUFFIX}{SET_ASIDE_SUFFIX}"), key=lambda p: p.name)
 
 
 def read_all(fd: int) -> bytes:

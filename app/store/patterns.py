@@ -145,7 +145,7 @@ def postgres_regex(globs: Sequence[GlobParts]) -> str:
     """One anchored regular expression for PostgreSQL's `~` operator matching any of `globs`.
 
     One, not one per glob: PostgreSQL keeps only a few compiled expressions per session, and a
-    token of many patterns made it compile them afresh for every row (bench/README.md).
+    token of many patterns made it compile them afresh for every row (docs/performance/choices.md).
     """
     alternatives = (_render(g, ".*", ".", "^", _regex_literal) for g in globs)
     return "^(" + "|".join(alternatives) + ")$"

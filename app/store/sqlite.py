@@ -17,25 +17,17 @@ again once there is space. The log is checkpointed every WAL_CHECKPOINT_PAGES pa
 back to that size, so the store's own files do not grow without its data growing.
 """
 
-import builtins
 import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.store.base import (
-    LOCK_WAIT_SECONDS,
-    KeyInfo,
-    KeyStoreError,
-    StorageFullError,
-    StoreUnavailableError,
-)
-from app.store.hierarchy import RootKeyLoader
+from app.store.database import LOCK_WAIT_SECONDS, Cursor, Database, Dialect
+from app.store.errors import KeyStoreError, StorageFullError, StoreUnavailableError
 from app.store.patterns import GlobParts, sqlite_glob
-from app.store.sql import Cursor, SqlKeyStore
 
 # Connections per process: more threads than this wait for one (reads take microseconds).
 POOL_SIZE = 8
@@ -58,35 +50,45 @@ class _LockedError(StoreUnavailableError):
     """The write lock stayed with another connection for the whole wait."""
 
 
-class SqliteKeyStore(SqlKeyStore):
-    INTEGRITY_ERROR = sqlite3.IntegrityError
+def _name_matches(globs: Sequence[GlobParts]) -> tuple[str, list[str]]:
+    return "(" + " OR ".join(["name GLOB ?"] * len(globs)) + ")", list(map(sqlite_glob, globs))
 
-    def __init__(self, path: Path, load_root: RootKeyLoader, pool_size: int = POOL_SIZE) -> None:
-        super().__init__(load_root)
+
+DIALECT = Dialect(
+    blob="BLOB",
+    row_lock="",  # a write transaction holds the whole database
+    skip_locked="",
+    integrity_error=sqlite3.IntegrityError,
+    name_matches=_name_matches,
+)
+
+
+class SqliteDatabase(Database):
+    dialect = DIALECT
+
+    def __init__(self, path: Path, pool_size: int = POOL_SIZE) -> None:
         self._path = path
         self._slots = threading.BoundedSemaphore(pool_size)
         self._idle: list[sqlite3.Connection] = []  # most recently used last
         self._idle_lock = threading.Lock()
         self._closed = False
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._create_schema()
-        except (OSError, sqlite3.DatabaseError, StoreUnavailableError) as exc:
-            raise KeyStoreError(f"cannot open the SQLite store {path}: {exc}") from exc
 
-    def _create_schema(self) -> None:
-        super()._create_schema()
-        with self._transaction(write=True) as cursor:
+    def create_schema(self, create: Callable[[Cursor], None]) -> None:
+        def create_with_probe(cursor: Cursor) -> None:
+            create(cursor)
             # One row that readiness probes overwrite (see `ping`).
             cursor.execute(
                 "CREATE TABLE IF NOT EXISTS store_probe"
                 " (id INTEGER PRIMARY KEY, written_at DOUBLE PRECISION NOT NULL)"
             )
 
-    def _name_matches(self, globs: Sequence[GlobParts]) -> tuple[str, list[str]]:
-        return "(" + " OR ".join(["name GLOB ?"] * len(globs)) + ")", list(map(sqlite_glob, globs))
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            super().create_schema(create_with_probe)
+        except (OSError, sqlite3.DatabaseError, StoreUnavailableError) as exc:
+            raise KeyStoreError(f"cannot open the SQLite store {self._path}: {exc}") from exc
 
-    def _has_column(self, cursor: Cursor, table: str, column: str) -> bool:
+    def has_column(self, cursor: Cursor, table: str, column: str) -> bool:
         cursor.execute(f"PRAGMA table_info({table})")
         return any(row[1] == column for row in cursor.fetchall())
 
@@ -132,7 +134,7 @@ class SqliteKeyStore(SqlKeyStore):
             self._slots.release()
 
     @contextmanager
-    def _transaction(
+    def transaction(
         self, write: bool, lock_wait_seconds: float = LOCK_WAIT_SECONDS
     ) -> Iterator[Cursor]:
         with self._connection() as connection:
@@ -156,23 +158,7 @@ class SqliteKeyStore(SqlKeyStore):
                     cursor.execute(f"PRAGMA busy_timeout = {round(LOCK_WAIT_SECONDS * 1000)}")
                 cursor.close()
 
-    def delete(self, name: str) -> None:
-        super().delete(name)
-        self._checkpoint()
-
-    def destroy_due(self, now: float) -> builtins.list[str]:
-        destroyed = super().destroy_due(now)
-        if destroyed:
-            self._checkpoint()
-        return destroyed
-
-    def trim(self, name: str) -> tuple[KeyInfo, builtins.list[int]]:
-        trimmed = super().trim(name)
-        if trimmed[1]:
-            self._checkpoint()
-        return trimmed
-
-    def _checkpoint(self) -> None:
+    def secrets_destroyed(self) -> None:
         """Leave no destroyed secret behind in the database or its write-ahead log."""
         # Move the zeroed pages into the database and empty the log, which still holds the
         # pages as they were. Without waiting: a reader holding an old snapshot (a backup, a
@@ -194,7 +180,7 @@ class SqliteKeyStore(SqlKeyStore):
         probe wait means another connection is writing, which is enough."""
         super().ping()
         try:
-            with self._transaction(True, PROBE_LOCK_WAIT_SECONDS) as cursor:
+            with self.transaction(True, PROBE_LOCK_WAIT_SECONDS) as cursor:
                 cursor.execute(
                     "INSERT OR REPLACE INTO store_probe (id, written_at) VALUES (1, ?)",
                     (time.time(),),

@@ -9,11 +9,9 @@ import os
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from app.store.errors import UnwrapError
+
 NONCE_BYTES = 12
-
-
-class UnwrapError(Exception):
-    """A stored secret does not authenticate under the root key and its row's identity."""
 
 
 def associated_data(name: str, version: int, key_type: str) -> bytes:

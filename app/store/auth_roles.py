@@ -1,0 +1,72 @@
+"""The roles of login methods that keep their roles as settings alone: JWT roles
+(`auth/<mount>/role/:name`) and certificate rules (`auth/<mount>/certs/:name`), each a JSON
+object of Vault's fields under its mount's accessor and its name. Keyed by the accessor, not the
+path: a mount enabled again at a path starts with no roles."""
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from app.store.database import Session
+
+
+class AuthRoleRepository:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def put(self, mount: str, name: str, settings: dict[str, Any], most: int) -> bool:
+        """Store a role, replacing one of that name; False (nothing stored) if it is new and
+        its mount holds `most` already."""
+        body = json.dumps(settings, sort_keys=True)
+        try:
+            with self._session.transaction(write=True) as cursor:
+                cursor.execute(
+                    "SELECT 1 FROM auth_roles WHERE mount = ? AND name = ?", (mount, name)
+                )
+                if cursor.fetchone() is None:
+                    cursor.execute("SELECT COUNT(*) FROM auth_roles WHERE mount = ?", (mount,))
+                    row = cursor.fetchone()
+                    if row is not None and row[0] >= most:
+                        return False
+                    cursor.execute(
+                        "INSERT INTO auth_roles (mount, name, settings) VALUES (?, ?, ?)",
+                        (mount, name, body),
+                    )
+                    return True
+                cursor.execute(
+                    "UPDATE auth_roles SET settings = ? WHERE mount = ? AND name = ?",
+                    (body, mount, name),
+                )
+                return True
+        except self._session.dialect.integrity_error:
+            # Another replica made the role between our check and our insert: ours replaces it.
+            with self._session.transaction(write=True) as cursor:
+                cursor.execute(
+                    "UPDATE auth_roles SET settings = ? WHERE mount = ? AND name = ?",
+                    (body, mount, name),
+                )
+            return True
+
+    def get(self, mount: str, name: str) -> dict[str, Any] | None:
+        with self._session.transaction(write=False) as cursor:
+            cursor.execute(
+                "SELECT settings FROM auth_roles WHERE mount = ? AND name = ?", (mount, name)
+            )
+            row = cursor.fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def names(self, mount: str) -> Sequence[str]:
+        with self._session.transaction(write=False) as cursor:
+            cursor.execute("SELECT name FROM auth_roles WHERE mount = ? ORDER BY name", (mount,))
+            return [row[0] for row in cursor.fetchall()]
+
+    def all(self, mount: str) -> dict[str, dict[str, Any]]:
+        """Every role of a mount, by name."""
+        with self._session.transaction(write=False) as cursor:
+            cursor.execute("SELECT name, settings FROM auth_roles WHERE mount = ?", (mount,))
+            return {row[0]: json.loads(row[1]) for row in cursor.fetchall()}
+
+    def delete(self, mount: str, name: str) -> None:
+        """Remove a role (nothing if there is none, which Vault answers as a success too)."""
+        with self._session.transaction(write=True) as cursor:
+            cursor.execute("DELETE FROM auth_roles WHERE mount = ? AND name = ?", (mount, name))

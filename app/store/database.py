@@ -1,0 +1,136 @@
+"""What the repositories run on: a backend's connections, transactions and SQL dialect
+(`Database`), and one transaction a caller holds across several repositories (`Transaction`).
+
+A repository takes a `Session` and opens a transaction through it for each call. The backend
+is itself a session, whose every call is a transaction of its own; a `Transaction` is one whose
+every call joins the transaction the caller opened, so that several repositories' changes are
+stored together or not at all. The queries are written once, with `?` placeholders, for both
+backends; what differs between them is in their `Dialect` and their overrides here.
+"""
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from app.store.errors import KeyStoreError
+from app.store.patterns import GlobParts
+
+# How long a write waits for a lock another process holds (its rotation of the same key, or for
+# SQLite any write) before it gives up with StoreUnavailableError, a 503 the client retries.
+LOCK_WAIT_SECONDS = 10.0
+# How long one connection attempt to one database host may take (whole seconds, libpq's way)
+# unless a setting says otherwise.
+CONNECT_TIMEOUT_SECONDS = 3
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the store uses, with `?` placeholders on every backend."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> object: ...
+    def fetchone(self) -> tuple[Any, ...] | None: ...
+    def fetchall(self) -> list[tuple[Any, ...]]: ...
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """Where a backend's SQL differs from the shared queries'."""
+
+    blob: str  # the column type of bytes
+    row_lock: str  # appended to a SELECT in a write transaction to hold the rows it reads
+    # Appended to the SELECT of versions to rewrap: replicas rewrapping at once take different
+    # rows instead of queueing on the same ones.
+    skip_locked: str
+    integrity_error: type[Exception]  # what the driver raises when a unique constraint holds
+    # A condition, and its parameters, that `name` matches one of the token globs.
+    name_matches: Callable[[Sequence[GlobParts]], tuple[str, list[str]]]
+
+
+class Session(ABC):
+    """Where a repository's statements run."""
+
+    dialect: Dialect
+
+    @abstractmethod
+    def transaction(self, write: bool) -> AbstractContextManager[Cursor]:
+        """A cursor inside a transaction; `write` transactions serialise with each other."""
+
+    @abstractmethod
+    def secrets_destroyed(self) -> None:
+        """Secrets were destroyed in this session's last transaction: once it has committed,
+        leave no copy of them behind."""
+
+    @abstractmethod
+    def generation_moved(self) -> None:
+        """The auth generation moved in this session's last transaction
+        (`app.store.auth_state`): once it has committed, count it in `Database.auth_moves`."""
+
+
+class Database(Session):
+    """A backend: each call of `transaction` is a transaction of its own."""
+
+    # The auth generation's moves committed through this backend by this process: a reader
+    # that finds the count unchanged since it last read the generation knows that no change
+    # of this process's came in between (`app.ops.auth`).
+    auth_moves = 0
+    _moves_lock = threading.Lock()
+
+    def create_schema(self, create: Callable[[Cursor], None]) -> None:
+        """Run `create` (tables, migrations, the root key's check) in one write transaction,
+        serialised with other processes opening the store at once."""
+        with self.transaction(write=True) as cursor:
+            create(cursor)
+
+    @abstractmethod
+    def has_column(self, cursor: Cursor, table: str, column: str) -> bool:
+        """Whether `table` has `column` (stores made by older code lack some)."""
+
+    def secrets_destroyed(self) -> None:
+        """Nothing to do where the database keeps no copy of deleted rows."""
+
+    def generation_moved(self) -> None:
+        with self._moves_lock:
+            self.auth_moves += 1
+
+    def read_clock(self) -> float:
+        """The database's time, in seconds since the epoch (`app.store.clock`): on a database
+        in a file of this machine, this machine's."""
+        return time.time()
+
+    def ping(self) -> None:
+        """Raise if the store cannot be reached."""
+        with self.transaction(write=False) as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections."""
+
+
+class Transaction(Session):
+    """One transaction of `database`, held by a caller: every call joins it."""
+
+    def __init__(self, database: Database, cursor: Cursor, write: bool) -> None:
+        self.dialect = database.dialect
+        self._cursor = cursor
+        self._write = write
+        self.destroyed = False
+        self.moved = False
+        self.ended = False
+
+    def transaction(self, write: bool) -> AbstractContextManager[Cursor]:
+        if self.ended:
+            raise KeyStoreError("the transaction has ended: open another")
+        if write and not self._write:
+            raise KeyStoreError("a change inside a read-only transaction")
+        return nullcontext(self._cursor)
+
+    def secrets_destroyed(self) -> None:
+        self.destroyed = True  # the holder tells the database once the transaction commits
+
+    def generation_moved(self) -> None:
+        self.moved = True  # the same

@@ -1,0 +1,106 @@
+"""The store's errors: what callers catch, whichever backend and repository raised them.
+
+Backends turn their drivers' failures into these at their edge, so no caller imports a driver.
+"""
+
+from datetime import UTC, datetime
+
+
+class KeyStoreError(Exception):
+    """Base class of the store's own errors."""
+
+
+class StoreUnavailableError(KeyStoreError):
+    """The database did not answer (down, restarting, unreachable); the request may be retried.
+    A write that failed this way may or may not have been applied."""
+
+
+class StorageFullError(StoreUnavailableError):
+    """A write found no space on the store's disk; reads go on, and writes work again once
+    space is freed. Nothing of the failed write was applied."""
+
+
+class RootKeyMismatchError(KeyStoreError):
+    """The store's secrets were wrapped under another root key."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the root key does not open this key store: its keyring is wrapped under another "
+            "root key (check CIPHERD_ROOT_KEY, CIPHERD_ROOT_KEY_FILE, the "
+            "CIPHERD_ROOT_KEY_PKCS11_* settings or the data directory; after "
+            "`cipherd root rotate`, give the new root key)"
+        )
+
+
+class UnwrapError(Exception):
+    """A stored secret does not authenticate under the key that wrapped it and its row's
+    identity."""
+
+
+class KeyNotFoundError(KeyStoreError, LookupError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no key named {name!r}")
+        self.name = name
+
+
+class VersionNotFoundError(KeyStoreError, LookupError):
+    def __init__(self, name: str, version: int) -> None:
+        super().__init__(f"key {name!r} has no version {version}")
+        self.name = name
+        self.version = version
+
+
+class KeyChangedError(KeyStoreError):
+    """The key was deleted, and perhaps its name given to a new key, while a new version was
+    being drawn for it: the version belongs to neither, so nothing was stored."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"key {name!r} was deleted or replaced while its new version was being made; "
+            "nothing was stored"
+        )
+        self.name = name
+
+
+class KeyExistsError(KeyStoreError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a key named {name!r} already exists")
+        self.name = name
+
+
+class KeyPendingDeletionError(KeyStoreError):
+    """The key is scheduled for deletion: nothing may use or change it but a restore."""
+
+    def __init__(self, name: str, deletion_date: float) -> None:
+        when = datetime.fromtimestamp(deletion_date, UTC).isoformat()
+        super().__init__(
+            f"key {name!r} is pending deletion (due {when}); POST /v1/keys/{name}/restore "
+            "cancels it"
+        )
+        self.name = name
+
+
+class KeyNotPendingDeletionError(KeyStoreError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"key {name!r} is not pending deletion: there is nothing to restore")
+        self.name = name
+
+
+class DeletionProtectedError(KeyStoreError):
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"key {name!r} has deletion_protection: PATCH it to false before deleting it"
+        )
+        self.name = name
+
+
+class MountExistsError(KeyStoreError):
+    def __init__(self, path: str) -> None:
+        super().__init__(f"path is already in use at {path}/")
+        self.path = path
+
+
+class MountNotFoundError(KeyStoreError, LookupError):
+    def __init__(self, path: str) -> None:
+        super().__init__(f"no secrets engine is mounted at {path}/")
+        self.path = path

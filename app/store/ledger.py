@@ -1,0 +1,132 @@
+"""The FE ledger: the functions released under each FE key version, and the basis of their span
+that the function policy decides on (`app.ops.fe_policy`).
+
+A decision reads the ledger and records what it releases in one write transaction that holds the
+version's basis row, so that decisions on one version are serialised on every replica. The
+ledger's rows go with their key version: `forget` is called in the transaction that destroys it.
+"""
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from app.store.database import Cursor, Session
+from app.store.errors import KeyNotFoundError
+from app.store.records import FunctionLedger, FunctionRecord
+
+DecisionT = TypeVar("DecisionT")
+
+
+class LedgerRepository:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def release(
+        self, name: str, version: int, decide: Callable[[FunctionLedger], DecisionT]
+    ) -> DecisionT:
+        """Run `decide` on the ledger of one key version in one write transaction, serialised
+        with every other decision on that version on every replica, and store what it recorded
+        (nothing if it raises)."""
+        with self._session.transaction(write=True) as cursor:
+            # The basis row is the lock that serialises decisions on this key version, on
+            # every replica: created if missing, then held until the commit.
+            cursor.execute(
+                "INSERT INTO fe_bases (name, version, basis) VALUES (?, ?, '[]')"
+                " ON CONFLICT DO NOTHING",
+                (name, version),
+            )
+            cursor.execute(
+                "SELECT basis FROM fe_bases WHERE name = ? AND version = ?"
+                + self._session.dialect.row_lock,
+                (name, version),
+            )
+            row = cursor.fetchone()
+            assert row is not None
+            cursor.execute("SELECT params FROM keys WHERE name = ?", (name,))
+            key = cursor.fetchone()
+            if key is None:
+                raise KeyNotFoundError(name)
+            ledger = _Ledger(cursor, name, version, json.loads(row[0]), json.loads(key[0]))
+            decision = decide(ledger)
+            ledger.write()
+            return decision
+
+    def functions(self, name: str, version: int | None) -> Sequence[FunctionRecord]:
+        """The functions released under a key (one version, or all), in order."""
+        query = (
+            "SELECT version, seq, function, principal, time, rank FROM fe_functions WHERE name = ?"
+        )
+        params: list[Any] = [name]
+        if version is not None:
+            query += " AND version = ?"
+            params.append(version)
+        with self._session.transaction(write=False) as cursor:
+            cursor.execute(query + " ORDER BY version, seq", params)
+            return [
+                FunctionRecord(v, seq, json.loads(function), principal, time_, rank)
+                for v, seq, function, principal, time_, rank in cursor.fetchall()
+            ]
+
+
+def forget(cursor: Cursor, name: str, below: int | None = None) -> None:
+    """Remove the ledger of a key's versions below `below` (every version when None), in the
+    transaction that destroys them."""
+    for table in ("fe_functions", "fe_bases"):
+        if below is None:
+            cursor.execute(f"DELETE FROM {table} WHERE name = ?", (name,))
+        else:
+            cursor.execute(f"DELETE FROM {table} WHERE name = ? AND version < ?", (name, below))
+
+
+class _Ledger(FunctionLedger):
+    """The function ledger of one key version inside a store transaction."""
+
+    def __init__(
+        self,
+        cursor: Cursor,
+        name: str,
+        version: int,
+        basis: list[list[int]],
+        params: dict[str, Any],
+    ) -> None:
+        self._cursor = cursor
+        self._name = name
+        self._version = version
+        self.basis = basis
+        self.params = params
+        self._records: list[tuple[Any, str, float, int]] = []
+
+    def released_since(self, principal: str, since: float) -> int:
+        self._cursor.execute(
+            "SELECT COUNT(*) FROM fe_functions WHERE name = ? AND principal = ? AND time > ?",
+            (self._name, principal, since),
+        )
+        row = self._cursor.fetchone()
+        return (int(row[0]) if row else 0) + sum(
+            1 for _, who, when, _ in self._records if who == principal and when > since
+        )
+
+    def record(self, function: Any, principal: str, time: float, rank: int) -> None:
+        self._records.append((function, principal, time, rank))
+
+    def write(self) -> None:
+        """Store what was decided: the records, then the basis they leave."""
+        if not self._records:
+            return
+        self._cursor.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM fe_functions WHERE name = ? AND version = ?",
+            (self._name, self._version),
+        )
+        row = self._cursor.fetchone()
+        seq = int(row[0]) if row else 0
+        for function, principal, when, rank in self._records:
+            seq += 1
+            self._cursor.execute(
+                "INSERT INTO fe_functions (name, version, seq, function, principal, time, rank)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (self._name, self._version, seq, json.dumps(function), principal, when, rank),
+            )
+        self._cursor.execute(
+            "UPDATE fe_bases SET basis = ? WHERE name = ? AND version = ?",
+            (json.dumps(self.basis), self._name, self._version),
+        )

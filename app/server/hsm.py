@@ -30,7 +30,8 @@ from pkcs11.exceptions import (
 )
 
 from app.server.bootstrap import BootstrapError
-from app.store.wrapping import UnwrapError, associated_data
+from app.store.errors import UnwrapError
+from app.store.wrapping import associated_data
 
 _MECHANISM = Mechanism.AES_KEY_WRAP_PAD
 # A session object, readable by this process: what a secret crossing the token becomes.

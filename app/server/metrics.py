@@ -85,6 +85,18 @@ KEYRING_VERSIONS = Gauge(
     ["term"],
     multiprocess_mode="livemostrecent",
 )
+CLOCK_SKEW = Gauge(
+    "cipherd_clock_skew_seconds",
+    "this machine's clock minus the database's, when last measured; beyond "
+    "CIPHERD_MAX_CLOCK_SKEW_SECONDS the replica is not ready and makes no change by the time",
+    multiprocess_mode="livemostrecent",
+)
+MAINTENANCE_PASSES = Counter(
+    "cipherd_maintenance_passes",
+    "passes of the key maintenance (due deletions, automatic rotations) by outcome: done, "
+    "skipped (this machine's clock too far from the database's), failed",
+    ["outcome"],
+)
 KEYRING_REWRAPPED = Counter(
     "cipherd_keyring_rewrapped_versions",
     "key versions this service moved to the newest keyring term",

@@ -17,10 +17,9 @@ import time
 import weakref
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
 from app.ops.errors import PROBLEM_TYPE_PREFIX, RETRY_AFTER_SECONDS
 from app.server.metrics import REFUSED
+from app.server.uvicorn_internals import WatchedConnection
 from app.settings import get_settings
 
 # How often every connection's deadlines are checked: a head or a body's pace is refused at most
@@ -96,7 +95,8 @@ class _CoalescedWrites:
 class _Deadlines:
     """The deadlines of one event loop's connections, checked for all of them by one timer every
     _SWEEP_SECONDS. A timer set and cancelled for each request's head and each body (two per
-    request) cost the normal path about 2 % of a request's instructions (bench/README.md)."""
+    request) cost the normal path about 2 % of a request's instructions
+    (docs/performance/choices.md)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -123,7 +123,7 @@ _deadlines: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Deadlines]" =
 )
 
 
-class BoundedHttpToolsProtocol(HttpToolsProtocol):
+class BoundedHttpToolsProtocol(WatchedConnection):
     """httptools' protocol with a deadline for each request head, a pace for each body and a
     limit on the worker's connections."""
 
@@ -134,9 +134,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._body_seconds = settings.body_timeout_seconds
         self._min_rate = settings.min_body_bytes_per_second
         self._max_connections = settings.max_connections
-        deadlines = _deadlines.get(self.loop)
+        loop = self.event_loop
+        deadlines = _deadlines.get(loop)
         if deadlines is None:
-            deadlines = _deadlines[self.loop] = _Deadlines(self.loop)
+            deadlines = _deadlines[loop] = _Deadlines(loop)
         self._deadlines = deadlines
         self._head_since: float | None = None  # a head is awaited since then
         self._in_body = False
@@ -147,14 +148,13 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def _refuse(self, status: str, slug: str, title: str, detail: str, retry: bool) -> None:
         self._head_since, self._in_body = None, False
-        if not self.transport.is_closing():
-            if self.cycle is None or not self.cycle.response_started:
-                self.transport.write(_answer(status, slug, title, detail, retry))
-            self.transport.close()
+        self.close_with(_answer(status, slug, title, detail, retry))
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(_CoalescedWrites(transport, self.loop))  # type: ignore[arg-type]  # a transport in all uvicorn calls
-        if len(self.connections) > self._max_connections:
+    def transport_for(self, transport: asyncio.Transport) -> asyncio.Transport:
+        return _CoalescedWrites(transport, self.event_loop)  # type: ignore[return-value]  # a transport in all uvicorn calls
+
+    def opened(self, connections: int) -> None:
+        if connections > self._max_connections:
             REFUSED.labels("connection-limit").inc()
             self._refuse(
                 "503 Service Unavailable",
@@ -168,30 +168,27 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_since = time.monotonic()
         self._deadlines.watch(self)
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def closed(self) -> None:
         self._deadlines.forget(self)
-        super().connection_lost(exc)
 
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
+    def head_begun(self) -> None:
         if self._head_since is None:  # a further request on a kept-alive connection
             self._head_since = time.monotonic()
 
-    def on_headers_complete(self) -> None:
+    def head_ended(self) -> None:
         self._head_since = None
-        super().on_headers_complete()
+
+    def body_begun(self) -> None:
         self._in_body = True
         self._body_started = self._body_last = self._paced_at = time.monotonic()
         self._body_bytes = 0
 
-    def on_body(self, body: bytes) -> None:
-        self._body_bytes += len(body)
+    def body_arrived(self, size: int) -> None:
+        self._body_bytes += size
         self._body_last = time.monotonic()
-        super().on_body(body)
 
-    def on_message_complete(self) -> None:
+    def message_ended(self) -> None:
         self._in_body = False
-        super().on_message_complete()
 
     def check_deadlines(self, now: float) -> None:
         """Called by the loop's sweep: refuse a head or a body that is too slow."""
@@ -210,7 +207,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def _check_pace(self, now: float) -> None:
         since, self._paced_at = self._paced_at, now
-        if self.flow.read_paused:
+        if self.reading_paused:
             # The application has not taken the bytes already here yet: the wait is ours.
             self._body_last = now
             self._body_started += now - since

@@ -34,11 +34,9 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 from typing import Any
 
-import uvicorn
-from uvicorn.config import STARTUP_FAILURE
-
 from app.server.logs import release_native_output
 from app.server.metrics import forget_process
+from app.server.uvicorn_internals import STARTUP_FAILURE, serve
 
 log = logging.getLogger("cipherd.workers")
 _spawn = multiprocessing.get_context("spawn")
@@ -96,33 +94,29 @@ def _stop_with_supervisor() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-class _HeartbeatServer(uvicorn.Server):
-    """uvicorn's server, stamping `heartbeat` (monotonic seconds) on each tick of its event
-    loop: a loop that stops turning stops the stamps."""
-
-    def __init__(self, config: uvicorn.Config, heartbeat: c_double) -> None:
-        super().__init__(config)
-        self.heartbeat = heartbeat
-
-    async def on_tick(self, counter: int) -> bool:
-        self.heartbeat.value = time.monotonic()
-        return await super().on_tick(counter)
-
-
 def _worker(options: dict[str, Any], heartbeat: c_double) -> None:
     """One worker process: its own socket on the shared address, then uvicorn's server."""
     threading.Thread(target=_stop_with_supervisor, name="supervisor-watch", daemon=True).start()
     # The supervisor passes SIGHUP on; without TLS there is nothing to reload, and with it the
     # handler is installed once the context is built.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    config = uvicorn.Config(**options)
+    # Stopping is the supervisor's: Ctrl-C in a terminal reaches every process of the group, and
+    # uvicorn, which takes SIGINT while it serves, raises it again once it has stopped, which
+    # without this ended the worker in a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    host, port = options["host"], options["port"]
     try:
-        sock = listening_socket(config.host, config.port)
+        sock = listening_socket(host, port)
     except OSError as exc:  # nothing a restart would change
-        log.error("worker cannot bind %s:%s: %s", config.host, config.port, exc)
+        log.error("worker cannot bind %s:%s: %s", host, port, exc)
         sys.exit(STARTUP_FAILURE)
+
+    def stamp() -> None:
+        """The heartbeat: monotonic seconds, on each tick of the event loop."""
+        heartbeat.value = time.monotonic()
+
     try:
-        _HeartbeatServer(config, heartbeat).run(sockets=[sock])
+        serve(options, [sock], on_tick=stamp)
     finally:  # the process ends with os._exit: no atexit functions
         release_native_output()
 

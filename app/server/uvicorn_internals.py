@@ -1,0 +1,200 @@
+"""Every use of uvicorn, its internals included, in one place.
+
+uvicorn documents its options and `Server.run`; cipherd also needs what it does not document:
+the exit status of a server that could not start (`STARTUP_FAILURE`), a hook on each tick of
+its event loop (`serve(..., on_tick=...)`, the workers' heartbeat) and a connection's steps in
+its httptools protocol (`WatchedConnection`, which `app.server.protocol` bounds, and which also
+reads Vault's LIST method). A new uvicorn
+release may change any of them without notice, so the service starts only with the releases
+this module was tested against (`check_releases`); `tests/app/test_layers.py` keeps uvicorn out
+of every other module.
+"""
+
+import asyncio
+import contextlib
+import socket
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+import uvicorn
+from uvicorn.config import STARTUP_FAILURE
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from app.server.releases import require
+
+__all__ = ["STARTUP_FAILURE", "WatchedConnection", "check_releases", "serve"]
+
+
+def check_releases() -> None:
+    """Refuse (UnsupportedRelease) a uvicorn other than the releases this module was tested
+    against (`app.server.releases.TESTED`)."""
+    require(__name__)
+
+
+class _TickingServer(uvicorn.Server):
+    """uvicorn's server, calling `on_tick` on each tick of its event loop (ten a second)."""
+
+    def __init__(self, config: uvicorn.Config, on_tick: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_tick = on_tick
+
+    async def on_tick(self, counter: int) -> bool:
+        self._on_tick()
+        return await super().on_tick(counter)
+
+
+def serve(
+    options: dict[str, Any],
+    sockets: list[socket.socket],
+    on_tick: Callable[[], None] | None = None,
+) -> bool:
+    """Run uvicorn with `options` on `sockets` until it is stopped; whether it started (if not,
+    STARTUP_FAILURE is the process's exit status). `on_tick` is called on every tick of the
+    event loop: a loop that stops turning stops the calls.
+
+    uvicorn raises the SIGINT that stopped it again once it has stopped; as with uvicorn.run,
+    the KeyboardInterrupt is the end, not an error."""
+    config = uvicorn.Config(**options)
+    server = uvicorn.Server(config) if on_tick is None else _TickingServer(config, on_tick)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=sockets)
+    return server.started
+
+
+# Vault's clients list with the method LIST, which httptools' parser refuses: a request line
+# `LIST <target> HTTP/1.1` at the start of a request is read as `GET <target>?list=true` (Vault
+# takes both; the routes declare the second).
+_LIST = b"LIST "
+
+
+def _listed(data: bytes) -> bytes:
+    """`data`, which begins a LIST request, as the GET request Vault takes it for."""
+    end = data.find(b" ", len(_LIST))
+    if end == -1:  # the target goes on in the next chunk: the method alone, the route says why
+        return b"GET " + data[len(_LIST) :]
+    target = data[len(_LIST) : end]
+    target += b"&list=true" if b"?" in target else b"?list=true"
+    return b"GET " + target + data[end:]
+
+
+# ASGI's TLS extension's names of the protocol versions.
+_TLS_VERSIONS = {"TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
+
+
+def tls_extension(transport: asyncio.BaseTransport) -> dict[str, Any] | None:
+    """ASGI's TLS extension (`scope["extensions"]["tls"]`) for a connection, which uvicorn does
+    not give: the client's certificate (PEM) when it showed one, as the handshake verified it.
+    Python's ssl module gives the client's certificate but not its chain's others, so
+    `client_cert_chain` holds that one alone. None on a connection without TLS."""
+    ssl_object = transport.get_extra_info("ssl_object")
+    if ssl_object is None:
+        return None
+    der = ssl_object.getpeercert(binary_form=True)
+    return {
+        "server_cert": None,
+        "client_cert_chain": [] if der is None else [ssl.DER_cert_to_PEM_cert(der)],
+        "client_cert_name": None,
+        "client_cert_error": None,
+        "tls_version": _TLS_VERSIONS.get(ssl_object.version() or ""),
+        "cipher_suite": None,
+    }
+
+
+class WatchedConnection(HttpToolsProtocol):
+    """uvicorn's httptools protocol (one per connection), telling a subclass of each step of
+    its requests and letting it close the connection with an answer of its own.
+
+    The steps' methods do nothing here; each is called before uvicorn handles the step, but for
+    `head_begun` and `body_begun`, called after.
+    """
+
+    # The steps.
+
+    def opened(self, connections: int) -> None:
+        """The connection is made; with it, this worker holds `connections`."""
+
+    def closed(self) -> None:
+        """The connection is lost."""
+
+    def head_begun(self) -> None:
+        """A request's first bytes arrived."""
+
+    def head_ended(self) -> None:
+        """A request's head is complete."""
+
+    def body_begun(self) -> None:
+        """uvicorn has handled the head: the body, if any, follows."""
+
+    def body_arrived(self, size: int) -> None:
+        """`size` bytes of the body arrived."""
+
+    def message_ended(self) -> None:
+        """The request is complete."""
+
+    # What a subclass may see and do.
+
+    def transport_for(self, transport: asyncio.Transport) -> asyncio.Transport:
+        """The transport uvicorn writes to, in place of the connection's own."""
+        return transport
+
+    @property
+    def event_loop(self) -> asyncio.AbstractEventLoop:
+        return self.loop
+
+    @property
+    def reading_paused(self) -> bool:
+        """Whether uvicorn stopped reading: the application has not taken the body so far."""
+        return self.flow.read_paused
+
+    def close_with(self, answer: bytes) -> None:
+        """Close the connection, sending `answer` first unless a response has begun on it."""
+        transport = self.transport
+        if not transport.is_closing():
+            if self.cycle is None or not self.cycle.response_started:
+                transport.write(answer)
+            transport.close()
+
+    # uvicorn's callbacks.
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self._between_requests = True
+        self._held = b""
+        self._tls = tls_extension(transport)
+        super().connection_made(self.transport_for(transport))
+        self.opened(len(self.connections))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._between_requests:
+            data, self._held = self._held + data, b""
+            if len(data) < len(_LIST) and _LIST.startswith(data):
+                self._held = data  # perhaps the start of LIST: wait for the rest
+                return
+            if data.startswith(_LIST):
+                data = _listed(data)
+        super().data_received(data)
+
+    def on_message_begin(self) -> None:
+        self._between_requests = False
+        super().on_message_begin()
+        if self._tls is not None:
+            self.scope["extensions"] = {"tls": self._tls}  # type: ignore[dict-item]
+        self.head_begun()
+
+    def on_headers_complete(self) -> None:
+        self.head_ended()
+        super().on_headers_complete()
+        self.body_begun()
+
+    def on_body(self, body: bytes) -> None:
+        self.body_arrived(len(body))
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        self.message_ended()
+        super().on_message_complete()
+        self._between_requests = True

@@ -8,19 +8,29 @@ verbs of `app.ops.keys` and `app.ops.tokens` on a store directly.
 
 from dataclasses import dataclass
 
-from app.ops.aez import Aez
+from app.ops.aead import AeadKey
+from app.ops.aez import AezKey
 from app.ops.audit import AuditTrail
 from app.ops.auth import Authenticator
-from app.ops.ecies import Ecies
+from app.ops.auth_mounts import AuthMounts
+from app.ops.ecies import EciesKey
 from app.ops.fe import Fe
 from app.ops.fe_cache import CacheBudgets, FeCaches
 from app.ops.fe_pool import FePool
+from app.ops.hpke import HpkeKey
+from app.ops.identity import TokenLimits
+from app.ops.jwks import IssuerKeys
 from app.ops.keyring import Keyring
 from app.ops.lifecycle import Maintenance
-from app.ops.mac import Mac
+from app.ops.mac import MacKey
 from app.ops.ratelimit import RateLimits
 from app.ops.root import Rewrap
-from app.ops.sign import Signer
+from app.ops.rsa import RsaKey
+from app.ops.sign import SigningKey
+from app.ops.transit.crypto import TransitKeys
+from app.ops.transit.mounts import Mounts
+from app.ops.versioned import Keys
+from app.ops.wrapping import ResponseWrapping
 from app.settings import Settings
 from app.store import KeyStore
 
@@ -31,17 +41,27 @@ class Services:
     store: KeyStore
     keyring: Keyring
     auth: Authenticator
-    ecies: Ecies
-    aez: Aez
+    auth_mounts: AuthMounts
+    token_limits: TokenLimits
+    issuer_keys: IssuerKeys
+    ecies: Keys[EciesKey]
+    aez: Keys[AezKey]
+    aead: Keys[AeadKey]
+    hpke: Keys[HpkeKey]
+    rsa: Keys[RsaKey]
     fe: Fe
-    signer: Signer
-    mac: Mac
+    signer: Keys[SigningKey]
+    mac: Keys[MacKey]
+    transit: TransitKeys
+    mounts: Mounts
     rewrap: Rewrap
     audit: AuditTrail
     maintenance: Maintenance
+    wrapping: ResponseWrapping
 
     @classmethod
-    def build(cls, settings: Settings, store: KeyStore, admin_token: str) -> "Services":
+    def build(cls, settings: Settings, store: KeyStore, admin_token: str | None) -> "Services":
+        """The services of one process; `admin_token` None: the admin token is refused."""
         keyring = Keyring(
             store,
             settings.key_cache_seconds,
@@ -59,25 +79,40 @@ class Services:
         caches = FeCaches(budgets)
         pool = FePool(settings.fe_processes, budgets) if settings.fe_processes else None
         audit = AuditTrail.for_settings(store, settings)
+        auth = Authenticator(
+            store,
+            admin_token,
+            settings.token_cache_seconds,
+            settings.outage_grace_seconds,
+            RateLimits(settings.auth_failures_burst, settings.auth_failures_per_second),
+            settings.auth_check_seconds,
+        )
         return cls(
             settings=settings,
             store=store,
             keyring=keyring,
-            auth=Authenticator(
-                store,
-                admin_token,
-                settings.token_cache_seconds,
-                settings.outage_grace_seconds,
-                RateLimits(settings.auth_failures_burst, settings.auth_failures_per_second),
+            auth=auth,
+            auth_mounts=AuthMounts(store, auth),
+            token_limits=TokenLimits(
+                settings.token_default_ttl_seconds, settings.token_max_ttl_seconds
             ),
-            ecies=Ecies(keyring, settings.bare_payload_versions),
-            aez=Aez(keyring, settings.bare_payload_versions),
-            signer=Signer(keyring, settings.bare_payload_versions),
-            mac=Mac(keyring, settings.bare_payload_versions),
+            issuer_keys=IssuerKeys(settings.jwks_min_refetch_seconds),
+            ecies=Keys(EciesKey, keyring, settings.bare_payload_versions),
+            aez=Keys(AezKey, keyring, settings.bare_payload_versions),
+            aead=Keys(AeadKey, keyring, settings.bare_payload_versions),
+            hpke=Keys(HpkeKey, keyring, settings.bare_payload_versions),
+            rsa=Keys(RsaKey, keyring, settings.bare_payload_versions),
+            signer=Keys(SigningKey, keyring, settings.bare_payload_versions),
+            mac=Keys(MacKey, keyring, settings.bare_payload_versions),
+            transit=TransitKeys(keyring, settings.bare_payload_versions),
+            mounts=Mounts(store, settings.key_cache_seconds),
             fe=Fe(keyring, caches, settings.fe_max_range, settings.fe_max_request_work, pool),
             rewrap=Rewrap(store, settings.keyring_rewrap_per_second),
             audit=audit,
             maintenance=Maintenance(store, keyring, audit, settings.maintenance_seconds),
+            wrapping=ResponseWrapping(
+                store, settings.wrap_max_ttl_seconds, settings.wrap_max_bytes
+            ),
         )
 
     def start(self) -> None:

@@ -4,36 +4,88 @@ elsewhere and encrypted to the wrapping key.
 
 The wrapping key is ECIES on secp256k1, and every blob is an ECIES payload in eciespy's default
 form (uncompressed ephemeral key, 16-byte nonce, AES-256-GCM), so eciespy, eciesjs or
-`core.ecies` can make BYOK material. A backup holds every version of a key and every policy (its
-parameters) as JSON: only keys created with `allow_backup` (which nothing clears) leave.
+`core.ecies` can make BYOK material. A backup holds every version of a key, its parameters and
+policies, and its FE ledger, as JSON: only keys created with `allow_backup` (which nothing
+clears) leave.
+
+ECIES proves only that a blob was made for this instance, by anyone who has its public wrapping
+key; so a backup is also signed (Ed25519) by the instance that made it, over the document that
+names the instance it is for, and an import takes only backups signed by this instance or by an
+instance `CIPHERD_BACKUP_SIGNERS` names. An imported document then goes through what a creation
+and a PATCH go through (`KeyCreate` and `KeyPatch`, the same limits and cross-checks), every
+version's material through BYOK's checks (its length, its public part computed again and
+compared; an FE master key decoded and its shape compared with the key's), and its ledger
+replayed, all before anything is stored.
 """
 
 import base64
-import binascii
+import dataclasses
 import json
-import re
-from typing import Any
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Annotated, Any
 
-from app.ops import mac
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+)
+
 from app.ops.errors import Problem, invalid_input
+from app.ops.fe_policy import SpanBasis, flatten
 from app.ops.keyring import Keyring
-from app.ops.keys import AEZ_KEY_BYTES, KEY_NAME_PATTERN, KEY_TYPES, KeyOut, key_out
-from app.store import KeyNotFoundError, KeyPolicies, KeyStore, RestoredVersion
+from app.ops.keys import (
+    KeyCreate,
+    KeyOut,
+    KeyPatch,
+    creation_params,
+    derivation_params,
+    key_out,
+    policy_decision,
+)
+from app.ops.keytypes import KEY_TYPES
+from app.settings import Settings
+from app.store import (
+    FunctionLedger,
+    KeyInfo,
+    KeyNotFoundError,
+    KeyPolicies,
+    KeyStore,
+    KeyVersionInfo,
+    RestoredVersion,
+)
 from core import ecies
-from core.errors import DecryptionError, InvalidKeyError
+from core.ecies import secp256k1
+from core.errors import DecryptionError, EncodingError, InvalidKeyError
+from core.fe import encoding
+from core.fe.schemes import SCHEMES
+from core.sign import ed25519
 
-BACKUP_FORMAT = "cipherd-key-backup-v1"
 WRAPPING_CURVE = "secp256k1"
-# What BYOK brings in: the secret of each type, as the service would draw it.
-BYOK_SECRET_BYTES = {
-    "ecies-secp256k1": 32,
-    "ecies-x25519": 32,
-    "ecies-ed25519": 32,
-    "aez": AEZ_KEY_BYTES,
-    "ecdsa-secp256k1": 32,
-    "ed25519": 32,
-    "hmac": mac.KEY_BYTES,
-}
+# A backup's plaintext: this line, the signer's Ed25519 public key, the signature of all that
+# comes before and after it, then the document (JSON).
+BACKUP_MAGIC = b"cipherd-key-backup-v2\n"
+_SIGNED_AT = len(BACKUP_MAGIC) + ed25519.KEY_BYTES
+_DOCUMENT_AT = _SIGNED_AT + ed25519.SIGNATURE_BYTES
+SIGNING_KEY_LABEL = b"cipherd backup signing key"
+# The most versions one backup holds, and the largest version number it may bring.
+MAX_BACKUP_VERSIONS = 10_000
+MAX_KEY_VERSION = 10**9
+# The most entry operations replaying a backup's FE ledger may take (a few seconds).
+MAX_LEDGER_WORK = 2 * 10**7
+# The types whose material BYOK brings in.
+BYOK_TYPES = tuple(name for name, key_type in KEY_TYPES.items() if key_type.byok)
+# The policies a backup carries beside its `KeyCreate`, as PATCH takes them.
+VERSION_POLICIES = frozenset(
+    {"min_decryption_version", "min_encryption_version", "auto_rotate_seconds"}
+)
 
 
 def _keypair() -> tuple[bytes, bytes]:
@@ -42,11 +94,26 @@ def _keypair() -> tuple[bytes, bytes]:
 
 def wrapping_public_key(store: KeyStore) -> bytes:
     """The instance's wrapping public key (SEC1, 65 bytes), made the first time it is asked."""
-    return store.wrapping_key(_keypair)[1]
+    return store.wrapping_key.pair(_keypair)[1]
+
+
+def _signing_key(store: KeyStore) -> ed25519.SigningKey:
+    """The instance's backup signing key, derived from its wrapping secret (HKDF-SHA256 under a
+    label of its own): every replica of a store has it, nothing else does, and it needs no row
+    of its own."""
+    secret, _ = store.wrapping_key.pair(_keypair)
+    seed = HKDF(hashes.SHA256(), ed25519.KEY_BYTES, None, SIGNING_KEY_LABEL).derive(secret)
+    return ed25519.SigningKey(seed)
+
+
+def signing_public_key(store: KeyStore) -> bytes:
+    """The Ed25519 public key that signs this instance's backups: what another instance's
+    `CIPHERD_BACKUP_SIGNERS` names to take them."""
+    return _signing_key(store).public
 
 
 def _unwrap(store: KeyStore, blob: bytes, what: str) -> bytes:
-    secret, _ = store.wrapping_key(_keypair)
+    secret, _ = store.wrapping_key.pair(_keypair)
     try:
         return ecies.decrypt(secret, blob)
     except DecryptionError:
@@ -59,13 +126,62 @@ def _unwrap(store: KeyStore, blob: bytes, what: str) -> bytes:
         ) from None
 
 
+def _base64(value: object) -> bytes:
+    if not isinstance(value, str):
+        raise ValueError("must be a base64 string")
+    return base64.b64decode(value, validate=True)  # binascii.Error is a ValueError
+
+
 def _b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode()
 
 
+Base64 = Annotated[bytes, BeforeValidator(_base64)]
+Seconds = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
+Version = Annotated[StrictInt, Field(ge=1, le=MAX_KEY_VERSION)]
+Entry = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
+Entries = Annotated[list[Entry], Field(min_length=1, max_length=4096)]
+
+
+class BackupVersion(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: Version
+    created_at: Seconds
+    secret: Base64
+    public: Base64 | None
+
+
+class LedgerEntry(BaseModel):
+    """One function released under an FE key version, as the source's ledger holds it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: Version
+    function: Entries | Annotated[list[Entries], Field(min_length=1, max_length=4096)]
+    principal: str = Field(min_length=1, max_length=128)
+    time: Seconds
+    rank: StrictInt = Field(ge=0)
+
+
+class BackupDocument(BaseModel):
+    """What a backup holds: the key as `POST /v1/keys` would create it, its version policies
+    as `PATCH` would set them, its versions and its FE ledger."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    recipient: Base64  # the wrapping public key of the instance the backup is for
+    made_at: Seconds
+    key: KeyCreate
+    policies: KeyPatch
+    versions: list[BackupVersion] = Field(min_length=1, max_length=MAX_BACKUP_VERSIONS)
+    ledger: list[LedgerEntry] = Field(default_factory=list)
+
+
 def backup(store: KeyStore, name: str, wrapping_key: bytes) -> bytes:
-    """Every version and the parameters of `name`, ECIES-encrypted to `wrapping_key`."""
-    info = store.get(name)
+    """Every version, the parameters, the policies and the FE ledger of `name`, signed by this
+    instance and ECIES-encrypted to `wrapping_key`."""
+    info = store.keys.get(name)
     if not info.params.get("allow_backup"):
         raise Problem(
             403,
@@ -73,9 +189,18 @@ def backup(store: KeyStore, name: str, wrapping_key: bytes) -> bytes:
             "Backup not allowed",
             f"key {name!r} was not created with allow_backup",
         )
+    if len(info.versions) > MAX_BACKUP_VERSIONS:
+        raise invalid_input(
+            f"key {name!r} has {len(info.versions)} versions, over the {MAX_BACKUP_VERSIONS} a "
+            "backup holds: trim it first (POST /v1/keys/{name}/trim)"
+        )
+    try:  # as the recipient names it: uncompressed, whichever form the request gave
+        recipient = secp256k1.encode(secp256k1.parse(wrapping_key), compressed=False)
+    except InvalidKeyError as exc:
+        raise invalid_input(f"wrapping_key: {exc}") from None
     versions = []
     for version in info.versions:
-        material = store.material(name, version.version)
+        material = store.keys.material(name, version.version)
         versions.append(
             {
                 "version": version.version,
@@ -84,102 +209,268 @@ def backup(store: KeyStore, name: str, wrapping_key: bytes) -> bytes:
                 "public": _b64(material.public),
             }
         )
-    document = {
-        "format": BACKUP_FORMAT,
+    key: dict[str, Any] = {
         "name": info.name,
         "type": info.type,
-        "params": info.params,
         "exportable": info.exportable,
+        "allow_backup": True,
+        "deletion_protection": info.deletion_protection,
+    }
+    for param in ("dimension", "curve", "fe_policy", "derived", "convergent"):
+        if param in info.params:
+            key[param] = info.params[param]
+    document = {
+        "recipient": _b64(recipient),
+        "made_at": store.clock.now(),
+        "key": key,
         "policies": {
-            "deletion_protection": info.deletion_protection,
             "min_decryption_version": info.min_decryption_version,
             "min_encryption_version": info.min_encryption_version,
-            "auto_rotate_seconds": info.auto_rotate_seconds,
+            "auto_rotate_seconds": round(info.auto_rotate_seconds or 0),
         },
         "versions": versions,
+        "ledger": [
+            {
+                "version": record.version,
+                "function": record.function,
+                "principal": record.principal,
+                "time": record.time,
+                "rank": record.rank,
+            }
+            for record in store.ledger.functions(name, None)
+        ],
     }
+    signer = _signing_key(store)
+    signed = BACKUP_MAGIC + signer.public
+    body = json.dumps(document).encode()
+    plaintext = signed + signer.sign(signed + body) + body
+    return ecies.encrypt(recipient, plaintext)
+
+
+def open_backup(store: KeyStore, settings: Settings, blob: bytes) -> tuple[BackupDocument, bytes]:
+    """The document of a backup made for this instance and signed by a signer it takes, with
+    that signer's public key (422 for any other)."""
+    plaintext = _unwrap(store, blob, "backup")
+    if not plaintext.startswith(BACKUP_MAGIC) or len(plaintext) < _DOCUMENT_AT:
+        raise invalid_input(
+            "backup: not a signed cipherd key backup (backups made before they were signed "
+            "cannot be imported: make the backup again)"
+        )
+    signer = plaintext[len(BACKUP_MAGIC) : _SIGNED_AT]
+    signature = plaintext[_SIGNED_AT:_DOCUMENT_AT]
+    body = plaintext[_DOCUMENT_AT:]
+    if not ed25519.verify(signer, plaintext[:_SIGNED_AT] + body, signature):
+        raise invalid_input("backup: its signature does not verify")
+    trusted = {signing_public_key(store), *settings.backup_signer_keys}
+    if signer not in trusted:
+        raise Problem(
+            403,
+            "backup-signer-not-trusted",
+            "Backup signer not trusted",
+            f"the backup is signed by {_b64(signer)}, which is neither this instance nor one "
+            "that CIPHERD_BACKUP_SIGNERS names",
+        )
     try:
-        return ecies.encrypt(wrapping_key, json.dumps(document).encode())
-    except InvalidKeyError as exc:
-        raise invalid_input(f"wrapping_key: {exc}") from None
+        document = BackupDocument.model_validate_json(body)
+    except ValidationError as exc:
+        raise invalid_input(f"backup: {_first_error(exc)}") from None
+    if document.recipient != wrapping_public_key(store):
+        raise invalid_input("backup: made for another instance's wrapping key")
+    return document, signer
 
 
-def open_backup(store: KeyStore, blob: bytes) -> dict[str, Any]:
-    """The content of a backup made for this instance (422 for any other)."""
-    return _backup_document(_unwrap(store, blob, "backup"))
+@contextmanager
+def _within(prefix: str) -> Iterator[None]:
+    """A 422 of a creation's or PATCH's checks, naming the field within the backup."""
+    try:
+        yield
+    except Problem as exc:
+        if exc.slug != "invalid-input":
+            raise
+        raise invalid_input(f"{prefix}.{exc.detail}") from None
 
 
-def restore(store: KeyStore, document: dict[str, Any], name: str | None) -> KeyOut:
-    """The key of an opened backup, under its own name or `name`."""
-    target = name or document["name"]
-    versions = [
-        RestoredVersion(v["version"], v["created_at"], v["secret"], v["public"])
-        for v in document["versions"]
-    ]
-    info = store.restore_backup(
-        target,
-        document["type"],
-        document["params"],
-        document["exportable"],
-        versions,
-        document["policies"],
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
+
+
+def restore(
+    store: KeyStore, settings: Settings, document: BackupDocument, name: str | None
+) -> KeyOut:
+    """The key of an opened backup, under its own name or `name`, once every check of a
+    creation, a PATCH and BYOK has passed, with its FE ledger."""
+    key = document.key
+    if name is not None and name != key.name:
+        if key.fe_policy is not None:
+            raise invalid_input(
+                f"name: an FE key with a function policy is imported under its own name only "
+                f"({key.name!r}), so that one instance keeps one ledger of what its functional "
+                "keys reveal"
+            )
+        key = key.model_copy(update={"name": name})
+    with _within("backup.key"):
+        params = creation_params(key, settings)
+    if not params.get("allow_backup"):
+        raise invalid_input("backup.key.allow_backup: a backup is of a key with allow_backup")
+    extra = document.policies.model_fields_set - VERSION_POLICIES
+    if extra:
+        raise invalid_input(f"backup.policies: {sorted(extra)} travel in backup.key")
+    versions = _checked_versions(key.type, params, document.versions)
+    numbers = [v.version for v in versions]
+    proposed = KeyInfo(
+        key.name,
+        key.type,
+        params,
+        key.exportable,
+        created_at=0.0,
+        updated_at=0.0,
+        latest_version=numbers[-1],
+        versions=tuple(KeyVersionInfo(v.version, v.created_at) for v in versions),
+        min_decryption_version=numbers[0],
     )
+    with _within("backup.policies"):
+        columns = policy_decision(document.policies)(proposed)
+    ledger = _replayed_ledger(key.type, params, numbers, document.ledger)
+    policies = KeyPolicies(
+        deletion_protection=key.deletion_protection,
+        min_decryption_version=columns.get("min_decryption_version", numbers[0]),
+        min_encryption_version=columns.get("min_encryption_version", 0),
+        auto_rotate_seconds=columns.get("auto_rotate_seconds"),
+    )
+    with store.transaction() as held:  # the key with its ledger, or neither
+        info = held.keys.restore_backup(
+            key.name, key.type, params, key.exportable, versions, policies
+        )
+        for version, (basis, entries) in ledger.items():
+            held.ledger.release(key.name, version, _restoring(basis, entries))
     return key_out(info, with_versions=True)
 
 
-def _backup_document(plaintext: bytes) -> dict[str, Any]:
-    """The backup's JSON, checked field by field (it authenticated, but may come from another
-    version of this service)."""
-    try:
-        document: dict[str, Any] = json.loads(plaintext)
-        if document.get("format") != BACKUP_FORMAT:
-            raise ValueError("not a cipherd key backup of this format")
-        if document["type"] not in KEY_TYPES:
-            raise ValueError(f"unknown key type {document['type']!r}")
-        if not re.fullmatch(KEY_NAME_PATTERN, document["name"]):
-            raise ValueError("bad key name")
-        if not isinstance(document["params"], dict) or not document["versions"]:
-            raise ValueError("no parameters or no versions")
-        for version in document["versions"]:
-            if not (isinstance(version["version"], int) and version["version"] >= 1):
-                raise ValueError("bad version number")
-            version["created_at"] = float(version["created_at"])
-            version["secret"] = base64.b64decode(version["secret"], validate=True)
-            public = version["public"]
-            version["public"] = None if public is None else base64.b64decode(public, validate=True)
-        document["exportable"] = bool(document["exportable"])
-        document["policies"] = KeyPolicies(**document["policies"])
-    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
-        raise invalid_input(f"backup: {exc}") from None
-    return document
+def _checked_versions(
+    key_type: str, params: dict[str, Any], versions: Sequence[BackupVersion]
+) -> list[RestoredVersion]:
+    """The versions, numbered strictly increasingly, each with its material as BYOK would take
+    it and its public part as the service computes it (422 otherwise)."""
+    now = time.time()
+    restored: list[RestoredVersion] = []
+    for index, version in enumerate(versions):
+        where = f"backup.versions.{index}"
+        if restored and version.version <= restored[-1].version:
+            raise invalid_input(f"{where}.version: versions increase strictly")
+        if version.created_at > now + 86400:
+            raise invalid_input(f"{where}.created_at: more than a day ahead of this clock")
+        try:
+            secret, public = KEY_TYPES[key_type].take(version.secret, params)
+            if not _same_public(key_type, version.public, public):
+                raise ValueError("its public part is not its secret's")
+        except (InvalidKeyError, EncodingError, ValueError) as exc:
+            raise invalid_input(f"{where}: {exc}") from None
+        restored.append(RestoredVersion(version.version, version.created_at, secret, public))
+    return restored
+
+
+def _same_public(key_type: str, given: bytes | None, expected: bytes | None) -> bool:
+    """Whether `given` is `expected`, or a QFE public key encoded before master ids (format
+    2) with the same points."""
+    scheme = SCHEMES.get(key_type)
+    if given == expected or given is None or expected is None:
+        return given == expected
+    if scheme is None or not scheme.quadratic:
+        return False
+    decoded, computed = scheme.public_key(given), scheme.public_key(expected)
+    renamed = dataclasses.replace(decoded, master_id=computed.master_id)
+    return encoding.same_id(decoded.master_id, computed.master_id) and (
+        renamed.to_bytes() == expected
+    )
+
+
+Replayed = dict[int, tuple[list[list[int]], list[LedgerEntry]]]
+
+
+def _replayed_ledger(
+    key_type: str, params: dict[str, Any], versions: Sequence[int], ledger: Sequence[LedgerEntry]
+) -> Replayed:
+    """Each version's released functions and the echelon basis of their span, replayed as the
+    service decides them, each entry's rank checked (422 otherwise), within `MAX_LEDGER_WORK`."""
+    if not ledger:
+        return {}
+    scheme = SCHEMES.get(key_type)
+    if scheme is None:
+        raise invalid_input(f"backup.ledger: a {key_type} key has no FE ledger")
+    n = params["dimension"]
+    length = n * n if scheme.quadratic else n
+    work = sum(length * min(entry.rank, length) for entry in ledger)
+    if work > MAX_LEDGER_WORK:
+        raise invalid_input(
+            f"backup.ledger: replaying it would take about {work} operations, over the "
+            f"{MAX_LEDGER_WORK} an import may take"
+        )
+    known = set(versions)
+    replayed: Replayed = {}
+    bases: dict[int, SpanBasis] = {}
+    for index, entry in enumerate(ledger):
+        where = f"backup.ledger.{index}"
+        if entry.version not in known:
+            raise invalid_input(f"{where}.version: the backup has no version {entry.version}")
+        function = entry.function
+        shaped = len(function) == n and (
+            all(isinstance(row, list) and len(row) == n for row in function)
+            if scheme.quadratic
+            else all(isinstance(e, int) for e in function)
+        )
+        if not shaped:
+            wanted = f"an {n}×{n} matrix" if scheme.quadratic else f"{n} entries"
+            raise invalid_input(f"{where}.function: needs {wanted}")
+        basis = bases.setdefault(entry.version, SpanBasis(length))
+        basis.add(flatten(function))
+        if basis.rank != entry.rank:
+            raise invalid_input(
+                f"{where}.rank: the functions so far span rank {basis.rank}, not {entry.rank}"
+            )
+        replayed.setdefault(entry.version, ([], []))[1].append(entry)
+    for version, basis in bases.items():
+        replayed[version] = (basis.rows, replayed[version][1])
+    return replayed
+
+
+def _restoring(basis: list[list[int]], entries: Sequence[LedgerEntry]) -> Any:
+    """The decision that writes a version's replayed ledger as the source kept it."""
+
+    def write(ledger: FunctionLedger) -> None:
+        for entry in entries:
+            ledger.record(entry.function, entry.principal, entry.time, entry.rank)
+        ledger.basis = basis
+
+    return write
 
 
 def import_material(
-    store: KeyStore, keyring: Keyring | None, name: str, key_type: str, wrapped: bytes
+    store: KeyStore,
+    keyring: Keyring | None,
+    name: str,
+    key_type: str,
+    wrapped: bytes,
+    derivation: tuple[bool, bool] = (False, False),
 ) -> tuple[KeyOut, bool]:
     """BYOK: material ECIES-encrypted to the wrapping key, as a new key or as the next version
-    of the key `name` of the same type; the key, and whether it is new."""
-    wanted = BYOK_SECRET_BYTES.get(key_type)
-    if wanted is None:
+    of the key `name` of the same type; the key, and whether it is new. `derivation`: an AEAD
+    key's (derived, convergent), as at creation; a next version's must be its key's."""
+    if key_type not in BYOK_TYPES:
         raise invalid_input(
-            f"type: material can be imported for {', '.join(BYOK_SECRET_BYTES)}, not {key_type}"
+            f"type: material can be imported for {', '.join(BYOK_TYPES)}, not {key_type}"
         )
-    secret = _unwrap(store, wrapped, "wrapped_material")
-    if len(secret) != wanted:
-        raise invalid_input(
-            f"wrapped_material: a {key_type} secret has {wanted} bytes, not {len(secret)}"
-        )
-    public = None
-    public_of = KEY_TYPES[key_type].public_of
-    if public_of is not None:
-        try:
-            public = public_of(secret)
-        except InvalidKeyError as exc:
-            raise invalid_input(f"wrapped_material: {exc}") from None
+    params = derivation_params(key_type, *derivation)
     try:
-        current = store.get(name)
+        material = _unwrap(store, wrapped, "wrapped_material")
+        secret, public = KEY_TYPES[key_type].take(material, {})
+    except (InvalidKeyError, EncodingError, ValueError) as exc:
+        raise invalid_input(f"wrapped_material: {exc}") from None
+    try:
+        current = store.keys.get(name)
     except KeyNotFoundError:
-        info = store.create(name, key_type, {}, False, secret, public)
+        info = store.keys.create(name, key_type, params, False, secret, public)
         return key_out(info, with_versions=True), True
     if current.type != key_type:
         raise Problem(
@@ -188,7 +479,16 @@ def import_material(
             "Wrong key type",
             f"key {name!r} has type {current.type}, not {key_type}",
         )
-    info = store.rotate(name, secret, public, current.created_at)
+    held = {option: True for option in ("derived", "convergent") if current.params.get(option)}
+    if any(derivation) and params != held:
+        raise Problem(
+            409,
+            "wrong-key-type",
+            "Wrong key type",
+            f"key {name!r} is derived={bool(held.get('derived'))}, "
+            f"convergent={bool(held.get('convergent'))}: a next version keeps its key's",
+        )
+    info = store.keys.rotate(name, secret, public, current.created_at)
     if keyring is not None:
         keyring.forget(name)
     return key_out(info, with_versions=True), False

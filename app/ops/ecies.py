@@ -1,4 +1,4 @@
-"""ECIES with server-held keys, in batches, and to a public key given in the request.
+"""ECIES with server-held keys, and to a public key given in the request.
 
 Bare payloads are exactly eciespy's and eciesjs's, so a client can encrypt locally to the key's
 public part and have the service decrypt. Encryption answers with the key version it used and,
@@ -6,14 +6,12 @@ unless asked not to, a payload in the envelope that names it (`app.ops.envelope`
 """
 
 import os
-from collections.abc import Callable
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import Literal, Protocol
 
-from app.ops import envelope
-from app.ops.envelope import Sealed, sealed, warm
-from app.ops.errors import decryptable, encryptable, failed_with, invalid_input, wrong_key_type
-from app.ops.keyring import Keyring
+from app.ops.envelope import Sealed, sealed
+from app.ops.errors import failed_with, invalid_input
+from app.ops.versioned import VersionedKey
 from app.ops.work import compute
 from app.server.metrics import timed
 from app.store import KeyMaterial
@@ -56,12 +54,6 @@ def config(curve: str, options: Options) -> ecies.Config:
     )
 
 
-def _checked(material: KeyMaterial) -> KeyMaterial:
-    if not material.type.startswith("ecies-"):
-        raise wrong_key_type(material.name, material.type, "ECIES")
-    return material
-
-
 def _encrypt(material: KeyMaterial, plaintext: bytes, options: Options) -> bytes:
     settings = config(material.type.removeprefix("ecies-"), options)
     with timed("ecies", "encrypt"):
@@ -79,100 +71,36 @@ def _decrypt(material: KeyMaterial, ciphertext: bytes, options: Options) -> byte
             raise failed_with(material, "decryption-failed", "Decryption failed") from None
 
 
-class Ecies:
-    """ECIES with the keys of one keyring; `trial_versions` bounds how many versions a bare
-    payload is tried against (`app.ops.envelope`)."""
+class EciesKey(VersionedKey):
+    """An ECIES key of a request; `options` are eciespy's, for the curve the key's type fixes."""
 
-    def __init__(self, keyring: Keyring, trial_versions: int) -> None:
-        self.keyring = keyring
-        self.trial_versions = trial_versions
+    types = frozenset({"ecies-secp256k1", "ecies-x25519", "ecies-ed25519"})
+    used_for = "ECIES"
 
-    async def encrypt(
-        self,
-        name: str,
-        plaintext: bytes,
-        options: Options,
-        envelope: bool = True,
-        version: int | None = None,
+    def encrypt(
+        self, plaintext: bytes, options: Options, envelope: bool = True, version: int | None = None
     ) -> Sealed:
         """Encrypt under `version` (default: the latest)."""
-        material = encryptable(_checked(await self.keyring.fetch(name, version)))
-        payload = await compute(len(plaintext), _encrypt, material, plaintext, options)
-        return sealed(material.version, payload, envelope)
+        material = self.encryption(version)
+        return sealed(material.version, _encrypt(material, plaintext, options), envelope)
 
-    async def decrypt(
-        self, name: str, ciphertext: bytes, version: int | None, options: Options
-    ) -> Sealed:
-        await warm(self.keyring, name, ciphertext, version, self.trial_versions)
-        return await compute(len(ciphertext), self._open, name, ciphertext, version, options)
-
-    def _open(self, name: str, ciphertext: bytes, version: int | None, options: Options) -> Sealed:
-        named, payload = envelope.parse(ciphertext)
-        wanted = envelope.wanted_version(named, version)
-        if wanted is not None:
-            material = decryptable(_checked(self.keyring.material(name, wanted)))
-            return Sealed(_decrypt(material, payload, options), material.version)
-        return Sealed(
-            *envelope.open_bare(
-                decryptable(_checked(self.keyring.material(name))),
-                self.trial_versions,
-                lambda v: _checked(self.keyring.material(name, v)),
-                lambda material: _decrypt(material, payload, options),
-            )
+    def decrypt(self, ciphertext: bytes, version: int | None, options: Options) -> Sealed:
+        return self.opened(
+            ciphertext, version, lambda material, bare: _decrypt(material, bare, options)
         )
 
-    async def datakey(self, name: str, size: int, options: Options) -> tuple[bytes, Sealed]:
+    def datakey(self, size: int, options: Options) -> tuple[bytes, Sealed]:
         """A fresh random data key of `size` bytes and its payload under the latest version,
         which `decrypt` opens."""
         key = os.urandom(size)
-        return key, await self.encrypt(name, key, options)
+        return key, self.encrypt(key, options)
 
-    async def rewrap(
-        self, name: str, ciphertext: bytes, version: int | None, options: Options, enveloped: bool
+    def rewrap(
+        self, ciphertext: bytes, version: int | None, options: Options, enveloped: bool
     ) -> Sealed:
         """The payload's plaintext under the latest version, without it leaving the service; a
         payload that does not open is refused as `decrypt` refuses it."""
-        opened = await self.decrypt(name, ciphertext, version, options)
-        return await self.encrypt(name, opened.data, options, enveloped)
-
-    def datakeys(self, name: str) -> Callable[[int, Options], tuple[bytes, Sealed]]:
-        """`datakey` many times, the latest version read once."""
-        encrypt = self.encryptor(name)
-
-        def datakey(size: int, options: Options) -> tuple[bytes, Sealed]:
-            key = os.urandom(size)
-            return key, encrypt(key, options, True, None)
-
-        return datakey
-
-    def rewrapper(self, name: str) -> Callable[[bytes, int | None, Options, bool], Sealed]:
-        """`rewrap` of many payloads, the latest version read once."""
-        decrypt, encrypt = self.decryptor(name), self.encryptor(name)
-
-        def rewrap(ciphertext: bytes, version: int | None, options: Options, env: bool) -> Sealed:
-            return encrypt(decrypt(ciphertext, version, options).data, options, env, None)
-
-        return rewrap
-
-    def encryptor(self, name: str) -> Callable[[bytes, Options, bool, int | None], Sealed]:
-        """Encryption of many plaintexts, each under the version it names or the latest, read
-        once: an unknown key or a key of another type fails here, before any item."""
-        latest = _checked(self.keyring.material(name))
-
-        def encrypt(
-            plaintext: bytes, options: Options, envelope: bool, version: int | None
-        ) -> Sealed:
-            material = latest if version is None else self.keyring.material(name, version)
-            material = encryptable(material)
-            return sealed(material.version, _encrypt(material, plaintext, options), envelope)
-
-        return encrypt
-
-    def decryptor(self, name: str) -> Callable[[bytes, int | None, Options], Sealed]:
-        """Decryption of many payloads, each under the version it or its envelope names (or
-        tried, when bare)."""
-        _checked(self.keyring.material(name))
-        return partial(self._open, name)
+        return self.encrypt(self.decrypt(ciphertext, version, options).data, options, enveloped)
 
 
 def _encrypt_to(public_key: bytes, plaintext: bytes, curve: Curve, options: Options) -> bytes:

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from app.ops.errors import Problem, decryptable, invalid_input
-from app.ops.keyring import Keyring
 from app.store import KeyMaterial
 
 PREFIX = b"cipherd:v"
@@ -43,22 +42,6 @@ def seal(version: int, payload: bytes) -> bytes:
 def sealed(version: int, payload: bytes, enveloped: bool) -> Sealed:
     """An encryption's answer: its payload, enveloped unless the caller asked for it bare."""
     return Sealed(seal(version, payload) if enveloped else payload, version)
-
-
-async def warm(
-    keyring: Keyring, name: str, ciphertext: bytes, version: int | None, limit: int
-) -> None:
-    """Bring the versions a decryption will use (at most `limit` for a bare payload) into the
-    keyring's cache from a coroutine, so that the decryption itself, on the event loop, finds
-    them there."""
-    named, _ = parse(ciphertext)
-    wanted = wanted_version(named, version)
-    if wanted is not None:
-        await keyring.fetch(name, wanted)
-        return
-    latest = await keyring.fetch(name)
-    for candidate in trial_versions(latest, limit):
-        await keyring.fetch(name, candidate)
 
 
 def parse(data: bytes) -> tuple[int | None, bytes]:
@@ -117,26 +100,4 @@ def open_bare(
         failure.title,
         f"{failure.title.lower()} with {tried} of key {latest.name!r}; a payload made under "
         "an older version needs its key_version",
-    )
-
-
-def verified(
-    keyring: Keyring,
-    name: str,
-    data: bytes,
-    version: int | None,
-    limit: int,
-    checked: Callable[[KeyMaterial], KeyMaterial],
-    check: Callable[[KeyMaterial, bytes], bool],
-) -> bool:
-    """Whether `check(version's material, bare data)` holds for the version the caller or the
-    envelope names, or, for bare data, for any version it would be tried against."""
-    named, bare = parse(data)
-    wanted = wanted_version(named, version)
-    if wanted is not None:
-        return check(decryptable(checked(keyring.material(name, wanted))), bare)
-    latest = decryptable(checked(keyring.material(name)))
-    return any(
-        check(latest if v == latest.version else checked(keyring.material(name, v)), bare)
-        for v in trial_versions(latest, limit)
     )

@@ -16,6 +16,8 @@ from app.store import (
     KeyNotFoundError,
     KeyNotPendingDeletionError,
     KeyPendingDeletionError,
+    MountExistsError,
+    MountNotFoundError,
     RootKeyMismatchError,
     StorageFullError,
     StoreUnavailableError,
@@ -76,6 +78,12 @@ def wrong_key_type(name: str, key_type: str, wanted: str) -> Problem:
     )
 
 
+def key_disabled(name: str) -> Problem:
+    return Problem(
+        409, "key-disabled", "Key disabled", f"key {name!r} is disabled: enable it to use it"
+    )
+
+
 def failed_with(material: KeyMaterial, slug: str, title: str) -> Problem:
     """A 400 for a payload that does not open under the version used, naming that version:
     payloads do not record theirs, so one made before a rotation needs its key_version."""
@@ -110,59 +118,45 @@ def _at_least(material: KeyMaterial, minimum: int, policy: str, prefix: str) -> 
     return material
 
 
+# Every library and store error a verb may raise, with the problem it stands for: status, slug,
+# title and, where the error's own message is not the detail to show, the detail. Subclasses
+# come before their bases (the first match wins).
+_PROBLEMS: tuple[tuple[type[Exception], int, str, str, str | None], ...] = (
+    (ShapeError, 422, "shape-mismatch", "Wrong shape", None),
+    (KeyMismatchError, 422, "key-mismatch", "Key mismatch", None),
+    (InvalidKeyError, 422, "invalid-input", "Invalid input", None),
+    (EncodingError, 422, "invalid-input", "Invalid input", None),
+    (KeyNotFoundError, 404, "key-not-found", "Key not found", None),
+    (VersionNotFoundError, 404, "key-not-found", "Key not found", None),
+    (KeyExistsError, 409, "key-exists", "Key exists", None),
+    (KeyChangedError, 409, "key-changed", "Key changed", None),
+    (KeyPendingDeletionError, 409, "key-pending-deletion", "Key pending deletion", None),
+    (KeyNotPendingDeletionError, 409, "key-not-pending-deletion", "Key not pending deletion", None),
+    (DeletionProtectedError, 409, "deletion-protected", "Deletion protected", None),
+    (MountExistsError, 409, "mount-exists", "Mount exists", None),
+    (MountNotFoundError, 404, "mount-not-found", "Mount not found", None),
+    (StorageFullError, 503, "storage-full", "Storage full", None),
+    (StoreUnavailableError, 503, "store-unavailable", "Store unavailable", None),
+    # A keyring term this process cannot open: the root key was rotated and its source still
+    # gives the old one. Fail closed until the new one is in place.
+    (
+        RootKeyMismatchError,
+        503,
+        "root-key-unavailable",
+        "Root key unavailable",
+        "a keyring term does not open under this process's root key; it was rotated, and the "
+        "new root key must be given to this process",
+    ),
+)
+
+KNOWN_ERRORS: tuple[type[Exception], ...] = (Problem, *(entry[0] for entry in _PROBLEMS))
+
+
 def problem_for(exc: Exception) -> Problem | None:
     """The problem a known library or store error stands for, or None for a bug."""
-    match exc:
-        case Problem():
-            return exc
-        case ShapeError():
-            return Problem(422, "shape-mismatch", "Wrong shape", str(exc))
-        case KeyMismatchError():
-            return Problem(422, "key-mismatch", "Key mismatch", str(exc))
-        case InvalidKeyError() | EncodingError():
-            return invalid_input(str(exc))
-        case KeyNotFoundError() | VersionNotFoundError():
-            return Problem(404, "key-not-found", "Key not found", str(exc))
-        case KeyExistsError():
-            return Problem(409, "key-exists", "Key exists", str(exc))
-        case KeyChangedError():
-            return Problem(409, "key-changed", "Key changed", str(exc))
-        case KeyPendingDeletionError():
-            return Problem(409, "key-pending-deletion", "Key pending deletion", str(exc))
-        case KeyNotPendingDeletionError():
-            return Problem(409, "key-not-pending-deletion", "Key not pending deletion", str(exc))
-        case DeletionProtectedError():
-            return Problem(409, "deletion-protected", "Deletion protected", str(exc))
-        case StorageFullError():
-            return Problem(503, "storage-full", "Storage full", str(exc))
-        case StoreUnavailableError():
-            return Problem(503, "store-unavailable", "Store unavailable", str(exc))
-        case RootKeyMismatchError():
-            # A keyring term this process cannot open: the root key was rotated and its source
-            # still gives the old one. Fail closed until the new one is in place.
-            return Problem(
-                503,
-                "root-key-unavailable",
-                "Root key unavailable",
-                "a keyring term does not open under this process's root key; it was rotated, "
-                "and the new root key must be given to this process",
-            )
+    if isinstance(exc, Problem):
+        return exc
+    for error, status, slug, title, detail in _PROBLEMS:
+        if isinstance(exc, error):
+            return Problem(status, slug, title, detail if detail is not None else str(exc))
     return None
-
-
-KNOWN_ERRORS: tuple[type[Exception], ...] = (
-    Problem,
-    ShapeError,
-    KeyMismatchError,
-    InvalidKeyError,
-    EncodingError,
-    KeyNotFoundError,
-    VersionNotFoundError,
-    KeyExistsError,
-    KeyChangedError,
-    KeyPendingDeletionError,
-    KeyNotPendingDeletionError,
-    DeletionProtectedError,
-    StoreUnavailableError,
-    RootKeyMismatchError,
-)

@@ -7,20 +7,29 @@ secret: it checks every point it receives, then reuses cached discrete-log table
 keys. Limits on dimension and range are checked before any work.
 """
 
+import asyncio
 import hashlib
 import json
-import math
-import time
+import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, cast
 
+from app.ops.audit import AuditNote
 from app.ops.envelope import Sealed
-from app.ops.errors import KNOWN_ERRORS, Problem, invalid_input, wrong_key_type
-from app.ops.fe_cache import Cold, FeCaches
+from app.ops.errors import (
+    Problem,
+    decryptable,
+    encryptable,
+    invalid_input,
+    key_disabled,
+    wrong_key_type,
+)
+from app.ops.fe_cache import FeCaches
 from app.ops.fe_policy import FunctionPolicy, KeygenRequest, decide, flatten
-from app.ops.fe_pool import Decrypt, Decryption, FePool
+from app.ops.fe_pool import Decryption, FePool
 from app.ops.keyring import Keyring
 from app.ops.work import in_thread
 from app.server.metrics import timed
@@ -29,29 +38,12 @@ from core.fe import encoding, group
 from core.fe.schemes import SCHEMES, Scheme
 
 # A small decryption (a ciphertext of about 20 points at most: a few ms) whose key version,
-# table and prepared key are all cached runs on the event loop: a hop to a worker thread costs
-# more than a fifth of such a request. Anything that would query the store, build a table,
-# prepare a key, search a per-pair range or wait for the RELIC lock goes to a thread.
+# table and prepared key are all cached runs on the event loop: a hop to a worker thread or a
+# pool process costs more than a fifth of such a request. Anything that would query the store,
+# build a table, prepare a key, search a per-pair range or wait for the RELIC lock runs elsewhere.
 INLINE_CIPHERTEXT_BYTES = 1024
 
-# A request's FE work is estimated before it starts, in units of about one pairing: one
-# decryption pairs about n + 2 times (n² more group operations for a quadratic scheme), and a
-# search per pair (bjk, kim) over a range of width w takes about 2·√w steps in gT, 512 of which
-# cost about one pairing; an encryption or a functional key about n exponentiations.
-SEARCH_STEPS_PER_UNIT = 512
-
-
-def decrypt_work(scheme: Scheme, n: int, lo: int, hi: int) -> int:
-    """The estimated work of one decryption at dimension n over [lo, hi]."""
-    work = n + 2 + (n * n // 64 if scheme.quadratic else 0)
-    if scheme.base_kind == "per-pair":
-        work += 2 * math.isqrt(hi - lo + 1) // SEARCH_STEPS_PER_UNIT + 1
-    return work
-
-
-def make_work(n: int) -> int:
-    """The estimated work of one encryption or functional key at dimension n."""
-    return n + 1
+log = logging.getLogger("cipherd.fe")
 
 
 @dataclass(frozen=True)
@@ -68,6 +60,8 @@ def _scheme(material: KeyMaterial) -> Scheme:
     scheme = SCHEMES.get(material.type)
     if scheme is None:
         raise wrong_key_type(material.name, material.type, "functional encryption")
+    if material.params.get("disabled"):
+        raise key_disabled(material.name)
     return scheme.on(material.params.get("curve", group.DEFAULT_CURVE))
 
 
@@ -87,6 +81,8 @@ class Fe:
         self.max_range = max_range
         self.max_request_work = max_request_work
         self.pool = pool
+        self._turns = _Turns()
+        self._warming = threading.Lock()
 
     def _material(self, name: str, version: int | None) -> tuple[KeyMaterial, Scheme]:
         material = self.keyring.material(name, version)
@@ -99,10 +95,10 @@ class Fe:
         dimension (an item of a version of another dimension fails on its own)."""
         material, scheme = self._material(name, None)
         n = material.params["dimension"]
-        work = makes * make_work(n)
+        work = makes * scheme.make_work(n)
         for lo, hi in decrypts:
             if 0 <= hi - lo <= self.max_range:  # else the item fails on its own, unsearched
-                work += decrypt_work(scheme, n, lo, hi)
+                work += scheme.decrypt_work(n, lo, hi)
         if work > self.max_request_work:
             raise Problem(
                 422,
@@ -130,62 +126,50 @@ class Fe:
         digest = hashlib.sha256(json.dumps(function, separators=(",", ":")).encode()).hexdigest()
         return {"function": function, "function_sha256": digest, "dimension": len(function)}
 
+    async def key(self, name: str, principal: str, audit: AuditNote, batch: bool) -> "FeKey":
+        return FeKey(self, name, principal, audit, batch)
+
     def keygen(self, principal: str, request: KeygenRequest) -> Sealed:
         """A functional key for y (inner product) or F (quadratic), if the key's policy
-        releases it (`app.ops.fe_policy`)."""
-        (outcome,) = self.keygen_many(principal, [request])
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
+        releases it (`app.ops.fe_policy`).
 
-    def keygen_many(
-        self, principal: str, requests: Sequence[KeygenRequest]
-    ) -> list[Sealed | Exception]:
-        """Functional keys for many functions, in order: one outcome per request, a key or the
-        error that refused it.
-
-        Each key is made first; then the key's function policy decides on all of them in one
-        store transaction per key version, in order, and records those it releases in the
-        ledger in the same transaction. A key leaves the service only once its release is
-        recorded; one that is refused was made for nothing, which bounds the cost of a refusal
-        by that of a keygen.
+        The key is made first; then the key's function policy decides on it in one store
+        transaction, and records it in the ledger in the same transaction if it releases it. A
+        key leaves the service only once its release is recorded; one that is refused was made
+        for nothing, which bounds the cost of a refusal by that of a keygen.
         """
-        outcomes: list[Sealed | Exception | None] = [None] * len(requests)
-        pending: dict[tuple[str, int], list[tuple[int, list[int], Any, Sealed]]] = {}
-        for index, request in enumerate(requests):
-            try:
-                material, scheme = self._material(request.name, request.version)
-                function = request.f if scheme.quadratic else request.y
-                if function is None:
-                    wanted = "f (an n×n matrix)" if scheme.quadratic else "y (a vector)"
-                    raise invalid_input(f"key type {material.type} takes {wanted}")
-                vector = flatten(function)
-                FunctionPolicy.from_json(material.params.get("fe_policy")).check_function(vector)
-                msk = self._master_key(scheme, material)
-                with timed("fe", f"{scheme.name}.keygen"):
-                    key = scheme.keygen(msk, function)
-                pending.setdefault((request.name, material.version), []).append(
-                    (
-                        index,
-                        vector,
-                        function,
-                        Sealed(key.to_bytes(), material.version),
-                    )
-                )
-            except KNOWN_ERRORS as exc:
-                outcomes[index] = exc
-        for (name, version), made in pending.items():
-            decided = self.keyring.store.release_functions(
-                name, version, partial(decide, principal=principal, made=made, now=time.time())
-            )
-            for (index, _, _, key), refusal in zip(made, decided, strict=True):
-                outcomes[index] = key if refusal is None else refusal
-        return [outcome for outcome in outcomes if outcome is not None]
+        material, scheme = self._material(request.name, request.version)
+        # A functional key is made with the master key, like a ciphertext, and serves only to
+        # decrypt: its version must still do both.
+        encryptable(decryptable(material))
+        function = request.f if scheme.quadratic else request.y
+        if function is None:
+            wanted = "f (an n×n matrix)" if scheme.quadratic else "y (a vector)"
+            raise invalid_input(f"key type {material.type} takes {wanted}")
+        vector = flatten(function)
+        FunctionPolicy.from_json(material.params.get("fe_policy")).check_function(vector)
+        msk = self._master_key(scheme, material)
+        with timed("fe", f"{scheme.name}.keygen"):
+            key = Sealed(scheme.keygen(msk, function).to_bytes(), material.version)
+        refusal = self.keyring.store.ledger.release(
+            request.name,
+            material.version,
+            partial(
+                decide,
+                principal=principal,
+                vector=vector,
+                function=function,
+                now=self.keyring.store.clock.now(),
+            ),
+        )
+        if refusal is not None:
+            raise refusal
+        return key
 
     def functions(self, name: str, version: int | None) -> Released:
         """The functions released under one version of an FE key (the latest by default)."""
         material, _ = self._material(name, version)
-        records = self.keyring.store.functions(name, material.version)
+        records = self.keyring.store.ledger.functions(name, material.version)
         policy = FunctionPolicy.from_json(material.params.get("fe_policy"))
         rank = records[-1].rank if records else 0
         return Released(material.version, list(records), rank, policy.max_rank)
@@ -196,6 +180,7 @@ class Fe:
         """A ciphertext of x (inner product, under the master key) or of x and y (quadratic,
         under the public key)."""
         material, scheme = self._material(name, version)
+        encryptable(material)
         if scheme.quadratic:
             if y is None:
                 raise invalid_input(f"key type {material.type} encrypts a pair: give x and y")
@@ -223,17 +208,13 @@ class Fe:
         return lo, hi
 
     def decryption(
-        self, name: str, functional_key: bytes, bounds: Sequence[int], version: int | None
-    ) -> Decryption:
-        """What decrypting under `functional_key` needs, checked against the key version
-        before any point is decoded (may query the store)."""
-        return self._decryption(self.keyring.material(name, version), functional_key, bounds)
-
-    def _decryption(
         self, material: KeyMaterial, functional_key: bytes, bounds: Sequence[int]
     ) -> Decryption:
+        """What decrypting under `functional_key` needs, checked against the key version before
+        any point is decoded."""
         lo, hi = self._bounds(bounds)
         scheme = _scheme(material)
+        decryptable(material)
         job = Decryption(
             key_type=material.type,
             curve=scheme.curve,
@@ -241,35 +222,13 @@ class Fe:
             version=material.version,
             dimension=material.params["dimension"],
             master_id=encoding.read_master_id(material.secret),
-            base=material.public if scheme.base_kind == "master" else None,
+            public=material.public,
             functional_key=functional_key,
             lo=lo,
             hi=hi,
         )
         job.check_header(functional_key, "functional_key")
         return job
-
-    def decryptor(
-        self,
-        name: str,
-        functional_key: bytes,
-        bounds: Sequence[int],
-        version: int | None,
-        warm_only: bool = False,
-    ) -> Decrypt:
-        """Decryption of ciphertexts under one functional key: decoded, tabled and prepared once.
-
-        With `warm_only` it raises `Cold` rather than query the store, build a table, decode or
-        prepare a key, or search a per-pair range: the caller is the event loop.
-        """
-        material = (
-            self.keyring.cached(name, version)
-            if warm_only
-            else self.keyring.material(name, version)
-        )
-        if material is None:
-            raise Cold
-        return self._decryption(material, functional_key, bounds).runner(self.caches, warm_only)
 
     async def decrypt(
         self,
@@ -281,26 +240,126 @@ class Fe:
     ) -> int | None:
         """The value, or None outside the bounds.
 
-        In a pool process when one is free, so that decryptions on this worker run side by side
-        rather than queue for its one RELIC lock; else on the event loop when everything it
-        needs is cached and that lock is free (a few milliseconds at most); else in a thread.
+        On the event loop when it is small, everything it needs is cached and the RELIC lock is
+        free, as long as the decryptions of this turn of the loop leave the pool nothing to take
+        (`_Turns`); else in a pool process when one is free, so that decryptions on this worker
+        run side by side rather than queue for its one RELIC lock; else in a thread. A small
+        one that went to the pool because this worker's caches were cold warms them for the
+        next.
         """
-
-        def run(warm_only: bool) -> int | None:
-            decrypt = self.decryptor(name, functional_key, bounds, version, warm_only)
-            return decrypt(ciphertext)
-
+        job = self.decryption(await self.keyring.fetch(name, version), functional_key, bounds)
         pool = self.pool
-        if pool is not None and pool.idle:
-            material = await self.keyring.fetch(name, version)
-            job = self._decryption(material, functional_key, bounds)
-            job.check_header(ciphertext, "ciphertext")
-            return await pool.decrypt(job, ciphertext)
-        if len(ciphertext) <= INLINE_CIPHERTEXT_BYTES and group.LOCK.acquire(blocking=False):
+        small = len(ciphertext) <= INLINE_CIPHERTEXT_BYTES and not job.scheme.searches_per_pair
+        to_pool = pool is not None and pool.idle
+        cold = False
+        if small and not (to_pool and self._turns.backlog()) and group.LOCK.acquire(False):
             try:
-                return run(warm_only=True)
-            except Cold:
-                pass
+                decrypt = job.runner(self.caches.warm)
+                if decrypt is not None:
+                    self._turns.ran()
+                    return decrypt(ciphertext)
+                cold = True
             finally:
                 group.LOCK.release()
-        return await in_thread(run, False)
+        if pool is not None and to_pool:
+            job.check_header(ciphertext, "ciphertext")
+            value = await pool.decrypt(job, ciphertext)
+            if cold:
+                self._warm_up(job)
+            return value
+        return await in_thread(lambda: job.built(self.caches)(ciphertext))
+
+    def _warm_up(self, job: Decryption) -> None:
+        """Build this worker's table and prepared key for `job` in a thread of its own (one at a
+        time: else skipped), so that a later small decryption like it runs on the event loop."""
+        if not self._warming.acquire(blocking=False):
+            return
+
+        def warm() -> None:
+            try:
+                job.built(self.caches)
+            except Exception:
+                log.exception("warming the FE caches failed")
+            finally:
+                self._warming.release()
+
+        threading.Thread(target=warm, name="fe-warm-up", daemon=True).start()
+
+
+class _Turns:
+    """Whether a decryption already ran on the event loop in its current turn. Requests that
+    arrive together start in the same turn, so a second decryption in one turn has others
+    waiting behind it: then the pool takes one while the event loop runs the next."""
+
+    def __init__(self) -> None:
+        self._ran = False
+
+    def backlog(self) -> bool:
+        return self._ran
+
+    def ran(self) -> None:
+        if not self._ran:
+            self._ran = True
+            asyncio.get_running_loop().call_soon(self._next_turn)
+
+    def _next_turn(self) -> None:
+        self._ran = False
+
+
+class Decryptions(Protocol):
+    """A decryption item: its bounds are what its work depends on."""
+
+    @property
+    def bounds(self) -> Sequence[int]: ...
+
+
+class FeKey:
+    """An FE key of a request, and who asks: its verbs place their own work (the event loop, a
+    thread or a pool process, `Fe.decrypt`). A keygen notes the function it releases in the
+    request's audit record (`functions`, one per item, for a batch)."""
+
+    def __init__(self, fe: "Fe", name: str, principal: str, audit: AuditNote, batch: bool) -> None:
+        self.fe = fe
+        self.name = name
+        self.principal = principal
+        self.audit = audit
+        self.batch = batch
+
+    def admit(self, items: Sequence[object]) -> None:
+        """Refuse items whose FE work is over CIPHERD_FE_MAX_REQUEST_WORK (`Fe.charge`)."""
+        if items and hasattr(items[0], "bounds"):
+            self.fe.charge(self.name, decrypts=[cast(Decryptions, i).bounds for i in items])
+        else:
+            self.fe.charge(self.name, makes=len(items))
+
+    async def warm(self, payload: bytes | None, version: int | None) -> None:
+        """Nothing: FE verbs fetch what they need themselves, off the event loop."""
+
+    async def keygen(
+        self, y: Sequence[int] | None, f: Sequence[Sequence[int]] | None, version: int | None
+    ) -> Sealed:
+        released = Fe.released(y, f)
+        if self.batch:
+            self.audit.details.setdefault("functions", []).append(released)
+        else:
+            self.audit.details.update(released)
+        self.audit.change = True  # the ledger takes this function
+        request = KeygenRequest(self.name, y, f, version)
+        return await in_thread(self.fe.keygen, self.principal, request)
+
+    async def encrypt(
+        self, x: Sequence[int], y: Sequence[int] | None, version: int | None
+    ) -> Sealed:
+        return await in_thread(self.fe.encrypt, self.name, x, y, version)
+
+    async def decrypt(
+        self, functional_key: bytes, ciphertext: bytes, bounds: Sequence[int], version: int | None
+    ) -> int | None:
+        return await self.fe.decrypt(self.name, functional_key, ciphertext, bounds, version)
+
+    async def check_functional_key(
+        self, functional_key: bytes, bounds: Sequence[int], version: int | None
+    ) -> None:
+        """Refuse a functional key, bounds or version that every decryption of a request
+        shares, once for the request rather than once per ciphertext."""
+        self.fe.decryption(await self.fe.keyring.fetch(self.name, version), functional_key, bounds)

@@ -1,8 +1,9 @@
 """Process-memory caches that make repeated FE decryptions cheap.
 
 * Discrete-log tables, per (base, table size), bounded in bytes (each curve's gT is a base of
-  its own): a table takes a while to build (bench/README.md) and then answers at once. The
-  size follows the width of the range, not where it lies, so moving a range reuses its table.
+  its own): a table takes a while to build (docs/performance/choices.md) and then answers at
+  once. The size follows the width of the range, not where it lies, so moving a range reuses its
+  table.
 * Functional keys, per digest of their bytes, bounded in bytes and entries: decoding checks
   every point's subgroup, so a key seen before skips that; a key seen twice is prepared (its
   pairing lines precomputed), which takes about a third off each later decryption. A caller may
@@ -27,17 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.server.metrics import CACHE_BUILD_SECONDS, CACHE_BYTES, CACHE_ENTRIES, CACHE_EVENTS
-from core.fe import group
-from core.fe.dlog import baby_steps_for
-from core.fe.schemes import Scheme
+from core.fe.dlog import DlogTable, baby_steps_for
+from core.fe.schemes import Scheme, TableBase
 
-
-class Cold(Exception):
-    """What a request needs is not cached yet, and building it is no work for the event loop;
-    or a search with it could take too long for the event loop."""
-
-
-# The longest search run on the event loop: a full sweep of this many giant steps, a small
+# The longest search the event loop makes: a full sweep of this many giant steps, a small
 # fraction of a millisecond. A table of the widest ranges (2^32 values over 2^20 baby steps)
 # may need 2048, which is work for a thread.
 INLINE_GIANT_STEPS = 16
@@ -132,43 +126,29 @@ MASTER_ENTRIES = 32
 
 
 class FeCaches:
+    """The FE caches of one process. As a `core.fe.schemes.DecryptionCache` it builds what is
+    missing; `warm` is the same caches for the event loop, which only reads them."""
+
     def __init__(self, budgets: CacheBudgets) -> None:
         self.tables = LruCache("dlog_tables", budgets.table_bytes)
         self.keys = LruCache("functional_keys", budgets.key_bytes, budgets.key_entries)
         self.decoded_keys = LruCache("decoded_master_keys", budgets.master_bytes, MASTER_ENTRIES)
         self._uses: dict[bytes, int] = {}
+        self.warm = WarmCaches(self)
 
-    def table(
-        self, base_id: bytes, base: Callable[[], Any], lo: int, hi: int, warm_only: bool = False
-    ) -> Any:
-        """A table over [lo, hi]; with `warm_only`, `Cold` unless it is built already and a
-        full sweep of [lo, hi] is short.
+    def table(self, base: TableBase, lo: int, hi: int) -> DlogTable:
+        """A table over [lo, hi], built if missing.
 
         Keyed by the table size, not by lo and hi: else every shifted range builds a new table.
         """
-        baby_steps = baby_steps_for(hi - lo, balanced=False)
-        key = (base_id, baby_steps)
-        if warm_only:
-            table = self.tables.cached(key)
-            if table is None or hi - lo > 2 * baby_steps * INLINE_GIANT_STEPS:
-                raise Cold
-        else:
-            table = self.tables.get(
-                key, lambda: group.DlogTable(base(), lo, hi), lambda t: t.nbytes
-            )
+        table: DlogTable = self.tables.get(
+            table_key(base, lo, hi), lambda: DlogTable(base.element(), lo, hi), lambda t: t.nbytes
+        )
         return table.over(lo, hi)
 
-    def functional_key(self, scheme: Scheme, data: bytes, warm_only: bool = False) -> Any:
-        """The decoded key; prepared once it has been used before.
-
-        With `warm_only`, `Cold` unless the prepared key is cached already.
-        """
-        digest = hashlib.sha256(scheme.key_type.encode() + data).digest()
-        if warm_only:
-            key = self.keys.cached(digest)
-            if key is None or isinstance(key, scheme.module.Key):
-                raise Cold
-            return key
+    def prepared_key(self, scheme: Scheme, data: bytes) -> Any:
+        """The decoded key, decoded if missing; prepared once it has been used before."""
+        digest = key_digest(scheme, data)
         key = self.keys.get(
             digest,
             lambda: scheme.functional_key(data),
@@ -203,3 +183,31 @@ class FeCaches:
             entry = (blob, decode(blob))
             self.decoded_keys.put((kind, scheme.key_type, name, version), entry, weight)
         return entry[1]
+
+
+class WarmCaches:
+    """The caches of `FeCaches` as the event loop sees them: a table or key that is there and
+    ready, or None where a thread would have to build, decode or prepare, or search long."""
+
+    def __init__(self, caches: FeCaches) -> None:
+        self._caches = caches
+
+    def table(self, base: TableBase, lo: int, hi: int) -> DlogTable | None:
+        """The cached table over [lo, hi], if a full sweep of it is short."""
+        table: DlogTable | None = self._caches.tables.cached(table_key(base, lo, hi))
+        if table is None or hi - lo > 2 * table.baby_steps * INLINE_GIANT_STEPS:
+            return None
+        return table.over(lo, hi)
+
+    def prepared_key(self, scheme: Scheme, data: bytes) -> Any:
+        """The key, if it is cached and prepared."""
+        key = self._caches.keys.cached(key_digest(scheme, data))
+        return None if isinstance(key, scheme.module.Key) else key
+
+
+def table_key(base: TableBase, lo: int, hi: int) -> tuple[bytes, int]:
+    return base.id, baby_steps_for(hi - lo, balanced=False)
+
+
+def key_digest(scheme: Scheme, data: bytes) -> bytes:
+    return hashlib.sha256(scheme.key_type.encode() + data).digest()

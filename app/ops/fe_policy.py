@@ -205,37 +205,30 @@ class KeygenRequest:
 
 
 def decide(
-    ledger: FunctionLedger,
-    principal: str,
-    made: Sequence[tuple[int, list[int], Any, Any]],
-    now: float,
-) -> list[Exception | None]:
-    """The policy's decision on each made key of one key version, in order: None for a release
+    ledger: FunctionLedger, principal: str, vector: list[int], function: Any, now: float
+) -> Exception | None:
+    """The policy's decision on a made functional key of one key version: None for a release
     (recorded in the ledger with the rank it leaves), or the refusal. Runs inside the store
     transaction that serialises the decisions on that version."""
     policy = FunctionPolicy.from_json(ledger.params.get("fe_policy"))
-    length = len(made[0][1])
-    basis = SpanBasis.echelon(length, ledger.basis)
-    decisions: list[Exception | None] = []
-    for _, vector, function, _ in made:
-        try:
-            policy.check_function(vector)
-            quota = policy.keygen_quota
-            if quota is not None and (
-                ledger.released_since(principal, now - quota.period_seconds) >= quota.count
-            ):
-                raise Problem(
-                    429,
-                    "keygen-quota-exceeded",
-                    "Keygen quota exceeded",
-                    f"this token has had {quota.count} functional keys of this key in the last "
-                    f"{quota.period_seconds} s, the key's keygen_quota",
-                )
-            if policy.check_rank(basis, vector):
-                basis.add(vector)
-            ledger.record(function, principal, now, basis.rank)
-            decisions.append(None)
-        except KNOWN_ERRORS as exc:
-            decisions.append(exc)
+    basis = SpanBasis.echelon(len(vector), ledger.basis)
+    try:
+        policy.check_function(vector)
+        quota = policy.keygen_quota
+        if quota is not None and (
+            ledger.released_since(principal, now - quota.period_seconds) >= quota.count
+        ):
+            raise Problem(
+                429,
+                "keygen-quota-exceeded",
+                "Keygen quota exceeded",
+                f"this token has had {quota.count} functional keys of this key in the last "
+                f"{quota.period_seconds} s, the key's keygen_quota",
+            )
+        if policy.check_rank(basis, vector):
+            basis.add(vector)
+    except KNOWN_ERRORS as exc:
+        return exc
+    ledger.record(function, principal, now, basis.rank)
     ledger.basis = basis.rows
-    return decisions
+    return None

@@ -7,33 +7,34 @@ its own RELIC and its own caches of tables and prepared keys, while the worker k
 the small decryptions it has everything cached for on its event loop.
 
 A job crosses to a pool process as plain values: the functional key and ciphertext bytes, the
-bounds, and what the worker checked them against (scheme, curve, dimension, master key id, and
-tao's public base). No secret leaves the worker. Each process checks every header again before
-decoding a point, as the worker does. A pool process's own figures (its caches) stay out of
-/metrics, which reports the workers': with several workers the page is the sum over the files of
-live workers, and a pool process that outlived its worker would keep its figures in that sum.
+bounds, what the worker checked them against (scheme, curve, dimension, master key id) and the
+key version's public part (tao's decryption base). No secret leaves the worker. Each process
+checks every header again before decoding a point, as the worker does. A pool process's own
+figures (its caches) stay out of /metrics, which reports the workers': with several workers the
+page is the sum over the files of live workers, and a pool process that outlived its worker
+would keep its figures in that sum.
 """
 
-import asyncio
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from app.ops.errors import KNOWN_ERRORS, Problem, invalid_input, problem_for
-from app.ops.fe_cache import CacheBudgets, Cold, FeCaches
+from app.ops.fe_cache import CacheBudgets, FeCaches
+from app.ops.work import in_thread
 from app.server.metrics import process_metrics_only, timed
 from core.errors import EncodingError, KeyMismatchError
 from core.fe import encoding, group
-from core.fe.schemes import SCHEMES, Scheme
+from core.fe.schemes import SCHEMES, DecryptionCache, Scheme
 
 log = logging.getLogger("cipherd.fe")
+_SPAWN = multiprocessing.get_context("spawn")
 
 Decrypt = Callable[[bytes], int | None]
 
@@ -48,7 +49,7 @@ class Decryption:
     version: int
     dimension: int
     master_id: bytes
-    base: bytes | None  # tao: the version's published decryption base
+    public: bytes | None  # the version's public part (tao: its decryption base)
     functional_key: bytes
     lo: int
     hi: int
@@ -83,34 +84,13 @@ class Decryption:
                 "for one made under an earlier version, pass its key_version"
             )
 
-    def runner(self, caches: FeCaches, warm_only: bool = False) -> Decrypt:
-        """Decryption of ciphertexts under this key, with `caches`' tables and prepared keys.
-
-        With `warm_only` it raises `Cold` rather than build a table, decode or prepare a key,
-        or search a per-pair range: the caller is the event loop.
-        """
-        scheme, lo, hi = self.scheme, self.lo, self.hi
-        if warm_only and scheme.base_kind == "per-pair":
-            raise Cold
-        key = caches.functional_key(scheme, self.functional_key, warm_only)
-        curve = group.curve(scheme.curve)
-        if scheme.base_kind == "per-pair":
-
-            def find(ct: Any) -> int | None:
-                value: int | None = scheme.module.decrypt(key, ct, lo, hi)
-                return value
-        else:
-            if scheme.base_kind == "master":
-                public = self.base or b""
-                table = caches.table(public, lambda: curve.gt_from_bytes(public), lo, hi, warm_only)
-            else:
-                table = caches.table(
-                    f"gT:{curve.name}".encode(), curve.gt_generator, lo, hi, warm_only
-                )
-
-            def find(ct: Any) -> int | None:
-                value: int | None = scheme.module.decrypt(table, key, ct)
-                return value
+    def runner(self, cache: DecryptionCache) -> Decrypt | None:
+        """Decryption of ciphertexts under this key, with the table and prepared key `cache`
+        gives; None when it gives none (`FeCaches.warm`: not at hand)."""
+        scheme = self.scheme
+        find = scheme.decryptor_for(cache, self.functional_key, self.lo, self.hi, self.public)
+        if find is None:
+            return None
 
         def decrypt(data: bytes) -> int | None:
             self.check_header(data, "ciphertext")
@@ -120,22 +100,39 @@ class Decryption:
 
         return decrypt
 
+    def built(self, caches: FeCaches) -> Decrypt:
+        """`runner` with caches that build what they lack, so never None."""
+        decrypt = self.runner(caches)
+        assert decrypt is not None
+        return decrypt
 
-# The caches of a pool process, made by `_start` when the process starts.
+
+# The caches of a pool process, made by `_serve` when the process starts.
 _caches: FeCaches | None = None
 
 Outcome = tuple[str, Any]
+# How long `close` waits for decryptions under way, and then for a process to exit.
+CLOSE_SECONDS = 5.0
 
 
-def _start(budgets: CacheBudgets) -> None:
-    """A pool process's start: caches of its own, metrics of its own, and an exit when its
-    worker is gone (killed outright, say), rather than a process left over unwatched."""
+def _serve(jobs: Connection, budgets: CacheBudgets) -> None:
+    """A pool process: caches and metrics of its own, then one job at a time from `jobs`
+    until its worker closes the pipe. It leaves Ctrl-C (SIGINT, which a terminal sends to the
+    whole process group) to its worker, and exits when the worker is gone (killed outright,
+    say) rather than stay over unwatched."""
     global _caches
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     process_metrics_only()
     _caches = FeCaches(budgets)
     worker = multiprocessing.parent_process()
     if worker is not None:
         threading.Thread(target=_exit_with, args=(worker,), daemon=True).start()
+    while True:
+        try:
+            job, ciphertext = jobs.recv()
+        except EOFError:
+            return
+        jobs.send(_decrypt(job, ciphertext))
 
 
 def _exit_with(worker: multiprocessing.process.BaseProcess) -> None:
@@ -148,26 +145,56 @@ def _decrypt(job: Decryption, ciphertext: bytes) -> Outcome:
     arguments of their own do not all survive pickling)."""
     assert _caches is not None
     try:
-        return "value", job.runner(_caches)(ciphertext)
+        return "value", job.built(_caches)(ciphertext)
     except KNOWN_ERRORS as exc:
         problem = problem_for(exc)
         assert problem is not None
         return "problem", (problem.status, problem.slug, problem.title, problem.detail)
 
 
-def _ready() -> bool:
-    return True
+class _PoolProcess:
+    """One pool process and the pipe its jobs go through."""
+
+    def __init__(self, budgets: CacheBudgets) -> None:
+        self.jobs, theirs = _SPAWN.Pipe()
+        self.process = _SPAWN.Process(
+            target=_serve, args=(theirs, budgets), name="cipherd-fe", daemon=True
+        )
+        self.process.start()
+        theirs.close()
+
+    def run(self, job: Decryption, ciphertext: bytes) -> Outcome:
+        """The job's outcome; EOFError or OSError if the process died meanwhile."""
+        self.jobs.send((job, ciphertext))
+        outcome: Outcome = self.jobs.recv()
+        return outcome
+
+    def close(self) -> None:
+        """End of input: the process finishes and exits (or is killed after CLOSE_SECONDS)."""
+        self.jobs.close()
+        self.process.join(CLOSE_SECONDS)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.process.close()
 
 
 class FePool:
     """`processes` processes for FE decryptions, started by `start` (or the first decryption)
-    and replaced if one dies. Each process's caches take `budgets` of their own."""
+    and replaced if one dies. Each process's caches take `budgets` of their own.
+
+    A job crosses a pipe of its own process's, one at a time: no queue shared by the
+    processes, so nothing of the pool (no named semaphore, as a `ProcessPoolExecutor`'s
+    queues hold) outlives a worker that was killed outright."""
 
     def __init__(self, processes: int, budgets: CacheBudgets) -> None:
         self._processes = processes
-        self._initargs = (budgets,)
-        self._lock = threading.Lock()
-        self._executor: ProcessPoolExecutor | None = None
+        self._budgets = budgets
+        self._changed = threading.Condition()
+        self._running: list[_PoolProcess] = []
+        self._idle: list[_PoolProcess] = []
+        self._open = False
+        self._closed = False  # for good: a decryption after `close` starts nothing
         # Decryptions sent and not yet answered; counted on the event loop only.
         self._busy = 0
 
@@ -177,41 +204,17 @@ class FePool:
         return self._busy < self._processes
 
     def start(self) -> None:
-        with self._lock:
-            if self._executor is None:
-                self._executor = self._open()
-
-    def _open(self) -> ProcessPoolExecutor:
-        executor = ProcessPoolExecutor(
-            self._processes,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start,
-            initargs=self._initargs,
-        )
-        for _ in range(self._processes):  # start them now, not on the first request
-            executor.submit(_ready)
-        return executor
+        with self._changed:
+            if not self._open and not self._closed:
+                self._running = [_PoolProcess(self._budgets) for _ in range(self._processes)]
+                self._idle = list(self._running)
+                self._open = True
 
     async def decrypt(self, job: Decryption, ciphertext: bytes) -> int | None:
         self.start()
-        executor = self._executor
-        assert executor is not None
         self._busy += 1
         try:
-            kind, value = await asyncio.wrap_future(executor.submit(_decrypt, job, ciphertext))
-        except BrokenProcessPool:
-            # A pool process died (killed, out of memory): a new pool for later requests, and
-            # this one is answered 503, to be retried.
-            with self._lock:
-                if self._executor is executor:
-                    log.error("an FE pool process died; starting a new pool")
-                    self._executor = self._open()
-            raise Problem(
-                503,
-                "fe-pool-restarting",
-                "FE pool restarting",
-                "the process running this decryption stopped; retry",
-            ) from None
+            kind, value = await in_thread(self._run, job, ciphertext)
         finally:
             self._busy -= 1
         if kind == "problem":
@@ -219,8 +222,55 @@ class FePool:
         result: int | None = value
         return result
 
+    def _run(self, job: Decryption, ciphertext: bytes) -> Outcome:
+        """The job on the first free process (waiting for one if every one is busy)."""
+        with self._changed:
+            while not self._idle:
+                if not self._open:
+                    raise Problem(
+                        503, "shutting-down", "Shutting down", "the service is stopping; retry"
+                    )
+                self._changed.wait()
+            process = self._idle.pop()
+        try:
+            return process.run(job, ciphertext)
+        except (EOFError, OSError):
+            # The process died (killed, out of memory): a new one for later requests, and this
+            # one is answered 503, to be retried.
+            log.error("an FE pool process died; starting a new one")
+            process = self._replace(process)
+            raise Problem(
+                503,
+                "fe-pool-restarting",
+                "FE pool restarting",
+                "the process running this decryption stopped; retry",
+            ) from None
+        finally:
+            with self._changed:
+                if process in self._running:
+                    self._idle.append(process)
+                self._changed.notify_all()
+
+    def _replace(self, dead: _PoolProcess) -> _PoolProcess:
+        """A new process in place of `dead`; none once the pool is closing (`close` ends the
+        processes it had then, this one among them)."""
+        with self._changed:
+            if not self._open or dead not in self._running:
+                return dead
+            fresh = _PoolProcess(self._budgets)
+            self._running[self._running.index(dead)] = fresh
+        dead.close()
+        return fresh
+
     def close(self) -> None:
-        with self._lock:
-            if self._executor is not None:
-                self._executor.shutdown(wait=True, cancel_futures=True)
-                self._executor = None
+        """Stop every process, once the decryptions under way are answered (those still
+        running after CLOSE_SECONDS are cut short)."""
+        with self._changed:
+            self._open, self._closed = False, True
+            self._changed.notify_all()
+            self._changed.wait_for(
+                lambda: len(self._idle) == len(self._running), timeout=CLOSE_SECONDS
+            )
+            running, self._running, self._idle = self._running, [], []
+        for process in running:
+            process.close()

@@ -18,7 +18,8 @@ _checks_lock = threading.Lock()
 
 
 async def ready(store: KeyStore) -> bool:
-    """Whether the key store answers (and, where it checks that, takes writes), told within
+    """Whether the key store answers (and, where it checks that, takes writes) and this
+    machine's clock agrees with the database's (`app.store.clock`), told within
     READY_SECONDS: the check runs on a thread of its own, one at a time per store, so that a
     store that does not answer, or a thread pool full of requests waiting for it, still gets
     an answer within a second."""
@@ -29,7 +30,9 @@ async def ready(store: KeyStore) -> bool:
     if failure is not None:  # any failure to reach the store means not ready
         log.warning("key store not ready: %s", type(failure).__name__)
         return False
-    return True
+    # The check measured this machine's clock against the database's: one too far off is not
+    # to serve (its log and metrics say why).
+    return store.clock.agrees
 
 
 def _check_of(store: KeyStore) -> "Future[None]":

@@ -21,9 +21,9 @@ from typing import Any, Generic, TypeVar
 
 from anyio.to_thread import run_sync
 
+from app.ops.keytypes import KEY_TYPES
 from app.server.metrics import CACHE_BYTES, CACHE_ENTRIES
 from app.store import KeyMaterial, KeyStore, KeyStoreError, StoreUnavailableError
-from core.sign import ed25519
 
 MAX_ENTRIES = 4096
 # While the store is down, how often a lookup asks it again.
@@ -33,7 +33,7 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-class _Outage:
+class Outage:
     """Whether a store is taken to be down: its last call through a cache did not answer, and
     none has since. Shared by the caches of one store, so that a request that looks up a token
     and then a key waits for it once at most."""
@@ -61,13 +61,14 @@ class _Outage:
             return True
 
 
-_outages: "weakref.WeakKeyDictionary[KeyStore, _Outage]" = weakref.WeakKeyDictionary()
+_outages: "weakref.WeakKeyDictionary[KeyStore, Outage]" = weakref.WeakKeyDictionary()
 _outages_lock = threading.Lock()
 
 
-def _outage_of(store: KeyStore) -> _Outage:
+def store_outage(store: KeyStore) -> Outage:
+    """The one outage state of `store`, shared by its caches and the auth check."""
     with _outages_lock:
-        return _outages.setdefault(store, _Outage())
+        return _outages.setdefault(store, Outage())
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,9 @@ class Weight:
 class StoreCache(Generic[K, V]):
     """Answers of `store` by key, from `fetch`: fresh for `cache_seconds`, and while the store
     does not answer, kept for `grace_seconds` from their fetching (nothing is kept with no
-    cache time). At most `max_entries` of them, and with a `weight`, that many bytes."""
+    cache time). At most `max_entries` of them, and with a `weight`, that many bytes. `alias`
+    names another key a fetched answer also answers, if there is one (kept as an entry of its
+    own)."""
 
     def __init__(
         self,
@@ -93,8 +96,10 @@ class StoreCache(Generic[K, V]):
         grace_seconds: float,
         max_entries: int,
         weight: Weight | None = None,
+        alias: Callable[[K, V], K | None] | None = None,
     ) -> None:
         self._fetch = fetch
+        self._alias = alias
         self._cache_seconds = cache_seconds
         self._keep_seconds = max(cache_seconds, grace_seconds) if cache_seconds > 0 else 0.0
         self._max_entries = max_entries
@@ -105,7 +110,7 @@ class StoreCache(Generic[K, V]):
         # Entries past their grace are dropped once per grace (or when the cache is full), so
         # that memory follows what was used lately rather than fill up to the cap.
         self._swept_at = time.monotonic()
-        self._outage = _outage_of(store)
+        self._outage = store_outage(store)
         self._lock = threading.Lock()
 
     def cached(self, key: K) -> tuple[V] | None:
@@ -144,6 +149,11 @@ class StoreCache(Generic[K, V]):
     def _put(self, key: K, value: V, now: float) -> None:
         if self._cache_seconds <= 0:
             return
+        alias = None if self._alias is None else self._alias(key, value)
+        for each in (key,) if alias is None else (key, alias):
+            self._put_one(each, value, now)
+
+    def _put_one(self, key: K, value: V, now: float) -> None:
         size = 0 if self._weight is None else self._weight.weigh(value)
         max_bytes = None if self._weight is None else self._weight.max_bytes
         if max_bytes is not None and size > max_bytes:
@@ -211,16 +221,26 @@ class StoreCache(Generic[K, V]):
             self._bytes = 0
 
 
-# What a cached key weighs beside its secret and public part (the object, its name, params,
-# what was prepared from its secret).
+# What a cached key weighs beside its secret, its public part and what its type prepares (the
+# object, its name, params).
 KEY_OVERHEAD_BYTES = 512
-
-# Key types whose secret is made ready for use once per version the keyring holds.
-_PREPARE: dict[str, Callable[[bytes], Any]] = {"ed25519": ed25519.SigningKey}
 
 
 def _key_bytes(material: KeyMaterial) -> int:
-    return KEY_OVERHEAD_BYTES + len(material.secret) + len(material.public or b"")
+    prepared = KEY_TYPES[material.type].prepared_bytes
+    return KEY_OVERHEAD_BYTES + len(material.secret) + len(material.public or b"") + prepared
+
+
+def _other_name(
+    key: tuple[str, int | None], material: KeyMaterial
+) -> tuple[str, int | None] | None:
+    """The latest version is asked for by number as well as by None (a payload's envelope or a
+    bare payload's trial names it): one fetch answers both, so that through a store outage every
+    verb finds what the last request unwrapped, whichever way it names the version."""
+    name, version = key
+    if version is None:
+        return name, material.version
+    return (name, None) if version == material.latest_version else None
 
 
 class Keyring:
@@ -239,6 +259,7 @@ class Keyring:
             grace_seconds,
             MAX_ENTRIES,
             Weight("unwrapped_keys", _key_bytes, max_bytes),
+            _other_name,
         )
 
     def material(self, name: str, version: int | None = None) -> KeyMaterial:
@@ -246,8 +267,8 @@ class Keyring:
         return self._cache.load((name, version))
 
     def _unwrap(self, key: tuple[str, int | None]) -> KeyMaterial:
-        material = self.store.material(*key)
-        prepare = _PREPARE.get(material.type)
+        material = self.store.keys.material(*key)
+        prepare = KEY_TYPES[material.type].prepare
         return material if prepare is None else replace(material, prepared=prepare(material.secret))
 
     def cached(self, name: str, version: int | None = None) -> KeyMaterial | None:

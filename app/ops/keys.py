@@ -1,25 +1,23 @@
-"""Keys: their types, and the verbs of their lifecycle (create, list, read, rotate, delete, public
-part, export).
+"""Keys: the verbs of their lifecycle (create, list, read, rotate, delete, public part, export).
 
-A key type knows how to draw fresh secret material and what public part (if any) goes with it.
-Families (ECIES, AEZ, FE) check the type of a key before using it. The arguments and answers of
+What each type draws, takes in and shows is its entry in `app.ops.keytypes`; families (ECIES,
+AEZ, FE, ...) check the type of a key before using it. The arguments and answers of
 these verbs are the models that `POST /v1/keys` and `cipherd keys` share, so that both make the
 same checks and print the same JSON.
 """
 
-import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
-from app.ops import mac
+from app.ops import jwk
 from app.ops.auth import Operation, Principal
 from app.ops.errors import Problem, invalid_input
 from app.ops.keyring import Keyring
+from app.ops.keytypes import KEY_TYPES, PublicFormat
 from app.settings import Settings
 from app.store import (
     KeyInfo,
@@ -28,68 +26,13 @@ from app.store import (
     KeyStore,
     PolicyDecision,
 )
-from core import ecies
 from core.fe.group import DEFAULT_CURVE
-from core.fe.schemes import SCHEMES, Scheme
-from core.sign import ecdsa, ed25519
 
-AEZ_KEY_BYTES = 48
 KEY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
-FE_CURVES = ("bls12-381", "bn254")
 PENDING_DELETION = "pending-deletion"
 # The longest deletion window a request may ask for.
 MAX_DELETION_WINDOW_SECONDS = 10 * 365 * 86400
 
-
-@dataclass(frozen=True)
-class KeyType:
-    name: str
-    family: str
-    # Draws (secret, public part or None) for the key's creation parameters.
-    generate: Callable[[dict[str, Any]], tuple[bytes, bytes | None]]
-    # The public part of a secret brought from elsewhere (BYOK), for types that have one.
-    public_of: Callable[[bytes], bytes] | None = None
-
-
-def _ecies(curve: str) -> KeyType:
-    def generate(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
-        return ecies.generate_keypair(curve)
-
-    return KeyType(
-        f"ecies-{curve}", "ecies", generate, lambda secret: ecies.public_key(secret, curve)
-    )
-
-
-def _aez(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
-    return os.urandom(AEZ_KEY_BYTES), None
-
-
-def _hmac(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
-    return os.urandom(mac.KEY_BYTES), None
-
-
-def _fe(scheme: Scheme) -> KeyType:
-    def generate(params: dict[str, Any]) -> tuple[bytes, bytes | None]:
-        return scheme.on(params.get("curve", DEFAULT_CURVE)).setup_bytes(params["dimension"])
-
-    return KeyType(scheme.key_type, "fe", generate)
-
-
-KEY_TYPES: dict[str, KeyType] = {
-    kt.name: kt
-    for kt in (
-        _ecies("secp256k1"),
-        _ecies("x25519"),
-        _ecies("ed25519"),
-        KeyType("aez", "aez", _aez),
-        KeyType(
-            "ecdsa-secp256k1", "sign", lambda params: ecdsa.generate_keypair(), ecdsa.public_key
-        ),
-        KeyType("ed25519", "sign", lambda params: ed25519.generate_keypair(), ed25519.public_key),
-        KeyType("hmac", "hmac", _hmac),
-        *(_fe(scheme) for scheme in SCHEMES.values()),
-    )
-}
 
 KeyTypeName = Annotated[
     str, Field(json_schema_extra={"enum": sorted(KEY_TYPES)}, description="the key's type")
@@ -107,7 +50,7 @@ FunctionEntries = Annotated[list[StrictInt], Field(min_length=1, max_length=4096
 
 
 class FePolicy(BaseModel):
-    """What the holders of an FE key's functional keys may learn (README, "What FE reveals")."""
+    """What the holders of an FE key's functional keys may learn (docs/api/fe.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -157,6 +100,16 @@ class KeyCreate(BaseModel):
     deletion_protection: StrictBool = Field(
         False, description="DELETE is refused (409) until this is set false"
     )
+    derived: StrictBool = Field(
+        False,
+        description="AEAD key types only: every call gives a context, and the key used is "
+        "derived from it (HKDF-SHA256, as Vault Transit's derived keys)",
+    )
+    convergent: StrictBool = Field(
+        False,
+        description="AEAD key types only, with derived: the same plaintext, associated data and "
+        "context give the same ciphertext",
+    )
 
 
 class KeyVersionOut(BaseModel):
@@ -170,6 +123,10 @@ class KeyOut(BaseModel):
     dimension: int | None = None
     curve: str | None = Field(None, description="FE key types: the pairing curve")
     fe_policy: FePolicy | None = Field(None, description="FE key types: the function policy")
+    derived: bool = Field(False, description="AEAD key types: every call gives a context")
+    convergent: bool = Field(
+        False, description="AEAD key types: equal inputs give equal ciphertexts"
+    )
     exportable: bool
     allow_backup: bool = Field(False, description="whether the key may be backed up")
     created_at: datetime
@@ -180,6 +137,7 @@ class KeyOut(BaseModel):
         None, description="when a key pending deletion will be destroyed"
     )
     deletion_protection: bool
+    enabled: bool = Field(True, description="false: every use of the key is refused")
     min_decryption_version: int = Field(description="the oldest version that decrypts")
     min_encryption_version: int = Field(
         description="the oldest version an encryption may ask for; 0: any"
@@ -204,6 +162,8 @@ def key_out(info: KeyInfo, with_versions: bool) -> KeyOut:
         # FE keys made before the choice of curve are BLS12-381 keys.
         curve=info.params.get("curve", DEFAULT_CURVE) if "dimension" in info.params else None,
         fe_policy=info.params.get("fe_policy"),
+        derived=bool(info.params.get("derived")),
+        convergent=bool(info.params.get("convergent")),
         exportable=info.exportable,
         allow_backup=bool(info.params.get("allow_backup")),
         created_at=timestamp(info.created_at),
@@ -212,6 +172,7 @@ def key_out(info: KeyInfo, with_versions: bool) -> KeyOut:
         state=info.state,
         deletion_date=None if info.deletion_date is None else timestamp(info.deletion_date),
         deletion_protection=info.deletion_protection,
+        enabled=not info.params.get("disabled"),
         min_decryption_version=info.min_decryption_version,
         min_encryption_version=info.min_encryption_version,
         auto_rotate_seconds=None
@@ -226,10 +187,13 @@ def key_out(info: KeyInfo, with_versions: bool) -> KeyOut:
     )
 
 
-def _creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
+def creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
+    """The parameters a key is stored with, checked against the limits (422 otherwise): a
+    creation's, and a backup's on its import."""
     key_type = KEY_TYPES.get(body.type)
     if key_type is None:
         raise invalid_input(f"type: unknown key type {body.type!r}; one of {sorted(KEY_TYPES)}")
+    params = derivation_params(body.type, body.derived, body.convergent)
     if key_type.family != "fe":
         if body.dimension is not None:
             raise invalid_input(f"dimension: only FE key types take a dimension, not {body.type}")
@@ -237,7 +201,9 @@ def _creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
             raise invalid_input(f"curve: only FE key types take a curve, not {body.type}")
         if body.fe_policy is not None:
             raise invalid_input(f"fe_policy: only FE key types take one, not {body.type}")
-        return {}
+        if body.allow_backup:
+            params["allow_backup"] = True
+        return params
     if body.dimension is None:
         raise invalid_input(f"dimension: key type {body.type} needs a dimension")
     if body.dimension > settings.fe_max_dimension:
@@ -245,9 +211,28 @@ def _creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
             f"dimension: {body.dimension} is over this service's maximum of "
             f"{settings.fe_max_dimension} (CIPHERD_FE_MAX_DIMENSION)"
         )
-    params: dict[str, Any] = {"dimension": body.dimension, "curve": body.curve or DEFAULT_CURVE}
+    params = {"dimension": body.dimension, "curve": body.curve or DEFAULT_CURVE}
     if body.fe_policy is not None:
         params["fe_policy"] = checked_fe_policy(body.fe_policy, body.type, body.dimension)
+    if body.allow_backup:
+        params["allow_backup"] = True
+    return params
+
+
+def derivation_params(key_type: str, derived: bool, convergent: bool) -> dict[str, Any]:
+    """The parameters of an AEAD key's derivation, made or brought in (422 for options its
+    type does not take)."""
+    params: dict[str, Any] = {}
+    for option, given in (("derived", derived), ("convergent", convergent)):
+        if given:
+            if KEY_TYPES[key_type].family != "aead":
+                raise invalid_input(f"{option}: only AEAD key types take it, not {key_type}")
+            params[option] = True
+    if convergent and not derived:
+        raise invalid_input(
+            "convergent: a convergent key is derived too (derived: true): its nonces come "
+            "from the context as well"
+        )
     return params
 
 
@@ -267,20 +252,21 @@ def checked_fe_policy(policy: FePolicy, key_type: str, dimension: int) -> dict[s
     return policy.model_dump(exclude_none=True)
 
 
-def create(store: KeyStore, body: KeyCreate, settings: Settings) -> KeyOut:
-    """Check the request against the limits, draw the material, store the key."""
-    params = _creation_params(body, settings)
-    if body.allow_backup:
-        params["allow_backup"] = True
+def create(
+    store: KeyStore, body: KeyCreate, settings: Settings, noted: dict[str, Any] | None = None
+) -> KeyOut:
+    """Check the request against the limits, draw the material, store the key (with the
+    parameters `noted`, which no native verb reads: KMS's description of the key)."""
+    params = creation_params(body, settings) | (noted or {})
     secret, public = KEY_TYPES[body.type].generate(params)
-    info = store.create(
+    info = store.keys.create(
         body.name, body.type, params, body.exportable, secret, public, body.deletion_protection
     )
     return key_out(info, with_versions=True)
 
 
 def read(store: KeyStore, name: str) -> KeyOut:
-    return key_out(store.get(name), with_versions=True)
+    return key_out(store.keys.get(name), with_versions=True)
 
 
 def readable_page(
@@ -295,7 +281,7 @@ def readable_page(
     page shows whether a next one exists. `allows` still decides each key.
     """
     patterns = None if principal.admin else principal.key_patterns
-    rows = store.list(after, None if limit is None else limit + 1, patterns)
+    rows = store.keys.list(after, None if limit is None else limit + 1, patterns)
     page = [info for info in rows if principal.allows(Operation.READ, info.name)]
     next_after = None
     if limit is not None and len(page) > limit:
@@ -313,11 +299,11 @@ def rotate_from(
 ) -> KeyInfo:
     """`rotate`, only if the latest version is still `expected` when given (`KeyChangedError`
     if not): an automatic rotation due on several processes happens once."""
-    current = store.get(name)
+    current = store.keys.get(name)
     if current.state == PENDING_DELETION:
         raise KeyPendingDeletionError(name, current.deletion_date or 0.0)
     secret, public = KEY_TYPES[current.type].generate(current.params)
-    info = store.rotate(name, secret, public, current.created_at, expected)
+    info = store.keys.rotate(name, secret, public, current.created_at, expected)
     if keyring is not None:
         keyring.forget(name)
     return info
@@ -348,7 +334,7 @@ def delete(
             f"window_seconds: {window} is under this service's minimum of "
             f"{settings.deletion_min_window_seconds} (CIPHERD_DELETION_MIN_WINDOW_SECONDS)"
         )
-    info = store.schedule_deletion(name, time.time() + window)
+    info = store.keys.schedule_deletion(name, store.clock.now() + window)
     if keyring is not None:
         keyring.forget(name)
     time.sleep(settings.key_cache_seconds)
@@ -360,11 +346,15 @@ def delete(
 
 def restore(store: KeyStore, name: str) -> KeyOut:
     """Cancel a key's scheduled deletion: it is back as it was, every version with it."""
-    return key_out(store.restore(name), with_versions=True)
+    return key_out(store.keys.restore(name), with_versions=True)
 
 
-def public_part(keyring: Keyring, name: str, version: int | None) -> KeyMaterial:
-    """The key version whose public part a client asked for; 409 if its type has none."""
+def public_part(
+    keyring: Keyring, name: str, version: int | None, form: PublicFormat | None
+) -> tuple[KeyMaterial, PublicFormat, bytes | str | dict[str, str]]:
+    """The key version whose public part a client asked for, the form given (raw by default,
+    der for a type with no raw form) and the public part in it; 409 if its type has none, or
+    none in that form."""
     material = keyring.material(name, version)
     if material.public is None:
         raise Problem(
@@ -373,7 +363,13 @@ def public_part(keyring: Keyring, name: str, version: int | None) -> KeyMaterial
             "No public part",
             f"key {name!r} of type {material.type} has no public part",
         )
-    return material
+    key_type = KEY_TYPES[material.type]
+    if form is None:
+        form = "raw" if key_type.raw_public else "der"
+    encoded = key_type.public(material.public, form)
+    if isinstance(encoded, dict):  # a JWK names its version, as in the key's JWKS
+        encoded = {**encoded, **jwk.members(name, material.version, material.type)}
+    return material, form, encoded
 
 
 # What `PATCH /v1/keys/{name}` takes: any of these, each changed as given (a docstring would
@@ -399,10 +395,16 @@ class KeyPatch(BaseModel):
     deletion_protection: StrictBool | None = None
     exportable: StrictBool | None = Field(None, description="may only go from false to true")
     fe_policy: FePolicy | None = Field(None, description="FE key types: the function policy")
+    enabled: StrictBool | None = Field(
+        None,
+        description="false: every use of the key is refused (409 key-disabled) until it is "
+        "true again; its management goes on",
+    )
 
 
-def _policy_changes(body: KeyPatch) -> PolicyDecision:
-    """The columns `body` sets, checked against the key as it is under its row lock."""
+def policy_decision(body: KeyPatch) -> PolicyDecision:
+    """The columns `body` sets, checked against the key as it is: under its row lock for a
+    PATCH, as a backup brings it for an import."""
 
     def decide(key: KeyInfo) -> dict[str, Any]:
         changes: dict[str, Any] = {}
@@ -439,33 +441,41 @@ def _policy_changes(body: KeyPatch) -> PolicyDecision:
 
 
 def change_policy(store: KeyStore, keyring: Keyring | None, name: str, body: KeyPatch) -> KeyOut:
-    """Apply a policy change (`KeyPatch`), decided under the key's row lock."""
-    if body.fe_policy is not None:
-        current = store.get(name)
-        if KEY_TYPES[current.type].family != "fe":
-            raise invalid_input(f"fe_policy: only FE key types take one, not {current.type}")
-    info = store.set_policy(name, _policy_changes(body))
-    if body.fe_policy is not None:
-        policy = checked_fe_policy(body.fe_policy, info.type, info.params["dimension"])
-        info = store.set_params(name, {"fe_policy": policy})
+    """Apply a policy change (`KeyPatch`), decided under the key's row lock: all of it in one
+    transaction, or none of it."""
+    with store.transaction() as held:
+        if body.fe_policy is not None:
+            current = held.keys.get(name)
+            if KEY_TYPES[current.type].family != "fe":
+                raise invalid_input(f"fe_policy: only FE key types take one, not {current.type}")
+        info = held.keys.set_policy(name, policy_decision(body))
+        if body.fe_policy is not None:
+            policy = checked_fe_policy(body.fe_policy, info.type, info.params["dimension"])
+            info = held.keys.set_params(name, {"fe_policy": policy})
+        if body.enabled is not None:
+            info = held.keys.set_params(name, {"disabled": None if body.enabled else True})
     if keyring is not None:
         keyring.forget(name)
     return key_out(info, with_versions=True)
 
 
-def trim(store: KeyStore, keyring: Keyring | None, name: str) -> tuple[KeyOut, list[int]]:
-    """Destroy, for good, the versions below the key's min_decryption_version."""
-    info, destroyed = store.trim(name)
+def trim(
+    store: KeyStore, keyring: Keyring | None, name: str, below: int | None = None
+) -> tuple[KeyOut, list[int]]:
+    """Destroy, for good, the versions below `below`, by default (and at most) the key's
+    min_decryption_version."""
+    info, destroyed = store.keys.trim(name, below)
     if keyring is not None:
         keyring.forget(name)
     return key_out(info, with_versions=True), destroyed
 
 
 def export(store: KeyStore, name: str, version: int | None) -> KeyMaterial:
-    """The secret of an exportable key, read with its flag so that the check is of that key."""
-    material = store.material(name, version)
+    """The secret of an exportable key in its type's export form (what BYOK takes), read with
+    its flag so that the check is of that key."""
+    material = store.keys.material(name, version)
     if not material.exportable:
         raise Problem(
             403, "not-exportable", "Not exportable", f"key {name!r} was not created exportable"
         )
-    return material
+    return replace(material, secret=KEY_TYPES[material.type].export(material.secret))

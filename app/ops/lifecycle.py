@@ -1,22 +1,26 @@
 """What the service does to keys by itself: destroy those whose deletion window has ended, and
-rotate those whose `auto_rotate_seconds` has passed.
+rotate those whose `auto_rotate_seconds` has passed; and drop wrapped answers, AppRole
+secret ids and tokens that have expired.
 
 Every process (each worker of each replica) runs this every `CIPHERD_MAINTENANCE_SECONDS`; the
 store makes each action happen once whoever comes first: a destruction decides again under the
 key's row lock, and an automatic rotation adds a version only if the latest is still the one
-found due. Each action is recorded in the audit trail with principal `system`.
+found due. "Due" is by the database's clock, the one clock of every replica. Each action is
+recorded in the audit trail with principal `system`.
 """
 
 import logging
 import threading
-import time
 
 from app.ops import keys
 from app.ops.audit import SYSTEM, AuditTrail
 from app.ops.keyring import Keyring
+from app.server.metrics import MAINTENANCE_PASSES
 from app.store import KeyChangedError, KeyStore
 
 log = logging.getLogger("cipherd.lifecycle")
+# How many expired rows of each kind (wrapped answers, secret ids, tokens) a pass drops.
+EXPIRED_PER_PASS = 1000
 
 
 class Maintenance:
@@ -31,12 +35,17 @@ class Maintenance:
         self._thread: threading.Thread | None = None
 
     def run_once(self) -> None:
-        """Destroy what is due, then rotate what is due."""
+        """Destroy what is due, then rotate what is due, by the database's clock; nothing while
+        this machine's clock is too far from it (`app.store.clock`), which its log says."""
+        clock = self._store.clock
+        if not clock.agrees:
+            MAINTENANCE_PASSES.labels("skipped").inc()
+            return
         self._audit.ensure_writable_now()
-        for name in self._store.destroy_due(time.time()):
+        for name in self._store.keys.destroy_due(clock.now()):
             self._keyring.forget(name)
             self._audit.record("keys_destroy_key", principal=SYSTEM, key=name)
-        for name, version in self._store.due_rotations(time.time()):
+        for name, version in self._store.keys.due_rotations(clock.now()):
             try:
                 info = keys.rotate_from(self._store, self._keyring, name, expected=version)
             except KeyChangedError:
@@ -48,6 +57,12 @@ class Maintenance:
                 key_version=info.latest_version,
                 details={"automatic": True},
             )
+        # Expired wrapped answers, secret ids and tokens are refused already: this frees their
+        # rows.
+        self._store.approle.delete_expired(clock.now(), EXPIRED_PER_PASS)
+        self._store.tokens.delete_expired(clock.now(), EXPIRED_PER_PASS)
+        self._store.wrapped.delete_expired(clock.now(), EXPIRED_PER_PASS)
+        MAINTENANCE_PASSES.labels("done").inc()
 
     def start(self) -> None:
         self._stop.clear()
@@ -64,6 +79,7 @@ class Maintenance:
             try:
                 self.run_once()
             except Exception as exc:  # a store or audit failure: the next pass tries again
+                MAINTENANCE_PASSES.labels("failed").inc()
                 log.warning("key maintenance: %s", " ".join(str(exc).split()))
             if self._stop.wait(self._interval):
                 return

@@ -29,18 +29,23 @@ class Buckets:
         self._buckets: dict[Hashable, tuple[float, float, float, float]] = {}
         self._lock = threading.Lock()
 
-    def take(self, key: Hashable, burst: float, rate: float) -> float:
-        """Take one token: 0.0 if there was one, else the seconds until there is."""
+    def take(
+        self, key: Hashable, burst: float, rate: float, count: int = 1, taken: int = 0
+    ) -> float:
+        """Take `count` tokens for a request that took `taken` already: 0.0 if the bucket held
+        all of them before the request (the whole bucket for a request larger than it, which
+        then leaves it owing the rest), else the seconds until it would."""
         now = time.monotonic()
         with self._lock:
             tokens, counted, _, _ = self._buckets.get(key, (burst, now, burst, rate))
             tokens = min(burst, tokens + (now - counted) * rate)
-            if tokens < 1:
+            needed = min(count + taken, burst) - taken
+            if tokens < needed:
                 self._buckets[key] = (tokens, now, burst, rate)
-                return (1 - tokens) / rate
+                return (needed + taken - tokens) / rate
             if len(self._buckets) >= MAX_TRACKED and key not in self._buckets:
                 self._drop_full(now)
-            self._buckets[key] = (tokens - 1, now, burst, rate)
+            self._buckets[key] = (tokens - count, now, burst, rate)
             return 0.0
 
     def _drop_full(self, now: float) -> None:
@@ -81,10 +86,13 @@ class RateLimits:
             wait,
         )
 
-    def charge(self, token_id: str, rate_per_second: float) -> None:
-        """Count one request of a token that has a rate; 429 past it (a second's worth, and at
-        least one request, may come at once)."""
-        wait = self._requests.take(token_id, max(1.0, rate_per_second), rate_per_second)
+    def charge(self, token_id: str, rate_per_second: float, items: int = 1, taken: int = 0) -> None:
+        """Count `items` requests of a token that has a rate, besides the `taken` its request
+        was charged already; 429 past it (a second's worth, and at least one request, may come
+        at once; a batch of more items than that needs them all and leaves the token owing the
+        rest)."""
+        burst = max(1.0, rate_per_second)
+        wait = self._requests.take(token_id, burst, rate_per_second, items, taken)
         if wait:
             REFUSED.labels("token-rate").inc()
             raise _retry(

@@ -42,17 +42,17 @@ def _out(status: KeyringStatus) -> KeyringOut:
 
 
 def keyring_status(store: KeyStore) -> KeyringOut:
-    return _out(store.keyring_status())
+    return _out(store.keyring.status())
 
 
 def rotate_keyring(store: KeyStore) -> KeyringOut:
     """A new term, used by every write from now on; the rewrap moves older versions onto it."""
-    return _out(store.rotate_keyring())
+    return _out(store.keyring.rotate())
 
 
 def rotate_root(store: KeyStore, new_root: RootKey) -> int:
     """The keyring rewrapped under `new_root`; how many terms."""
-    return store.rotate_root(new_root)
+    return store.keyring.rotate_root(new_root)
 
 
 class Rewrap:
@@ -68,7 +68,7 @@ class Rewrap:
 
     def step(self) -> tuple[int, KeyringOut]:
         """One batch: how many versions moved, and the keyring after."""
-        moved, status = self.store.rewrap_keyring(self.batch)
+        moved, status = self.store.keyring.rewrap(self.batch)
         KEYRING_REWRAPPED.inc(moved)
         return moved, _out(status)
 
@@ -101,7 +101,7 @@ class Rewrap:
         refused = False
         while not self._stop.is_set():
             try:
-                self.store.refresh_root()
+                self.store.keyring.refresh_root()
                 for _ in self.passes():
                     pass
                 refused = False

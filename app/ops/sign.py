@@ -1,36 +1,41 @@
-"""Signatures with server-held keys (ecdsa-secp256k1, ed25519) and with a public key given in
-the request.
+"""Signatures with server-held keys and with a public key given in the request: ECDSA on
+secp256k1 (with Ethereum's forms) and on P-256, P-384 and P-521, Ed25519, RSA (PSS or PKCS#1
+v1.5) and ML-DSA (FIPS 204, pure, or on an externally computed mu).
 
-A signature is answered bare, the bytes coincurve, eth-keys, PyNaCl or OpenSSL verify, unless
-the caller asks for the envelope that names its key version (`app.ops.envelope`). Verification
-uses the `key_version` given, else the envelope's, else any version a bare payload would be
-tried against (from the latest down to `min_decryption_version`, at most
-`CIPHERD_BARE_PAYLOAD_VERSIONS`): a signature by any of them is the key's. A malformed
-signature or public key merely fails to verify; only a malformed request is a problem.
+Each signing type is a `Scheme`: the options it takes (with their defaults) and how it signs and
+verifies. An option a type does not take is a 422 that names what it does take. The signature
+is the bytes the type's peers verify (OpenSSL, pyca/cryptography, coincurve, eth-keys,
+PyNaCl); the types that came with the envelope answer it in the envelope that names its key
+version unless asked not to (`app.ops.envelope`), the first two (ecdsa-secp256k1, ed25519) bare
+unless asked for it. Verification uses the `key_version` given, else the envelope's, else any
+version a bare payload would be tried against (from the latest down to
+`min_decryption_version`, at most `CIPHERD_BARE_PAYLOAD_VERSIONS`): a signature by any of them
+is the key's. A malformed signature or public key merely fails to verify; only a malformed
+request is a problem.
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
-from app.ops import envelope
-from app.ops.envelope import Sealed, sealed, warm
-from app.ops.errors import invalid_input, wrong_key_type
-from app.ops.keyring import Keyring
+from app.ops.envelope import Sealed, sealed
+from app.ops.errors import invalid_input
+from app.ops.versioned import VersionedKey
 from app.ops.work import compute
 from app.server.metrics import timed
 from app.store import KeyMaterial
-from core.sign import ecdsa, ed25519
+from core.sign import ecdsa, ecdsa_nist, ed25519, mldsa, rsa
 
-SIGNING_TYPES = ("ecdsa-secp256k1", "ed25519")
-SigningType = Literal["ecdsa-secp256k1", "ed25519"]
-Hash = ecdsa.Hash
-Format = ecdsa.Format
+Hash = Literal["sha256", "sha384", "sha512", "keccak256"]
+Format = Literal["der", "compact", "recoverable"]
+Padding = rsa.Padding
+OPTIONS = ("hash", "prehashed", "format", "padding", "mu")
 
 
 class Options(Protocol):
-    """How ECDSA hashes and encodes; None: the default (SHA-256, not prehashed, DER). Ed25519
-    takes none of them: it signs the message itself."""
+    """How a signature is made; None: the type's default (or, for an option the type does not
+    take, not given)."""
 
     @property
     def hash(self) -> Hash | None: ...
@@ -38,102 +43,304 @@ class Options(Protocol):
     def prehashed(self) -> bool | None: ...
     @property
     def format(self) -> Format | None: ...
+    @property
+    def padding(self) -> Padding | None: ...
+    @property
+    def mu(self) -> bool | None: ...
 
 
-def _ed25519_options(options: Options) -> None:
-    given = [f for f in ("hash", "prehashed", "format") if getattr(options, f) is not None]
-    if given:
-        raise invalid_input(
-            f"{given[0]}: ed25519 signs the message itself (RFC 8032, pure); hash, prehashed "
-            "and format are for ecdsa-secp256k1"
+@dataclass(frozen=True)
+class GivenOptions:
+    """`Options` as another API's signing fields give them (KMS's signing algorithm and message
+    type, Transit's fields): None for each they do not set."""
+
+    hash: Any = None
+    prehashed: bool | None = None
+    format: Any = None
+    padding: Any = None
+    mu: bool | None = None
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The options of one signature, each given or its type's default ("" where the type takes
+    none)."""
+
+    hash: str = ""
+    prehashed: bool = False
+    format: str = ""
+    padding: str = ""
+    mu: bool = False
+    # RSA-PSS's salt length (`core.sign.rsa.Salt`): the native API's is the digest's.
+    salt: rsa.Salt = "digest"
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """One signing type: the options it takes (the first of each tuple the default), how it
+    signs with a prepared version, how it verifies with a verifying key, and that key for a
+    stored version (from its secret: never the stored public part) or for the public key a
+    caller gives (raw or SubjectPublicKeyInfo DER; None when it is no key of this type)."""
+
+    name: str
+    sign: Callable[[KeyMaterial, bytes, Settled], bytes]
+    verify: Callable[[Any, bytes, bytes, Settled], bool]
+    verifying_key: Callable[[KeyMaterial], Any]
+    public_key: Callable[[bytes], Any]
+    hashes: tuple[str, ...] = ()
+    formats: tuple[str, ...] = ()
+    paddings: tuple[str, ...] = ()
+    prehashed: bool = False
+    mu: bool = False
+    # Whether a signature is in the envelope unless asked otherwise.
+    enveloped: bool = True
+
+    def settle(self, options: Options) -> Settled:
+        """The options of a request, each checked against what this type takes (422)."""
+        given = {name: getattr(options, name) for name in OPTIONS}
+        takes: dict[str, tuple[str, ...] | bool] = {
+            "hash": self.hashes,
+            "format": self.formats,
+            "padding": self.paddings,
+            "prehashed": self.prehashed,
+            "mu": self.mu,
+        }
+        for name, value in given.items():
+            allowed = takes[name]
+            if value is None or (isinstance(value, bool) and (allowed or not value)):
+                continue
+            if isinstance(allowed, tuple) and value in allowed:
+                continue
+            raise invalid_input(f"{name}: {self.name} {self._takes(name, allowed)}")
+        return Settled(
+            hash=given["hash"] or (self.hashes[0] if self.hashes else ""),
+            prehashed=bool(given["prehashed"]),
+            format=given["format"] or (self.formats[0] if self.formats else ""),
+            padding=given["padding"] or (self.paddings[0] if self.paddings else ""),
+            mu=bool(given["mu"]),
         )
 
+    def _takes(self, name: str, allowed: tuple[str, ...] | bool) -> str:
+        if isinstance(allowed, tuple) and allowed:
+            return f"takes {', '.join(allowed)} (default {allowed[0]})"
+        if allowed is True:
+            return "takes true or false"
+        taken = [o for o in OPTIONS if getattr(self, _FIELDS[o])]
+        return f"takes no {name}" + (f"; it takes {', '.join(taken)}" if taken else "")
 
-def _sign(material: KeyMaterial, message: bytes, options: Options) -> bytes:
+
+_FIELDS = {
+    "hash": "hashes",
+    "format": "formats",
+    "padding": "paddings",
+    "prehashed": "prehashed",
+    "mu": "mu",
+}
+
+
+def _prepared_public(material: KeyMaterial) -> Any:
+    return material.prepared.public_key()
+
+
+def _secp256k1() -> Scheme:
+    def sign(material: KeyMaterial, message: bytes, settled: Settled) -> bytes:
+        hash, format = cast(ecdsa.Hash, settled.hash), cast(ecdsa.Format, settled.format)
+        return ecdsa.sign(material.secret, message, hash, settled.prehashed, format)
+
+    def verify(public: bytes, message: bytes, signature: bytes, settled: Settled) -> bool:
+        hash, format = cast(ecdsa.Hash, settled.hash), cast(ecdsa.Format, settled.format)
+        return ecdsa.verify(public, message, signature, hash, settled.prehashed, format)
+
+    return Scheme(
+        "ecdsa-secp256k1",
+        sign,
+        verify,
+        lambda material: material.public,
+        ecdsa.parse_public,
+        hashes=("sha256", "keccak256"),
+        formats=ecdsa.FORMATS,
+        prehashed=True,
+        enveloped=False,
+    )
+
+
+def _ed25519() -> Scheme:
+    def sign(material: KeyMaterial, message: bytes, settled: Settled) -> bytes:
+        signing_key: ed25519.SigningKey = material.prepared  # the keyring's, from the seed
+        return signing_key.sign(message)
+
+    def verify(public: bytes, message: bytes, signature: bytes, settled: Settled) -> bool:
+        return ed25519.verify(public, message, signature)
+
+    def verifying_key(material: KeyMaterial) -> bytes:
+        signing_key: ed25519.SigningKey = material.prepared
+        return signing_key.public
+
+    return Scheme("ed25519", sign, verify, verifying_key, ed25519.parse_public, enveloped=False)
+
+
+def _ecdsa_nist(curve: str) -> Scheme:
+    def sign(material: KeyMaterial, message: bytes, settled: Settled) -> bytes:
+        return ecdsa_nist.sign(
+            material.prepared, message, settled.hash, settled.prehashed, settled.format
+        )
+
+    def verify(key: Any, message: bytes, signature: bytes, settled: Settled) -> bool:
+        return ecdsa_nist.verify(
+            key, message, signature, settled.hash, settled.prehashed, settled.format
+        )
+
+    default = ecdsa_nist.DEFAULT_HASH[curve]
+    return Scheme(
+        f"ecdsa-{curve}",
+        sign,
+        verify,
+        _prepared_public,
+        partial(ecdsa_nist.parse_public, curve),
+        hashes=(default, *(h for h in ("sha256", "sha384", "sha512") if h != default)),
+        formats=ecdsa_nist.FORMATS,
+        prehashed=True,
+    )
+
+
+def _rsa(bits: int) -> Scheme:
+    def sign(material: KeyMaterial, message: bytes, settled: Settled) -> bytes:
+        return rsa.sign(
+            material.prepared,
+            message,
+            settled.hash,
+            settled.prehashed,
+            settled.padding,
+            settled.salt,
+        )
+
+    def verify(key: Any, message: bytes, signature: bytes, settled: Settled) -> bool:
+        return rsa.verify(
+            key, message, signature, settled.hash, settled.prehashed, settled.padding, settled.salt
+        )
+
+    return Scheme(
+        f"rsa-{bits}",
+        sign,
+        verify,
+        _prepared_public,
+        partial(rsa.parse_public, bits),
+        hashes=("sha256", "sha384", "sha512"),
+        paddings=rsa.PADDINGS,
+        prehashed=True,
+    )
+
+
+def _ml_dsa(level: str) -> Scheme:
+    def sign(material: KeyMaterial, message: bytes, settled: Settled) -> bytes:
+        return mldsa.sign(material.prepared, message, settled.mu)
+
+    def verify(key: Any, message: bytes, signature: bytes, settled: Settled) -> bool:
+        return mldsa.verify(key, message, signature, settled.mu)
+
+    return Scheme(
+        f"ml-dsa-{level}",
+        sign,
+        verify,
+        _prepared_public,
+        partial(mldsa.parse_public, level),
+        mu=True,
+    )
+
+
+SCHEMES: dict[str, Scheme] = {
+    scheme.name: scheme
+    for scheme in (
+        _secp256k1(),
+        _ed25519(),
+        *(_ecdsa_nist(curve) for curve in ecdsa_nist.CURVES),
+        *(_rsa(bits) for bits in rsa.SIZES),
+        *(_ml_dsa(level) for level in mldsa.PUBLIC_BYTES),
+    )
+}
+SigningType = Literal[
+    "ecdsa-secp256k1",
+    "ed25519",
+    "ecdsa-p256",
+    "ecdsa-p384",
+    "ecdsa-p521",
+    "rsa-2048",
+    "rsa-3072",
+    "rsa-4096",
+    "ml-dsa-44",
+    "ml-dsa-65",
+    "ml-dsa-87",
+]
+
+
+def sign_settled(material: KeyMaterial, message: bytes, settled: Settled) -> bytes:
+    """A signature of `message` with one version, its options settled."""
     with timed("sign", "sign"):
-        if material.type == "ed25519":
-            _ed25519_options(options)
-            signing_key: ed25519.SigningKey = material.prepared  # the keyring's, from the seed
-            return signing_key.sign(message)
-        return ecdsa.sign(
-            material.secret,
-            message,
-            options.hash or "sha256",
-            bool(options.prehashed),
-            options.format or "der",
-        )
+        return SCHEMES[material.type].sign(material, message, settled)
 
 
-def _verify(
-    key_type: str, public: bytes, message: bytes, signature: bytes, options: Options
-) -> bool:
+def _verify(scheme: Scheme, key: Any, message: bytes, signature: bytes, settled: Settled) -> bool:
     with timed("sign", "verify"):
-        if key_type == "ed25519":
-            _ed25519_options(options)
-            return ed25519.verify(public, message, signature)
-        return ecdsa.verify(
-            public,
-            message,
-            signature,
-            options.hash or "sha256",
-            bool(options.prehashed),
-            options.format or "der",
+        return key is not None and scheme.verify(key, message, signature, settled)
+
+
+class SigningKey(VersionedKey):
+    """A signing key of a request, of any signing type."""
+
+    types = frozenset(SCHEMES)
+    used_for = "signatures"
+
+    @property
+    def scheme(self) -> Scheme:
+        return SCHEMES[self.latest.type]
+
+    def sign(
+        self,
+        message: bytes,
+        options: Options,
+        enveloped: bool | None,
+        version: int | None = None,
+        salt: rsa.Salt = "digest",
+    ) -> Sealed:
+        """A signature under `version` (default: the latest), in the envelope when asked (or by
+        default for the type); `salt`: RSA-PSS's salt length."""
+        material = self.latest if version is None else self.encryption(version)
+        scheme = SCHEMES[material.type]
+        settled = replace(scheme.settle(options), salt=salt)
+        signature = sign_settled(material, message, settled)
+        return sealed(
+            material.version, signature, scheme.enveloped if enveloped is None else enveloped
         )
 
-
-def _checked(material: KeyMaterial) -> KeyMaterial:
-    if material.type not in SIGNING_TYPES:
-        raise wrong_key_type(material.name, material.type, "signatures")
-    return material
-
-
-class Signer:
-    """Signatures with the keys of one keyring; `trial_versions` bounds the versions a bare
-    signature is checked against."""
-
-    def __init__(self, keyring: Keyring, trial_versions: int) -> None:
-        self.keyring = keyring
-        self.trial_versions = trial_versions
-
-    async def sign(self, name: str, message: bytes, options: Options, enveloped: bool) -> Sealed:
-        material = _checked(await self.keyring.fetch(name))
-        return await compute(len(message), _signed, material, message, options, enveloped)
-
-    async def verify(
-        self, name: str, message: bytes, signature: bytes, options: Options, version: int | None
+    def verify(
+        self,
+        message: bytes,
+        signature: bytes,
+        options: Options,
+        version: int | None,
+        salt: rsa.Salt = "digest",
     ) -> bool:
-        await warm(self.keyring, name, signature, version, self.trial_versions)
-        return await compute(len(message), self._verify, name, message, signature, options, version)
-
-    def _verify(
-        self, name: str, message: bytes, signature: bytes, options: Options, version: int | None
-    ) -> bool:
-        return envelope.verified(
-            self.keyring,
-            name,
+        scheme = self.scheme
+        settled = replace(scheme.settle(options), salt=salt)
+        return self.verified(
             signature,
             version,
-            self.trial_versions,
-            _checked,
-            lambda m, bare: _verify(m.type, m.public or b"", message, bare, options),
+            lambda material, bare: _verify(
+                scheme, scheme.verifying_key(material), message, bare, settled
+            ),
         )
 
-    def signer(self, name: str) -> Callable[[bytes, Options, bool], Sealed]:
-        """Signatures of many messages under the latest version, read once."""
-        return partial(_signed, _checked(self.keyring.material(name)))
 
-    def verifier(self, name: str) -> Callable[[bytes, bytes, Options, int | None], bool]:
-        """Verification of many signatures, each under its version (or tried, when bare)."""
-        _checked(self.keyring.material(name))
-        return partial(self._verify, name)
-
-
-def _signed(material: KeyMaterial, message: bytes, options: Options, enveloped: bool) -> Sealed:
-    return sealed(material.version, _sign(material, message, options), enveloped)
+def _verify_given(
+    key_type: str, public: bytes, message: bytes, signature: bytes, options: Options
+) -> bool:
+    scheme = SCHEMES[key_type]
+    settled = scheme.settle(options)
+    return _verify(scheme, scheme.public_key(public), message, signature, settled)
 
 
 async def verify_with(
     key_type: SigningType, public: bytes, message: bytes, signature: bytes, options: Options
 ) -> bool:
     """Verification against a public key given by the caller: no stored key."""
-    return await compute(len(message), _verify, key_type, public, message, signature, options)
+    return await compute(len(message), _verify_given, key_type, public, message, signature, options)

@@ -1,0 +1,31 @@
+"""Reading the trail: pages of stored records, oldest first, as `GET /v1/audit` and `cipherd
+audit list` show them."""
+
+from typing import Any
+
+from app.ops.audit.chain import REGISTER
+from app.ops.audit.record import record_json
+from app.ops.errors import invalid_input
+from app.store import AuditQuery, KeyStore
+
+
+def listing(store: KeyStore, query: AuditQuery) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of records and the `after` of the next one (None on the last page)."""
+    # The register of chains is the trail's own bookkeeping, not a record of what was done.
+    rows = store.audit.records(
+        AuditQuery(**{**query.__dict__, "limit": query.limit + 1, "other_than_chain": REGISTER})
+    )
+    next_after = None
+    if len(rows) > query.limit:
+        rows = rows[: query.limit]
+        next_after = f"{rows[-1].chain}.{rows[-1].seq}"
+    return [record_json(row) for row in rows], next_after
+
+
+def page_start(store: KeyStore, after: str) -> tuple[float, str, int]:
+    """The (time, chain, seq) a page's `next` stands for; 422 if it names no record."""
+    chain, _, seq = after.partition(".")
+    row = store.audit.record(chain, int(seq)) if seq.isdecimal() else None
+    if row is None:
+        raise invalid_input(f"after: {after!r} is not the `next` of a page")
+    return row.time, row.chain, row.seq

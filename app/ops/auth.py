@@ -1,32 +1,52 @@
-"""Who is calling: one admin token and scoped tokens (key-name patterns × operations).
+"""Who is calling, and what they may do: the admin token, and tokens that carry named policies
+(`app.ops.policies`) and an inline rule (a scoped token's key-name patterns x operations).
 
-Scoped tokens are random 256-bit strings shown once at creation; the store keeps only their
-SHA-256, which is enough for a secret of that entropy and lets a lookup be one indexed query.
-The admin token is compared in constant time. Lookups are cached per process for
-`CIPHERD_TOKEN_CACHE_SECONDS`, which bounds how long a revoked token keeps working, and kept
-through a store outage for `CIPHERD_OUTAGE_GRACE_SECONDS` (`app.ops.keyring.StoreCache`).
+Tokens are random 256-bit strings shown once; the store keeps only their SHA-256, which is
+enough for a secret of that entropy and lets a lookup be one indexed query. The admin token acts
+as root (every key operation and every admin operation); it is the configured one until it is
+rotated, then the one whose hash the store holds, and `CIPHERD_ADMIN_TOKEN_DISABLED` refuses it
+altogether in favour of policies.
+
+A change that narrows a token (a policy changed or deleted, a token revoked, the admin token
+rotated, an auth mount disabled) moves the store's auth generation on in the transaction that
+makes it, and a process that sees it moved drops what it cached of tokens and policies. A
+request reuses this process's last reading of the generation if it began less than
+`CIPHERD_AUTH_CHECK_SECONDS` ago and no change of this process's has committed since
+(`app.store.database.Database.auth_moves`); else it reads it again (`Generation`: one read
+serves every request that arrived before it started). So a narrowed policy narrows every token
+that carries it from the next request on the process that changed it, and within that bound on
+every other process and replica; and a request that needs nothing from the store
+(`Authenticator.cached_principal`) is answered without leaving the event loop (the figures:
+docs/performance/choices.md). Token records are otherwise cached for
+`CIPHERD_TOKEN_CACHE_SECONDS`, and kept through a store outage for `CIPHERD_OUTAGE_GRACE_SECONDS`
+(`app.ops.keyring.StoreCache`), as is the generation.
 """
 
+import contextlib
 import enum
 import fnmatch
 import hashlib
 import hmac
 import secrets
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from app.ops.errors import Problem, unauthorized
-from app.ops.keyring import StoreCache
+from app.ops.keyring import StoreCache, store_outage
 from app.ops.ratelimit import RateLimits
-from app.store import KeyStore, TokenRecord
+from app.store import AuthState, AwsCredential, KeyStore, StoreUnavailableError, TokenRecord
 
-SCOPED_TOKEN_PREFIX = "cdt_"
+TOKEN_PREFIX = "cdt_"
 MAX_CACHED_TOKENS = 10_000
+MAX_CACHED_POLICIES = 10_000
+ROOT_POLICY, DEFAULT_POLICY = "root", "default"
 
 
 class Operation(enum.StrEnum):
-    """What a scoped token may do with the keys its patterns match."""
+    """What a token may do with the keys a rule's patterns match."""
 
     READ = "read"  # metadata of keys
     PUBLIC = "public"  # public parts of keys
@@ -36,6 +56,21 @@ class Operation(enum.StrEnum):
     SIGN = "sign"
     VERIFY = "verify"  # signatures; `public` allows it too
     HMAC = "hmac"  # HMACs and their verification
+    CREATE = "create"  # new keys (POST /v1/keys, KMS's CreateKey)
+    CONFIGURE = "configure"  # policies, enabling, aliases and tags (PATCH /v1/keys/{name})
+    ROTATE = "rotate"  # new versions and rotation settings
+    DELETE = "delete"  # scheduling and cancelling deletion
+
+
+class AdminOperation(enum.StrEnum):
+    """What a token may administer, beside keys: each names a family of admin routes."""
+
+    TOKENS = "tokens"  # make tokens for others, look up, renew and revoke any token
+    POLICIES = "policies"  # write, read and delete named policies
+    AUTH = "auth"  # enable and disable auth methods, their roles and settings
+    AUDIT = "audit"  # read and verify the audit trail
+    BACKUP = "backup"  # back keys up and restore them
+    SYS = "sys"  # the keyring, the wrapping key, secrets-engine mounts, the admin token
 
 
 # A token with the value's operation may also do the key's: verifying a signature uses only
@@ -44,14 +79,32 @@ _IMPLIED = {Operation.VERIFY: Operation.PUBLIC}
 
 
 @dataclass(frozen=True)
+class Rule:
+    """Operations on the keys whose names match one of `patterns` (fnmatch globs)."""
+
+    patterns: tuple[str, ...]
+    operations: frozenset[str]
+
+    def allows(self, operation: Operation, key_name: str | None) -> bool:
+        if operation not in self.operations and _IMPLIED.get(operation) not in self.operations:
+            return False
+        return key_name is None or any(
+            fnmatch.fnmatchcase(key_name, pattern) for pattern in self.patterns
+        )
+
+
+@dataclass(frozen=True)
 class Principal:
-    """Who a request acts for."""
+    """Who a request acts for: root (`admin`), or a token's rules and admin operations, and
+    the identity it was issued to."""
 
     admin: bool
     token_id: str | None = None
-    key_patterns: tuple[str, ...] = ()
-    operations: frozenset[str] = frozenset()
+    rules: tuple[Rule, ...] = ()
+    admin_operations: frozenset[str] = frozenset()
     rate_per_second: float | None = None
+    identity: str = "admin"
+    policies: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -59,85 +112,350 @@ class Principal:
         never a token."""
         return self.token_id or "admin"
 
+    @property
+    def key_patterns(self) -> tuple[str, ...]:
+        """Every key-name pattern of its rules: no key outside them is anything to it."""
+        return tuple(dict.fromkeys(p for rule in self.rules for p in rule.patterns))
+
     def allows(self, operation: Operation, key_name: str | None) -> bool:
-        if self.admin:
-            return True
-        if operation not in self.operations and _IMPLIED.get(operation) not in self.operations:
-            return False
-        if key_name is None:
-            return True
-        return any(fnmatch.fnmatchcase(key_name, pattern) for pattern in self.key_patterns)
+        return self.admin or any(rule.allows(operation, key_name) for rule in self.rules)
+
+    def may(self, operation: AdminOperation) -> bool:
+        """Whether it may do the admin operation."""
+        return self.admin or operation in self.admin_operations
 
 
-ADMIN = Principal(admin=True)
+ADMIN = Principal(admin=True, policies=(ROOT_POLICY,))
+
+
+@dataclass(frozen=True)
+class CompiledPolicy:
+    """A stored policy document as the checks read it."""
+
+    rules: tuple[Rule, ...]
+    admin_operations: frozenset[str]
+
+
+def compile_policy(document: Mapping[str, Any]) -> CompiledPolicy:
+    """A stored policy's document (`app.ops.policies.PolicyDocument`, already checked) as
+    rules."""
+    rules = tuple(
+        Rule(tuple(rule["keys"]), frozenset(rule["operations"]))
+        for rule in document.get("rules", ())
+    )
+    return CompiledPolicy(rules, frozenset(document.get("admin", ())))
 
 
 def hash_token(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
-def new_scoped_token() -> tuple[str, str]:
-    """A fresh (token id, token) pair."""
+def new_token() -> tuple[str, str]:
+    """A fresh (token id, token) pair: the id is also the token's accessor."""
     token_id = secrets.token_hex(8)
-    return token_id, f"{SCOPED_TOKEN_PREFIX}{secrets.token_urlsafe(32)}"
+    return token_id, f"{TOKEN_PREFIX}{secrets.token_urlsafe(32)}"
 
 
-class _NotCached(Exception):
-    """The token's record is not in this process's cache."""
+def new_aws_credentials() -> tuple[str, str]:
+    """A fresh AWS access key pair: an id in AWS's form (`AKIA` and 16 characters of A-Z and
+    2-7: 80 random bits, so that ids never collide) and a 40-character secret (240 bits)."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+    access_key_id = "AKIA" + "".join(secrets.choice(alphabet) for _ in range(16))
+    return access_key_id, secrets.token_urlsafe(30)
+
+
+class Generation:
+    """Reads of the store's auth state shared by the requests that wait on one: a request gets
+    the answer of a read that started after it arrived (so it sees every change committed
+    before it), and while one read is under way the requests arriving meanwhile wait for the
+    next, which one of them starts. So a process makes at most one read at a time, however
+    many requests come."""
+
+    def __init__(self, read: Callable[[], AuthState]) -> None:
+        self._read = read
+        self._changed = threading.Condition()
+        self._arrived = 0  # requests counted so far
+        self._answered = 0  # the requests the last read covers
+        self._reading = False
+        self._state: AuthState | None = None
+
+    def fresh(self) -> AuthState:
+        with self._changed:
+            self._arrived += 1
+            ticket = self._arrived
+            while True:
+                if self._answered >= ticket and self._state is not None:
+                    return self._state
+                if not self._reading:
+                    self._reading = True
+                    covers = self._arrived
+                    break
+                self._changed.wait()
+        try:
+            state = self._read()
+        except BaseException:
+            with self._changed:
+                self._reading = False
+                self._changed.notify_all()
+            raise
+        with self._changed:
+            self._reading = False
+            self._state, self._answered = state, max(self._answered, covers)
+            self._changed.notify_all()
+        return state
 
 
 class Authenticator:
     def __init__(
         self,
         store: KeyStore,
-        admin_token: str,
+        admin_token: str | None,
         cache_seconds: float,
         grace_seconds: float,
         limits: RateLimits,
+        check_seconds: float,
     ) -> None:
-        self._admin_digest = hash_token(admin_token)
+        """`admin_token`: the configured one (used until rotated); None: no admin token.
+        `check_seconds`: how long a reading of the auth generation is reused (0: never)."""
+        self._store = store
+        self._configured_admin = None if admin_token is None else hash_token(admin_token)
+        self._clock = store.clock
+        self._grace_seconds = grace_seconds
+        self._check_seconds = check_seconds
         self.limits = limits
+        self._generation = Generation(store.auth_state.read)
+        self._outage = store_outage(store)
+        self._lock = threading.Lock()
+        self._seen: AuthState | None = None
+        self._seen_at = 0.0  # when the read of `_seen` was asked for (monotonic)
+        self._seen_moves = -1  # this process's moves of the generation counted before it
         # Unknown tokens too, so that a stream of bad ones does not reach the store each time.
-        self._cache: StoreCache[bytes, TokenRecord | None] = StoreCache(
-            store, store.token_by_hash, cache_seconds, grace_seconds, MAX_CACHED_TOKENS
+        self._tokens: StoreCache[bytes, TokenRecord | None] = StoreCache(
+            store, store.tokens.by_hash, cache_seconds, grace_seconds, MAX_CACHED_TOKENS
+        )
+        self._policies: dict[str, CompiledPolicy | None] = {}
+        self._aws: StoreCache[str, AwsCredential | None] = StoreCache(
+            store, store.aws_credentials.get, cache_seconds, grace_seconds, MAX_CACHED_TOKENS
         )
 
     def principal(self, token: str | None) -> Principal:
-        """The principal a bearer token stands for; 401 if it is missing or not valid.
-
-        May query the store (a scoped token not in the cache).
-        """
-        return self._principal(token, self._lookup)
-
-    def cached_principal(self, token: str | None) -> Principal | None:
-        """`principal` without touching the store: None when only the store can tell.
-
-        Lets the event loop settle the common cases (the admin token, a cached scoped token, no
-        token) without a hop to a worker thread.
-        """
-        try:
-            return self._principal(token, self._cached)
-        except _NotCached:
-            return None
-
-    def _principal(
-        self, token: str | None, lookup: Callable[[bytes], TokenRecord | None]
-    ) -> Principal:
+        """The principal a bearer token stands for; 401 if it is missing or not valid. Queries
+        the store (the auth generation, and a token not cached): call it off the event loop."""
+        state = self.state()
         if not token:
             raise unauthorized("this operation needs an Authorization: Bearer token")
         digest = hash_token(token)
-        if hmac.compare_digest(digest, self._admin_digest):
+        if self._is_admin(state, digest):
             return ADMIN
-        record = lookup(digest)
-        if record is None or (record.expires_at is not None and record.expires_at <= time.time()):
+        record = self._tokens.load(digest)
+        if record is None or not self.alive(record):
             raise unauthorized("the token is unknown, revoked or expired")
+        if record.uses_left is not None and not self._store.tokens.use(record.id):
+            raise unauthorized("the token is unknown, revoked or expired")
+        return self.principal_of_record(record)
+
+    def cached_principal(self, token: str | None) -> Principal | None:
+        """What `principal` answers (its 401s too), if this process can tell without the
+        store: a recent reading of the auth generation, the token's record cached with no
+        number of uses to spend, and its policies cached. None: call `principal`. Safe on the
+        event loop."""
+        state = self.recent_state()
+        if state is None:
+            return None
+        if not token:
+            raise unauthorized("this operation needs an Authorization: Bearer token")
+        digest = hash_token(token)
+        if self._is_admin(state, digest):
+            return ADMIN
+        hit = self._tokens.cached(digest)
+        if hit is None:
+            return None
+        record = hit[0]
+        if record is None or not self.alive(record):
+            raise unauthorized("the token is unknown, revoked or expired")
+        if record.uses_left is not None:
+            return None
+        policies = self._cached_policies(record.policies)
+        return None if policies is None else self._principal_with(record, policies)
+
+    def _is_admin(self, state: AuthState, digest: bytes) -> bool:
+        admin = state.admin_token_hash or self._configured_admin
+        return bool(
+            self._configured_admin is not None and admin and hmac.compare_digest(digest, admin)
+        )
+
+    def aws_credential(self, access_key_id: str) -> tuple[AwsCredential, Principal] | None:
+        """The AWS key pair of that id and the principal of its token (alive or not), if the
+        token was not revoked. Queries the store as `principal` does: call it off the event
+        loop. A token with a number of uses is charged one by `spend_use`, once the request's
+        signature is checked."""
+        self.state()
+        credential = self._aws.load(access_key_id)
+        if credential is None:
+            return None
+        return credential, self.principal_of_record(credential.token)
+
+    def cached_aws_credential(
+        self, access_key_id: str
+    ) -> tuple[tuple[AwsCredential, Principal] | None] | None:
+        """What `aws_credential` answers, in a 1-tuple, if this process can tell without the
+        store (as `cached_principal`); None: call `aws_credential`. Safe on the event loop."""
+        if self.recent_state() is None:
+            return None
+        hit = self._aws.cached(access_key_id)
+        if hit is None:
+            return None
+        credential = hit[0]
+        if credential is None:
+            return (None,)
+        policies = self._cached_policies(credential.token.policies)
+        if policies is None:
+            return None
+        return ((credential, self._principal_with(credential.token, policies)),)
+
+    def spend_use(self, record: TokenRecord) -> None:
+        """Charge a token with a number of uses one of them (401 once they are spent)."""
+        if record.uses_left is not None and not self._store.tokens.use(record.id):
+            raise unauthorized("the token is unknown, revoked or expired")
+
+    def alive(self, record: TokenRecord) -> bool:
+        return record.expires_at is None or record.expires_at > self._clock.now()
+
+    def recent_state(self) -> AuthState | None:
+        """The auth state last read, if its read was asked for less than
+        `CIPHERD_AUTH_CHECK_SECONDS` ago and no move of the generation by this process has
+        committed since; else None."""
+        with self._lock:
+            seen, seen_at, seen_moves = self._seen, self._seen_at, self._seen_moves
+        if (
+            seen is None
+            or seen_moves != self._store.database.auth_moves
+            or time.monotonic() - seen_at >= self._check_seconds
+        ):
+            return None
+        return seen
+
+    def state(self) -> AuthState:
+        """The store's auth state as of now (or as of a recent reading, `recent_state`), this
+        process's caches dropped if it moved on; the last one read, through a store outage no
+        longer than the grace."""
+        recent = self.recent_state() or self._held_through_outage()
+        if recent is not None:
+            return recent
+        try:
+            return self._read_state()
+        except StoreUnavailableError:
+            seen = self._seen_within_grace()
+            if seen is None:
+                raise
+            return seen
+
+    def _seen_within_grace(self) -> AuthState | None:
+        """The last reading, if it is no older than the outage grace."""
+        with self._lock:
+            seen, seen_at = self._seen, self._seen_at
+        if seen is None or time.monotonic() - seen_at > self._grace_seconds:
+            return None
+        return seen
+
+    def _held_through_outage(self) -> AuthState | None:
+        """While the store is taken to be down, the last reading if it is within the grace: the
+        store is asked again on a thread of its own, at most once a second (the caches' retry),
+        so that requests do not each wait for a store that does not answer."""
+        if not self._outage.down:
+            return None
+        seen = self._seen_within_grace()
+        if seen is None:
+            return None
+        if self._outage.claim_retry():
+            threading.Thread(target=self._retry_read, daemon=True).start()
+        return seen
+
+    def _retry_read(self) -> None:
+        with contextlib.suppress(StoreUnavailableError):  # marked down again by the read
+            self._read_state()
+
+    def _read_state(self) -> AuthState:
+        """A read of the store's auth state, remembered, with the store's outage state kept."""
+        # Both taken before the read starts: what it answers covers them.
+        moves, asked_at = self._store.database.auth_moves, time.monotonic()
+        try:
+            state = self._generation.fresh()
+        except StoreUnavailableError:
+            self._outage.failed()
+            raise
+        self._outage.answered()
+        with self._lock:
+            moved = self._seen is not None and self._seen.generation != state.generation
+            self._seen, self._seen_at, self._seen_moves = state, asked_at, moves
+            if moved:
+                self._policies = {}
+        if moved:
+            self._tokens.discard(lambda _, __: True)
+            self._aws.discard(lambda _, __: True)
+        return state
+
+    def principal_of_record(self, record: TokenRecord) -> Principal:
+        """What a stored token may do: its inline rule and its policies as they are now."""
+        if ROOT_POLICY in record.policies:
+            return self._principal_with(record, [])
+        return self._principal_with(record, self.policies(record.policies))
+
+    def _principal_with(self, record: TokenRecord, policies: Sequence[CompiledPolicy]) -> Principal:
+        """What a stored token may do with these (its) policies."""
+        if ROOT_POLICY in record.policies:
+            return Principal(
+                admin=True,
+                token_id=record.id,
+                rate_per_second=record.rate_per_second,
+                identity=record.identity,
+                policies=record.policies,
+            )
+        rules: list[Rule] = []
+        if record.key_patterns and record.operations:
+            rules.append(Rule(record.key_patterns, frozenset(record.operations)))
+        admin_operations: set[str] = set()
+        for policy in policies:
+            rules.extend(policy.rules)
+            admin_operations |= policy.admin_operations
         return Principal(
             admin=False,
             token_id=record.id,
-            key_patterns=record.key_patterns,
-            operations=frozenset(record.operations),
+            rules=tuple(rules),
+            admin_operations=frozenset(admin_operations),
             rate_per_second=record.rate_per_second,
+            identity=record.identity,
+            policies=record.policies,
         )
+
+    def policies(self, names: Iterable[str]) -> list[CompiledPolicy]:
+        """The named policies that exist, from this process's cache (dropped at each new
+        generation) or the store."""
+        wanted = [name for name in names if name != ROOT_POLICY]
+        with self._lock:
+            missing = [name for name in wanted if name not in self._policies]
+        if missing:
+            found = {p.name: compile_policy(p.document) for p in self._fetch_policies(missing)}
+            with self._lock:
+                if len(self._policies) + len(missing) > MAX_CACHED_POLICIES:
+                    self._policies = {}
+                self._policies.update({name: found.get(name) for name in missing})
+        with self._lock:
+            cached = [self._policies.get(name) for name in wanted]
+        return [policy for policy in cached if policy is not None]
+
+    def _cached_policies(self, names: Iterable[str]) -> list[CompiledPolicy] | None:
+        """The named policies that exist, if this process has every one of them cached (or
+        knows it does not exist); else None."""
+        wanted = [name for name in names if name != ROOT_POLICY]
+        with self._lock:
+            if any(name not in self._policies for name in wanted):
+                return None
+            cached = [self._policies[name] for name in wanted]
+        return [policy for policy in cached if policy is not None]
+
+    def _fetch_policies(self, names: Sequence[str]) -> Sequence[Any]:
+        return self._store.policies.get_many(names)
 
     def admit(self, principal: Principal) -> Principal:
         """The principal, unless its token has a rate and is over it (429)."""
@@ -145,20 +463,13 @@ class Authenticator:
             self.limits.charge(principal.token_id, principal.rate_per_second)
         return principal
 
+    def admit_batch(self, principal: Principal, items: int) -> None:
+        """A batch counts each of its items against its token's rate: `admit` charged the
+        request as one, this charges the rest once the items are counted (429 past it)."""
+        if principal.rate_per_second is not None and principal.token_id is not None:
+            self.limits.charge(principal.token_id, principal.rate_per_second, items - 1, taken=1)
+
     def refusal(self, address: str | None, problem: Problem) -> Problem:
-        """What to answer a request from `address` whose token failed with `problem` (a 401):
-        that problem, or a 429 once the address failed too often."""
+        """What to answer a request from `address` whose token (or login) failed with
+        `problem` (a 401 or 403): that problem, or a 429 once the address failed too often."""
         return self.limits.failed(address, problem)
-
-    def _cached(self, digest: bytes) -> TokenRecord | None:
-        hit = self._cache.cached(digest)
-        if hit is None:
-            raise _NotCached
-        return hit[0]
-
-    def _lookup(self, digest: bytes) -> TokenRecord | None:
-        return self._cache.load(digest)
-
-    def forget(self, token_id: str) -> None:
-        """Drop a revoked token from this process's cache at once."""
-        self._cache.discard(lambda _, record: record is not None and record.id == token_id)

@@ -1,26 +1,41 @@
-"""Scoped tokens, the admin's verbs on them: issue, list, revoke.
+"""Tokens' verbs: make, list, look up, renew and revoke, for the native API (`/v1/tokens`) and
+Vault's (`auth/token/...`, `app.ops.vault_tokens`) alike.
 
-A token names glob patterns of key names and operations (`app.ops.auth`). It is drawn here and
-shown once; the store keeps only its SHA-256.
+A token carries named policies and an inline rule (a scoped token's key-name patterns x
+operations). Making one for someone else needs the admin operation `tokens`; a token so made
+is a child of the maker's (revoked with it) unless it is an orphan, and carries no policy its
+maker lacks. A token may always look itself up, renew and revoke itself. Every token is drawn
+by `app.ops.identity.mint` and shown once; the store keeps only its SHA-256.
 """
 
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.ops.auth import Authenticator, Operation, hash_token, new_scoped_token
-from app.ops.errors import Problem
+from app.ops.auth import (
+    DEFAULT_POLICY,
+    AdminOperation,
+    Operation,
+    Principal,
+    new_aws_credentials,
+)
+from app.ops.errors import Problem, forbidden, invalid_input
+from app.ops.identity import (
+    POLICY_NAME,
+    Identity,
+    IssuedToken,
+    TokenLimits,
+    TokenTerms,
+    mint,
+)
 from app.ops.keys import timestamp
+from app.ops.policies import KEY_PATTERN, checked_patterns
 from app.store import KeyStore, TokenRecord
-from app.store.patterns import PatternError, parse
 
-# A glob over key names: their characters and fnmatch's `*`, `?`, `[seq]` and `[!seq]`. Anything
-# else could never match a name, and a NUL is not even storable in PostgreSQL text; the grammar
-# of `app.store.patterns` then checks the form.
-KEY_PATTERN = r"^[A-Za-z0-9._*?\[\]!-]{1,128}$"
+MAX_TTL = 10 * 365 * 86400
+Metadata = dict[Annotated[str, Field(max_length=128)], Annotated[str, Field(max_length=512)]]
 
 
 # What `POST /v1/tokens` and `cipherd tokens create` take (a docstring would reach the OpenAPI
@@ -32,10 +47,27 @@ class TokenCreate(BaseModel):
         "", max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$", description="no control characters"
     )
     keys: list[Annotated[str, Field(pattern=KEY_PATTERN)]] = Field(
-        min_length=1, max_length=100, description="glob patterns of key names, e.g. 'orders-*'"
+        default_factory=list,
+        max_length=100,
+        description="glob patterns of key names, e.g. 'orders-*': with `operations`, the "
+        "token's inline rule",
     )
-    operations: list[Operation] = Field(min_length=1)
-    ttl_seconds: int | None = Field(None, ge=1, le=10 * 365 * 86400)
+    operations: list[Operation] = Field(default_factory=list, max_length=len(Operation))
+    policies: list[Annotated[str, Field(pattern=POLICY_NAME)]] = Field(
+        default_factory=list, max_length=64, description="named policies the token carries"
+    )
+    no_default_policy: bool = Field(False, description="without the `default` policy")
+    ttl_seconds: int | None = Field(None, ge=1, le=MAX_TTL, description="default: no expiry")
+    max_ttl_seconds: int | None = Field(
+        None, ge=1, le=MAX_TTL, description="renewals never take it past this from its creation"
+    )
+    period_seconds: int | None = Field(
+        None, ge=1, le=MAX_TTL, description="periodic: each renewal gives it this life again"
+    )
+    renewable: bool = True
+    num_uses: int | None = Field(None, ge=1, le=1_000_000, description="default: any number")
+    metadata: Metadata = Field(default_factory=dict, max_length=64)
+    orphan: bool = Field(False, description="not revoked with the token that made it")
     rate_per_second: float | None = Field(
         None,
         gt=0,
@@ -44,26 +76,35 @@ class TokenCreate(BaseModel):
         description="requests a second the token may make on each worker process (a second's "
         "worth, at least one, at once); past it 429 with Retry-After; default: no limit",
     )
+    aws_credentials: bool = Field(
+        False,
+        description="also answer an AWS access key pair that signs requests to the KMS API "
+        "(POST /) as this token",
+    )
 
     @field_validator("keys")
     @classmethod
     def _in_the_grammar(cls, keys: list[str]) -> list[str]:
-        """Each pattern in the grammar both stores match by (`app.store.patterns`), once."""
-        for glob in keys:
-            try:
-                parse(glob)
-            except PatternError as exc:
-                raise ValueError(str(exc)) from None
-        return list(dict.fromkeys(keys))
+        return checked_patterns(keys)
 
 
 class TokenOut(BaseModel):
-    id: str
+    id: str = Field(description="the token's id, also its accessor: never the token")
     description: str
     keys: list[str]
     operations: list[Operation]
+    policies: list[str]
+    identity: str = Field(description="whom it was issued to, e.g. approle:ci")
+    method: str
+    role: str
+    parent: str | None
     created_at: datetime
     expires_at: datetime | None
+    max_expires_at: datetime | None
+    renewable: bool
+    period_seconds: float | None
+    uses_left: int | None
+    metadata: dict[str, str]
     rate_per_second: float | None = Field(
         None, description="requests a second per worker process; null: no limit"
     )
@@ -71,6 +112,24 @@ class TokenOut(BaseModel):
 
 class TokenCreated(TokenOut):
     token: str = Field(description="the bearer token; shown only in this response")
+    aws_access_key_id: str | None = Field(
+        None, description="with aws_credentials: the access key id of the token's AWS key pair"
+    )
+    aws_secret_access_key: str | None = Field(
+        None, description="with aws_credentials: its secret access key; shown only here"
+    )
+
+
+class TokenRenew(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    increment_seconds: int | None = Field(
+        None, ge=1, le=MAX_TTL, description="the life asked for from now; default: its TTL"
+    )
+
+
+def _time(seconds: float | None) -> datetime | None:
+    return None if seconds is None else timestamp(seconds)
 
 
 def token_out(record: TokenRecord) -> TokenOut:
@@ -78,39 +137,142 @@ def token_out(record: TokenRecord) -> TokenOut:
         id=record.id,
         description=record.description,
         keys=list(record.key_patterns),
-        operations=[Operation(op) for op in record.operations],
+        operations=[Operation(op) for op in record.operations if op in set(Operation)],
+        policies=list(record.policies),
+        identity=record.identity,
+        method=record.method,
+        role=record.role,
+        parent=record.parent_id,
         created_at=timestamp(record.created_at),
-        expires_at=None if record.expires_at is None else timestamp(record.expires_at),
+        expires_at=_time(record.expires_at),
+        max_expires_at=_time(record.max_expires_at),
+        renewable=record.renewable,
+        period_seconds=record.period_seconds,
+        uses_left=record.uses_left,
+        metadata=record.metadata,
         rate_per_second=record.rate_per_second,
     )
 
 
-def issue(store: KeyStore, body: TokenCreate) -> TokenCreated:
-    """Draw a scoped token and store its hash. The token itself is only in the answer."""
-    token_id, token = new_scoped_token()
-    now = time.time()
-    record = TokenRecord(
-        id=token_id,
-        token_hash=hash_token(token),
+def create(
+    store: KeyStore,
+    limits: TokenLimits,
+    maker: Principal,
+    terms: TokenTerms,
+    orphan: bool,
+    path: str = "auth/token/create",
+) -> IssuedToken:
+    """A token made by `maker` on `terms`: its child unless `orphan` (or made by the admin
+    token). 403 unless the maker may make tokens, and carries every policy it gives."""
+    if not maker.may(AdminOperation.TOKENS):
+        raise forbidden("making tokens needs the admin operation 'tokens'")
+    if not maker.admin:
+        granted = {*maker.policies, DEFAULT_POLICY}
+        extra = sorted(set(terms.policies) - granted)
+        if extra:
+            raise forbidden(f"the token lacks the policies it would give: {', '.join(extra)}")
+    if not terms.policies and not terms.key_patterns:
+        raise invalid_input("a token needs policies, or keys and operations")
+    if bool(terms.key_patterns) != bool(terms.operations):
+        raise invalid_input("keys and operations go together")
+    # A token carries the identity of the chain it was made in: the admin's, or a login's.
+    made_by = "token:admin" if maker.token_id is None else maker.identity
+    identity = Identity("token", "token", "", made_by)
+    parent = None if orphan or maker.token_id is None else maker.token_id
+    return mint(store, limits, identity, terms, parent, path)
+
+
+def issue(store: KeyStore, limits: TokenLimits, maker: Principal, body: TokenCreate) -> IssuedToken:
+    """`POST /v1/tokens`: a token on the body's terms. The token itself is only in the answer."""
+    terms = TokenTerms(
+        policies=body.policies,
+        ttl_seconds=body.ttl_seconds,
+        max_ttl_seconds=body.max_ttl_seconds,
+        period_seconds=body.period_seconds,
+        renewable=body.renewable,
+        num_uses=body.num_uses,
+        metadata=body.metadata,
+        no_default_policy=body.no_default_policy,
         description=body.description,
-        key_patterns=tuple(body.keys),
-        operations=tuple(sorted({op.value for op in body.operations})),
-        created_at=now,
-        expires_at=None if body.ttl_seconds is None else now + body.ttl_seconds,
+        key_patterns=body.keys,
+        operations=[op.value for op in body.operations],
         rate_per_second=body.rate_per_second,
     )
-    store.add_token(record)
-    return TokenCreated(**token_out(record).model_dump(), token=token)
+    if body.ttl_seconds is None and body.period_seconds is None:
+        # The native API's tokens live until revoked unless given a life.
+        limits = TokenLimits(None, limits.max_ttl_seconds)
+    return create(store, limits, maker, terms, body.orphan, "tokens")
+
+
+def created_out(issued: IssuedToken) -> TokenCreated:
+    """A new token as the native API answers it: the only time the token itself is shown."""
+    return TokenCreated(**token_out(issued.record).model_dump(), token=issued.token)
+
+
+def with_aws_credentials(store: KeyStore, created: TokenCreated) -> TokenCreated:
+    """A new token's answer with the AWS key pair drawn and stored for it (its secret sealed:
+    `app.store.aws_credentials`); revoked with the token."""
+    access_key_id, secret = new_aws_credentials()
+    store.aws_credentials.add(access_key_id, created.id, secret.encode())
+    return created.model_copy(
+        update={"aws_access_key_id": access_key_id, "aws_secret_access_key": secret}
+    )
 
 
 def listing(store: KeyStore) -> Sequence[TokenOut]:
-    """Every scoped token, oldest first, without the tokens themselves."""
-    return [token_out(record) for record in store.list_tokens()]
+    """Every token, oldest first, without the tokens themselves."""
+    return [token_out(record) for record in store.tokens.list()]
 
 
-def revoke(store: KeyStore, authenticator: Authenticator | None, token_id: str) -> None:
-    """Revoke a token, at once in this process (other processes within their token cache)."""
-    if not store.delete_token(token_id):
-        raise Problem(404, "token-not-found", "Token not found", f"no token with id {token_id!r}")
-    if authenticator is not None:
-        authenticator.forget(token_id)
+# How a route finds the token it acts on (`by_id`, `own`), given the store.
+TokenLookup = Callable[[KeyStore], TokenRecord]
+
+
+def by_id(store: KeyStore, token_id: str) -> TokenRecord:
+    """The live token with id (accessor) `token_id` (404 otherwise)."""
+    record = store.tokens.by_id(token_id)
+    if record is None or (record.expires_at is not None and record.expires_at <= store.clock.now()):
+        raise not_found(token_id)
+    return record
+
+
+def own(store: KeyStore, caller: Principal) -> TokenRecord:
+    """The caller's own token (422 for the admin token, which is no stored token)."""
+    if caller.token_id is None:
+        raise invalid_input("the admin token is not a stored token: it has no life to look up")
+    return by_id(store, caller.token_id)
+
+
+def renew(store: KeyStore, record: TokenRecord, increment: float | None) -> TokenRecord:
+    """Extend a token's life: by its period (periodic), else by `increment` or its TTL, never
+    past its maximum (400 if it is not renewable)."""
+    if not record.renewable:
+        raise invalid_input("lease is not renewable")
+    now = store.clock.now()
+    life = record.period_seconds or increment or record.ttl_seconds or 0
+    expires_at = now + life
+    if record.max_expires_at is not None:
+        expires_at = min(expires_at, record.max_expires_at)
+    renewed = store.tokens.renew(record.id, expires_at, now)
+    if renewed is None:
+        raise not_found(record.id)
+    return renewed
+
+
+def revoke(store: KeyStore, token_id: str) -> Sequence[str]:
+    """Revoke a token and its children, at once on every replica (their next request): the
+    ids revoked (404 if there is no such token)."""
+    revoked = store.tokens.delete(token_id)
+    if not revoked:
+        raise not_found(token_id)
+    return revoked
+
+
+def revoke_orphaning(store: KeyStore, token_id: str) -> None:
+    """Revoke one token; its children become orphans (404 if there is no such token)."""
+    if not store.tokens.delete_orphaning(token_id):
+        raise not_found(token_id)
+
+
+def not_found(token_id: str) -> Problem:
+    return Problem(404, "token-not-found", "Token not found", f"no token with id {token_id[:64]!r}")

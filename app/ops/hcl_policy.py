@@ -1,0 +1,152 @@
+"""Vault's ACL policies (HCL), in the subset that maps onto cipherd's rules, both ways.
+
+A Vault policy is `path "<path>" { capabilities = [...] }` blocks. The paths that map are
+Transit's at its default mount, whose key names are the native names (`transit/encrypt/orders-*`
+with `update` is the operation `encrypt` on the keys `orders-*`), and the admin paths whose
+family is an admin operation (`auth/token/create` is `tokens`). The paths every token may use
+on itself (`auth/token/lookup-self` ...) are taken and mean nothing more. Anything else (another
+mount, a path no rule can say, `deny`, a parameter constraint) is refused with a 400 that names
+it: a policy that cipherd would enforce otherwise than Vault is never stored.
+"""
+
+import re
+from typing import Any
+
+from app.ops.auth import AdminOperation, Operation
+from app.ops.errors import invalid_input
+from app.ops.policies import KEY_PATTERN, PolicyDocument, PolicyRule
+
+MAX_HCL_BYTES = 64 * 1024
+MAX_BLOCKS = 100
+_BLOCK = re.compile(
+    r'path\s+"(?P<path>[^"\n]{1,256})"\s*\{\s*capabilities\s*=\s*\[(?P<caps>[^\]]*)\]\s*\}', re.S
+)
+_COMMENT = re.compile(r"(#|//)[^\n]*")
+_CAPABILITIES = {"create", "read", "update", "patch", "delete", "list", "sudo", "deny"}
+_WRITE = {"create", "update"}
+# Transit's verbs at `transit/<verb>/<key>`: the capability they need and what they allow.
+_TRANSIT = {
+    "encrypt": (_WRITE, (Operation.ENCRYPT,)),
+    "decrypt": (_WRITE, (Operation.DECRYPT,)),
+    "rewrap": (_WRITE, (Operation.ENCRYPT, Operation.DECRYPT)),
+    "sign": (_WRITE, (Operation.SIGN,)),
+    "verify": (_WRITE, (Operation.VERIFY,)),
+    "hmac": (_WRITE, (Operation.HMAC,)),
+    "keys": ({"read"}, (Operation.READ,)),
+}
+# Admin paths (a prefix and its `*`) and the admin operation they are.
+_ADMIN = {
+    "auth/token/create": AdminOperation.TOKENS,
+    "auth/token/accessors": AdminOperation.TOKENS,
+    "auth/token/lookup": AdminOperation.TOKENS,
+    "auth/token/revoke": AdminOperation.TOKENS,
+    "auth/token/renew": AdminOperation.TOKENS,
+    "auth/token/roles": AdminOperation.TOKENS,
+    "sys/policies/acl": AdminOperation.POLICIES,
+    "sys/policy": AdminOperation.POLICIES,
+    "sys/auth": AdminOperation.AUTH,
+    "sys/audit": AdminOperation.AUDIT,
+    "sys/mounts": AdminOperation.SYS,
+}
+# What every token may do on itself: taken, adding nothing.
+_OWN = (
+    "auth/token/lookup-self",
+    "auth/token/renew-self",
+    "auth/token/revoke-self",
+    "sys/capabilities-self",
+    "sys/wrapping/",
+    "sys/tools/hash",
+    "cubbyhole/",
+)
+
+
+def parse(text: str) -> PolicyDocument:
+    """The rules a Vault policy says (400 for what cipherd cannot say as Vault means it)."""
+    if len(text.encode()) > MAX_HCL_BYTES:
+        raise invalid_input(f"a policy has at most {MAX_HCL_BYTES} bytes")
+    stripped = _COMMENT.sub("", text)
+    blocks = list(_BLOCK.finditer(stripped))
+    rest = _BLOCK.sub("", stripped).strip()
+    if rest:
+        raise invalid_input(
+            f"failed to parse policy: only path blocks with capabilities map: {rest[:80]!r}"
+        )
+    if len(blocks) > MAX_BLOCKS:
+        raise invalid_input(f"a policy has at most {MAX_BLOCKS} path blocks")
+    by_operations: dict[tuple[str, ...], list[str]] = {}
+    admin: set[AdminOperation] = set()
+    for block in blocks:
+        path = block["path"]
+        capabilities = {c.strip().strip('"') for c in block["caps"].split(",") if c.strip()}
+        unknown = capabilities - _CAPABILITIES
+        if unknown:
+            raise invalid_input(
+                f'failed to parse policy: path "{path}": invalid capability '
+                f'"{sorted(unknown)[0][:32]}"'
+            )
+        if "deny" in capabilities:
+            raise invalid_input(f'path "{path}": deny does not map (a token has what it is given)')
+        if path.startswith(_OWN):
+            continue
+        granted = _admin_operation(path)
+        if granted is not None:
+            admin.add(granted)
+            continue
+        key, operations = _transit(path, capabilities)
+        by_operations.setdefault(tuple(sorted(op.value for op in operations)), []).append(key)
+    rules = [
+        PolicyRule.model_validate({"keys": keys, "operations": list(operations)})
+        for operations, keys in by_operations.items()
+        if operations
+    ]
+    return PolicyDocument(rules=rules, admin=sorted(admin), hcl=text)
+
+
+def _admin_operation(path: str) -> AdminOperation | None:
+    base = path.rstrip("*").rstrip("/")
+    for prefix, operation in _ADMIN.items():
+        if base == prefix or base.startswith(prefix + "/"):
+            return operation
+    return None
+
+
+def _transit(path: str, capabilities: set[str]) -> tuple[str, tuple[Operation, ...]]:
+    parts = path.split("/")
+    if len(parts) != 3 or parts[0] != "transit" or parts[1] not in _TRANSIT:
+        raise invalid_input(
+            f'path "{path}": only transit/<verb>/<key names> (verbs: {", ".join(_TRANSIT)}), '
+            "the token, policy, auth, audit and mounts admin paths map onto this service's rules"
+        )
+    needed, operations = _TRANSIT[parts[1]]
+    if not capabilities & needed:
+        return parts[2], ()
+    if not re.match(KEY_PATTERN, parts[2]):
+        raise invalid_input(f'path "{path}": {parts[2][:64]!r} is no key-name pattern')
+    return parts[2], operations
+
+
+def render(document: dict[str, Any]) -> str:
+    """A policy written natively, as the Vault policy that says the same."""
+    if document.get("hcl"):
+        return str(document["hcl"])
+    verbs = {ops: verb for verb, (_, ops) in _TRANSIT.items() if len(ops) == 1}
+    blocks = []
+    for rule in document.get("rules", ()):
+        for operation in rule["operations"]:
+            verb = verbs.get((Operation(operation),))
+            if verb is None:
+                continue  # an operation with no Transit path (FE's keygen, `public`)
+            capability = "read" if verb == "keys" else "update"
+            for key in rule["keys"]:
+                blocks.append(_block(f"transit/{verb}/{key}", [capability]))
+    admin_paths = {op: path for path, op in _ADMIN.items()}
+    for operation in document.get("admin", ()):
+        path = admin_paths.get(AdminOperation(operation))
+        if path is not None:
+            blocks.append(_block(f"{path}/*", ["create", "read", "update", "delete", "list"]))
+    return "\n\n".join(blocks)
+
+
+def _block(path: str, capabilities: list[str]) -> str:
+    listed = ", ".join(f'"{capability}"' for capability in capabilities)
+    return f'path "{path}" {{\n  capabilities = [{listed}]\n}}'

@@ -1,0 +1,226 @@
+"""Identities and the tokens issued to them: the one way every token comes to be.
+
+A login method (AppRole, JWT/OIDC, certificates) proves who is calling and calls
+`issue_login_token` with the `Identity` it established and the policies and token settings of
+the role it matched; the token API makes tokens through `mint` too. `vault_auth` is the `auth`
+block of Vault's answer to either.
+"""
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.ops.auth import DEFAULT_POLICY, ROOT_POLICY, hash_token, new_token
+from app.ops.errors import invalid_input
+from app.store import KeyStore, TokenRecord
+
+# A policy name, as Vault allows them (and no '/', which would not fit in a path).
+POLICY_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$"
+_POLICY_NAME = re.compile(POLICY_NAME)
+MAX_POLICIES = 64
+MAX_METADATA = 64
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a token is issued to: the login `method` (approle, jwt, cert, token), the auth
+    `mount` path it came by, the `role` it matched, and `name`, the identity's stable name
+    (`approle:<role>`, `jwt:<sub or user claim>`, `cert:<subject>`): what the audit trail
+    names for every request made with the token."""
+
+    method: str
+    mount: str
+    role: str
+    name: str
+
+
+@dataclass(frozen=True)
+class TokenLimits:
+    """The service's bounds on a token's life (`CIPHERD_TOKEN_DEFAULT_TTL_SECONDS`,
+    `CIPHERD_TOKEN_MAX_TTL_SECONDS`); a default of None: no expiry unless asked for."""
+
+    default_ttl_seconds: float | None
+    max_ttl_seconds: float
+
+
+@dataclass(frozen=True)
+class TokenTerms:
+    """What a new token is to be: its policies, and its life. `ttl_seconds` None: the default
+    TTL (no expiry for a root token); 0 for the others means the same. `max_ttl_seconds` caps
+    its renewals (and its first TTL); `period_seconds` makes it periodic: each renewal gives
+    it that period again, without a maximum but an explicit one."""
+
+    policies: Sequence[str] = ()
+    ttl_seconds: float | None = None
+    max_ttl_seconds: float | None = None
+    explicit_max_seconds: float | None = None
+    period_seconds: float | None = None
+    renewable: bool = True
+    num_uses: int | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    no_default_policy: bool = False
+    description: str = ""
+    key_patterns: Sequence[str] = ()
+    operations: Sequence[str] = ()
+    rate_per_second: float | None = None
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A token just made: the token itself (shown once) and what the store keeps of it."""
+
+    token: str = field(repr=False)
+    record: TokenRecord
+
+
+def policy_names(names: Sequence[str], no_default: bool) -> tuple[str, ...]:
+    """The policies a token carries: `names` checked, without duplicates, sorted, with
+    `default` unless `no_default` (or the token is root)."""
+    cleaned = sorted({name.strip() for name in names if name.strip()})
+    for name in cleaned:
+        if not _POLICY_NAME.match(name):
+            raise invalid_input(f"policy name {name[:64]!r}: letters, digits, '_', '.', '@', '-'")
+    if not no_default and ROOT_POLICY not in cleaned:
+        cleaned = sorted({*cleaned, DEFAULT_POLICY})
+    if len(cleaned) > MAX_POLICIES:
+        raise invalid_input(f"a token carries at most {MAX_POLICIES} policies")
+    return tuple(cleaned)
+
+
+def mint(
+    store: KeyStore,
+    limits: TokenLimits,
+    identity: Identity,
+    terms: TokenTerms,
+    parent_id: str | None = None,
+    path: str = "auth/token/create",
+) -> IssuedToken:
+    """Draw a token for `identity` on `terms`, a child of `parent_id` (None: an orphan), and
+    store its hash. Its TTL is the terms', else the default (none for a root token), capped by
+    its maximum: the terms' `max_ttl_seconds`, its explicit maximum and the service's."""
+    if len(terms.metadata) > MAX_METADATA:
+        raise invalid_input(f"at most {MAX_METADATA} metadata entries")
+    policies = policy_names(terms.policies, terms.no_default_policy)
+    now = store.clock.now()
+    root = ROOT_POLICY in policies
+    explicit = terms.explicit_max_seconds or None
+    max_expires_at: float | None
+    if terms.period_seconds:
+        ttl: float | None = terms.period_seconds
+        max_expires_at = None if explicit is None else now + explicit
+    else:
+        ttl = terms.ttl_seconds or (None if root else limits.default_ttl_seconds)
+        if ttl is None and explicit is None:
+            max_expires_at = None  # a root token without a life: it never expires
+        else:
+            caps = (terms.max_ttl_seconds or None, explicit, limits.max_ttl_seconds)
+            max_expires_at = now + min(cap for cap in caps if cap is not None)
+            ttl = ttl or max_expires_at - now
+    expires_at = None if ttl is None else now + ttl
+    if expires_at is not None and max_expires_at is not None:
+        expires_at = min(expires_at, max_expires_at)
+    token_id, token = new_token()
+    record = TokenRecord(
+        id=token_id,
+        token_hash=hash_token(token),
+        description=terms.description,
+        key_patterns=tuple(terms.key_patterns),
+        operations=tuple(sorted(set(terms.operations))),
+        created_at=now,
+        expires_at=expires_at,
+        rate_per_second=terms.rate_per_second,
+        policies=policies,
+        parent_id=parent_id,
+        ttl_seconds=None if expires_at is None else expires_at - now,
+        explicit_max_seconds=terms.explicit_max_seconds or None,
+        max_expires_at=max_expires_at,
+        period_seconds=terms.period_seconds or None,
+        renewable=terms.renewable and expires_at is not None,
+        uses_left=terms.num_uses or None,
+        metadata=dict(terms.metadata),
+        method=identity.method,
+        mount=identity.mount,
+        role=identity.role,
+        identity=identity.name,
+        path=path,
+    )
+    store.tokens.add(record)
+    return IssuedToken(token, record)
+
+
+def issue_login_token(
+    store: KeyStore,
+    limits: TokenLimits,
+    identity: Identity,
+    policies: Sequence[str],
+    *,
+    ttl_seconds: float | None = None,
+    max_ttl_seconds: float | None = None,
+    period_seconds: float | None = None,
+    explicit_max_seconds: float | None = None,
+    num_uses: int | None = None,
+    renewable: bool = True,
+    metadata: Mapping[str, str] | None = None,
+    no_default_policy: bool = False,
+) -> IssuedToken:
+    """The token a successful login gets: every login method calls this, and only this, once
+    it has established `identity`.
+
+    `store`, `limits`: the service's (`services.store`, `services.token_limits`).
+    `identity`: `Identity(method, mount, role, name)`, e.g. `Identity("approle", "approle",
+    "ci", "approle:ci")`; `name` is what every audit record of the token's requests names.
+    `policies`: the role's policy names (`default` is added unless `no_default_policy`; `root`
+    is refused: no login gives root).
+    `ttl_seconds`, `max_ttl_seconds`: the role's token TTL and max TTL (None or 0: the
+    service's default and maximum); `period_seconds`: a periodic token; `explicit_max_seconds`:
+    a hard cap even on a periodic token; `num_uses`: requests it may make (None or 0: any);
+    `renewable`; `metadata`: Vault's `meta` (strings, e.g. `{"role_name": "ci"}`), shown by
+    lookups, never secrets.
+
+    The token is an orphan (no parent: revoking the login's caller is meaningless), its path
+    `auth/<mount>/login`. Answer with `app.http.identity.login_answer` (Vault's `auth` block,
+    and the audit record's details); a login that fails goes through
+    `app.http.identity.login_refused` (the failed-authentication throttle).
+    """
+    if ROOT_POLICY in policies:
+        raise invalid_input("a login cannot give the root policy")
+    terms = TokenTerms(
+        policies=policies,
+        ttl_seconds=ttl_seconds,
+        max_ttl_seconds=max_ttl_seconds,
+        explicit_max_seconds=explicit_max_seconds,
+        period_seconds=period_seconds,
+        renewable=renewable,
+        num_uses=num_uses,
+        metadata=dict(metadata or {}),
+        no_default_policy=no_default_policy,
+        description=f"{identity.method} login",
+    )
+    return mint(store, limits, identity, terms, None, f"auth/{identity.mount}/login")
+
+
+def remaining_seconds(record: TokenRecord, now: float) -> int:
+    """A token's TTL left, in whole seconds (0: no expiry)."""
+    if record.expires_at is None:
+        return 0
+    return max(0, int(record.expires_at - now))
+
+
+def vault_auth(issued: IssuedToken, now: float) -> dict[str, Any]:
+    """The `auth` block of Vault's answer to a login or a token creation."""
+    record = issued.record
+    return {
+        "client_token": issued.token,
+        "accessor": record.id,
+        "policies": list(record.policies),
+        "token_policies": list(record.policies),
+        "metadata": record.metadata or None,
+        "lease_duration": remaining_seconds(record, now),
+        "renewable": record.renewable,
+        "entity_id": "",
+        "token_type": "service",
+        "orphan": record.parent_id is None,
+        "mfa_requirement": None,
+        "num_uses": record.uses_left or 0,
+    }

@@ -1,0 +1,221 @@
+"""Vault's token API (`auth/token/...`) over the native token verbs (`app.ops.tokens`): its
+request fields, its roles, and the `data` of its lookups, in Vault's shapes."""
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.ops.auth import hash_token
+from app.ops.auth_mounts import TOKEN
+from app.ops.durations import Duration, Strings, vault_time
+from app.ops.errors import Problem, invalid_input
+from app.ops.identity import TokenTerms, remaining_seconds
+from app.store import KeyStore, TokenRecord
+
+MAX_SECONDS = 10 * 365 * 86400
+MAX_ROLES = 1000
+ROLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+class VaultTokenCreate(BaseModel):
+    """What `auth/token/create` takes."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    role_name: str | None = None
+    policies: Strings = Field(default_factory=list, max_length=64)
+    meta: dict[Annotated[str, Field(max_length=128)], Annotated[str, Field(max_length=512)]] = (
+        Field(default_factory=dict, max_length=64)
+    )
+    no_parent: bool = False
+    no_default_policy: bool = False
+    renewable: bool = True
+    ttl: Duration = Field(0, ge=0, le=MAX_SECONDS)
+    explicit_max_ttl: Duration = Field(0, ge=0, le=MAX_SECONDS)
+    period: Duration = Field(0, ge=0, le=MAX_SECONDS)
+    display_name: str = Field("", max_length=128)
+    num_uses: int = Field(0, ge=0, le=1_000_000)
+    type: str | None = None
+
+
+class VaultTokenRole(BaseModel):
+    """What `auth/token/roles/:name` takes."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    allowed_policies: Strings = Field(default_factory=list, max_length=64)
+    disallowed_policies: Strings = Field(default_factory=list, max_length=64)
+    orphan: bool = False
+    renewable: bool = True
+    path_suffix: str = Field("", max_length=128)
+    token_period: Duration = Field(0, ge=0, le=MAX_SECONDS)
+    period: Duration = Field(0, ge=0, le=MAX_SECONDS)
+    token_explicit_max_ttl: Duration = Field(0, ge=0, le=MAX_SECONDS)
+    explicit_max_ttl: Duration = Field(0, ge=0, le=MAX_SECONDS)
+    token_no_default_policy: bool = False
+
+
+def role_terms(
+    role_name: str, role: dict[str, Any], body: VaultTokenCreate
+) -> tuple[TokenTerms, bool]:
+    """A creation through a role: its terms, and whether the token is an orphan (400 for a
+    policy the role does not allow)."""
+    asked = set(body.policies) or set(role["allowed_policies"])
+    allowed = set(role["allowed_policies"])
+    if allowed and not asked <= allowed | {"default"}:
+        raise invalid_input(
+            f"token policies ({sorted(asked | {'default'})}) must be subset of the role's "
+            f"allowed policies ({sorted(allowed | {'default'})})"
+        )
+    refused = asked & set(role["disallowed_policies"])
+    if refused:
+        raise invalid_input(f"token policies contain disallowed policies: {sorted(refused)}")
+    period = role["token_period"] or role["period"] or body.period
+    explicit = role["token_explicit_max_ttl"] or role["explicit_max_ttl"] or body.explicit_max_ttl
+    terms = TokenTerms(
+        policies=sorted(asked),
+        ttl_seconds=body.ttl or None,
+        explicit_max_seconds=explicit or None,
+        period_seconds=period or None,
+        renewable=role["renewable"] and body.renewable,
+        num_uses=body.num_uses or None,
+        metadata=body.meta,
+        no_default_policy=role["token_no_default_policy"] or body.no_default_policy,
+        description=body.display_name,
+    )
+    return terms, role["orphan"]
+
+
+def terms_of(body: VaultTokenCreate, inherited: tuple[str, ...]) -> TokenTerms:
+    """A creation's terms; without policies, the maker's (as Vault)."""
+    if body.id:
+        raise invalid_input("a token's value is drawn by the service: id is not taken")
+    if body.type not in (None, "", "service", "default"):
+        raise invalid_input(f"token type {body.type[:32]!r}: only service tokens are made")
+    return TokenTerms(
+        policies=body.policies or list(inherited),
+        ttl_seconds=body.ttl or None,
+        explicit_max_seconds=body.explicit_max_ttl or None,
+        period_seconds=body.period or None,
+        renewable=body.renewable,
+        num_uses=body.num_uses or None,
+        metadata=body.meta,
+        no_default_policy=body.no_default_policy,
+        description=body.display_name,
+    )
+
+
+def role_data(name: str, role: dict[str, Any]) -> dict[str, Any]:
+    """A role as `auth/token/roles/:name` reads."""
+    return {
+        "allowed_entity_aliases": None,
+        "allowed_policies": role["allowed_policies"],
+        "allowed_policies_glob": [],
+        "disallowed_policies": role["disallowed_policies"],
+        "disallowed_policies_glob": [],
+        "explicit_max_ttl": role["explicit_max_ttl"],
+        "name": name,
+        "orphan": role["orphan"],
+        "path_suffix": role["path_suffix"],
+        "period": role["period"],
+        "renewable": role["renewable"],
+        "token_explicit_max_ttl": role["token_explicit_max_ttl"],
+        "token_no_default_policy": role["token_no_default_policy"],
+        "token_period": role["token_period"],
+        "token_type": "default-service",
+    }
+
+
+def by_token(store: KeyStore, token: str) -> TokenRecord | None:
+    """The live token `token` is, if any."""
+    record = store.tokens.by_hash(hash_token(token)) if token else None
+    return record if record is not None and _alive(store, record) else None
+
+
+def by_accessor(store: KeyStore, accessor: str) -> TokenRecord | None:
+    """The live token whose accessor (id) is `accessor`, if any."""
+    record = store.tokens.by_id(accessor) if accessor else None
+    return record if record is not None and _alive(store, record) else None
+
+
+def _alive(store: KeyStore, record: TokenRecord) -> bool:
+    return record.expires_at is None or record.expires_at > store.clock.now()
+
+
+def write_role(store: KeyStore, name: str, role: VaultTokenRole) -> None:
+    """Store a token role, kept with the login methods' roles under the token mount."""
+    if not ROLE_NAME.fullmatch(name):
+        raise invalid_input(f"role name {name[:64]!r}: letters, digits, '_', '.', '-'")
+    if not store.auth_roles.put(TOKEN.accessor, name, role.model_dump(), MAX_ROLES):
+        raise invalid_input(f"at most {MAX_ROLES} token roles")
+
+
+def role_names(store: KeyStore) -> list[str]:
+    return list(store.auth_roles.names(TOKEN.accessor))
+
+
+def delete_role(store: KeyStore, name: str) -> None:
+    store.auth_roles.delete(TOKEN.accessor, name)
+
+
+def read_role(store: KeyStore, name: str) -> dict[str, Any]:
+    role = store.auth_roles.get(TOKEN.accessor, name)
+    if role is None:
+        raise Problem(404, "not-found", "Not found", "")
+    return role
+
+
+def lookup_data(record: TokenRecord, now: float, token: str = "") -> dict[str, Any]:
+    """A token as Vault's lookups answer it: `token` is its `id` (empty by accessor)."""
+    data: dict[str, Any] = {
+        "accessor": record.id,
+        "creation_time": int(record.created_at),
+        "creation_ttl": int(record.ttl_seconds or 0),
+        "display_name": f"token-{record.description}" if record.description else "token",
+        "entity_id": "",
+        "expire_time": None if record.expires_at is None else vault_time(record.expires_at),
+        "explicit_max_ttl": int(record.explicit_max_seconds or 0),
+        "id": token,
+        "issue_time": vault_time(record.created_at),
+        "meta": record.metadata or None,
+        "num_uses": record.uses_left or 0,
+        "orphan": record.parent_id is None,
+        "path": record.path,
+        "policies": list(record.policies),
+        "renewable": record.renewable,
+        "ttl": remaining_seconds(record, now),
+        "type": "service",
+    }
+    if record.renewed_at is not None:
+        data["last_renewal"] = vault_time(record.renewed_at)
+        data["last_renewal_time"] = int(record.renewed_at)
+    if record.period_seconds:
+        data["period"] = int(record.period_seconds)
+    if record.role:
+        data["role"] = record.role
+    return dict(sorted(data.items()))
+
+
+def admin_lookup_data(now: float) -> dict[str, Any]:
+    """The admin token as Vault's lookup-self answers a root token (never the token)."""
+    return {
+        "accessor": "",
+        "creation_time": 0,
+        "creation_ttl": 0,
+        "display_name": "root",
+        "entity_id": "",
+        "expire_time": None,
+        "explicit_max_ttl": 0,
+        "id": "",
+        "issue_time": vault_time(0),
+        "meta": None,
+        "num_uses": 0,
+        "orphan": True,
+        "path": "auth/token/root",
+        "policies": ["root"],
+        "renewable": False,
+        "ttl": 0,
+        "type": "service",
+    }

@@ -1,0 +1,157 @@
+"""KMS's aliases: CreateAlias, UpdateAlias, DeleteAlias, ListAliases. An alias names one key
+(`app.store.kms_aliases`); every key is also `alias/<its native name>` without one being made
+(`keyids.by_alias`), so no alias may take a key's name. Changing an alias is configuring its
+key: the token needs `configure` on the key (on both keys, to point it elsewhere)."""
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from app.ops.auth import Operation
+from app.ops.kms import keyids
+from app.ops.kms.actions import KeyIdField, KmsCall, KmsRequest, action
+from app.ops.kms.errors import KmsError, invalid_state, not_found, validation
+from app.ops.work import in_thread
+from app.store import KeyExistsError, KmsAlias
+
+AliasName = Annotated[str, Field(min_length=1, max_length=256)]
+# How many aliases ListAliases reads at a time while it fills a page with readable ones.
+_SCAN = 1000
+
+
+def _checked_alias(call: KmsCall, alias: str) -> str:
+    if not keyids.ALIAS_PATTERN.fullmatch(alias):
+        raise KmsError(
+            "InvalidAliasNameException",
+            f"Alias {alias[:256]!r} must begin with alias/ and have 1 to 250 letters, digits, "
+            "'/', '_' and '-' after it.",
+        )
+    if alias.startswith("alias/aws/"):
+        raise KmsError("InvalidAliasNameException", "Aliases beginning with alias/aws/ are AWS's.")
+    return alias
+
+
+async def _target(call: KmsCall, target_key_id: str) -> str:
+    """The native name of an alias's target: a key id or key ARN, not pending deletion."""
+    if keyids.direct(target_key_id, call.services.settings.aws_account_id) is None:
+        raise validation("TargetKeyId must be a key id or key ARN, not an alias.")
+    name = await call.key(target_key_id, "keys_patch_key", Operation.CONFIGURE)
+    info = await in_thread(call.services.store.keys.get, name)
+    if info.state == "pending-deletion":
+        raise invalid_state(f"{call.arn(name)} is pending deletion.")
+    return name
+
+
+class CreateAliasRequest(KmsRequest):
+    AliasName: AliasName
+    TargetKeyId: KeyIdField
+
+
+@action("CreateAlias")
+async def create_alias(call: KmsCall, request: CreateAliasRequest) -> dict[str, Any]:
+    alias = _checked_alias(call, request.AliasName)
+    name = await _target(call, request.TargetKeyId)
+    await call.changing()
+    call.note.details["alias"] = alias
+    try:
+        await in_thread(call.services.store.kms_aliases.add, alias, name)
+    except KeyExistsError:
+        raise KmsError(
+            "AlreadyExistsException",
+            f"An alias with the name {_alias_arn(call, alias)} already exists",
+        ) from None
+    return {}
+
+
+class UpdateAliasRequest(KmsRequest):
+    AliasName: AliasName
+    TargetKeyId: KeyIdField
+
+
+async def _existing(call: KmsCall, alias: str) -> KmsAlias:
+    """The alias made by CreateAlias, once the token may configure its key."""
+    found = await in_thread(call.services.store.kms_aliases.get, _checked_alias(call, alias))
+    if found is None:
+        raise not_found(f"Alias {_alias_arn(call, alias)} is not found.")
+    call.record("keys_patch_key", found.key_name)
+    call.allow(Operation.CONFIGURE, found.key_name)
+    call.note.details["alias"] = alias
+    return found
+
+
+@action("UpdateAlias")
+async def update_alias(call: KmsCall, request: UpdateAliasRequest) -> dict[str, Any]:
+    current = await _existing(call, request.AliasName)
+    name = await _target(call, request.TargetKeyId)
+    await call.changing()
+    call.note.details["from"] = current.key_name
+    if not await in_thread(call.services.store.kms_aliases.point, current.name, name):
+        raise not_found(f"Alias {_alias_arn(call, current.name)} is not found.")
+    return {}
+
+
+class DeleteAliasRequest(KmsRequest):
+    AliasName: AliasName
+
+
+@action("DeleteAlias")
+async def delete_alias(call: KmsCall, request: DeleteAliasRequest) -> dict[str, Any]:
+    current = await _existing(call, request.AliasName)
+    await call.changing()
+    if not await in_thread(call.services.store.kms_aliases.delete, current.name):
+        raise not_found(f"Alias {_alias_arn(call, current.name)} is not found.")
+    return {}
+
+
+class ListAliasesRequest(KmsRequest):
+    KeyId: KeyIdField | None = None
+    Limit: Annotated[int, Field(ge=1, le=100)] = 50
+    Marker: Annotated[str, Field(min_length=1, max_length=1024)] | None = None
+
+
+def _readable_page(
+    call: KmsCall, key_name: str | None, after: str | None, limit: int
+) -> list[KmsAlias]:
+    """Up to `limit` + 1 aliases after `after` whose keys the token may read."""
+    found: list[KmsAlias] = []
+    while len(found) <= limit:
+        rows = call.services.store.kms_aliases.list(after, _SCAN, key_name)
+        found += [a for a in rows if call.principal.allows(Operation.READ, a.key_name)]
+        if len(rows) < _SCAN:
+            break
+        after = rows[-1].name
+    return found[: limit + 1]
+
+
+@action("ListAliases")
+async def list_aliases(call: KmsCall, request: ListAliasesRequest) -> dict[str, Any]:
+    """The aliases made by CreateAlias (of one key, with KeyId) whose keys the token may read,
+    by name, a page at a time (the marker: the last alias's name)."""
+    if request.KeyId is None:
+        call.record("keys_list_keys")
+        call.allow(Operation.READ, None)
+        key_name = None
+    else:
+        key_name = await call.key(request.KeyId, "keys_get_key", Operation.READ)
+    rows = await in_thread(_readable_page, call, key_name, request.Marker, request.Limit)
+    page = rows[: request.Limit]
+    answer: dict[str, Any] = {
+        "Aliases": [
+            {
+                "AliasName": alias.name,
+                "AliasArn": _alias_arn(call, alias.name),
+                "TargetKeyId": alias.key_name,
+                "CreationDate": alias.created_at,
+                "LastUpdatedDate": alias.updated_at,
+            }
+            for alias in page
+        ],
+        "Truncated": len(rows) > len(page),
+    }
+    if answer["Truncated"]:
+        answer["NextMarker"] = page[-1].name
+    return answer
+
+
+def _alias_arn(call: KmsCall, alias: str) -> str:
+    return keyids.alias_arn(call.region, call.services.settings.aws_account_id, alias)

@@ -1,0 +1,87 @@
+"""KMS's rotation actions on the service's keys: EnableKeyRotation and DisableKeyRotation are
+the key's automatic rotation period (`auto_rotate_seconds`, `PATCH /v1/keys/{name}`),
+GetKeyRotationStatus reads it, RotateKeyOnDemand is a rotation (`POST /v1/keys/{name}/rotate`).
+As in AWS, only symmetric encryption keys rotate through these actions; a rotated key keeps
+decrypting what its earlier versions encrypted."""
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from app.ops import keys
+from app.ops.auth import Operation
+from app.ops.keys import KeyPatch
+from app.ops.kms import specs
+from app.ops.kms.actions import KeyIdField, KmsCall, KmsRequest, action
+from app.ops.kms.errors import KmsError, invalid_state, unsupported
+from app.ops.work import in_thread
+from app.store import KeyInfo
+
+DAY = 86400
+DEFAULT_PERIOD_DAYS = 365
+
+
+def _rotatable(call: KmsCall, info: KeyInfo, enabled: bool = True) -> None:
+    """UnsupportedOperationException for a key that is not symmetric; for a change
+    (`enabled`), KMSInvalidStateException pending deletion and DisabledException disabled."""
+    described = specs.described(info)
+    if described is None or described[0] != "SYMMETRIC_DEFAULT":
+        raise unsupported(f"{call.arn(info.name)} key usage does not support rotation.")
+    if not enabled:
+        return
+    if info.state == "pending-deletion":
+        raise invalid_state(f"{call.arn(info.name)} is pending deletion.")
+    if specs.disabled(info.params):
+        raise KmsError("DisabledException", f"{call.arn(info.name)} is disabled.")
+
+
+class EnableKeyRotationRequest(KmsRequest):
+    KeyId: KeyIdField
+    RotationPeriodInDays: Annotated[int, Field(ge=90, le=2560)] = DEFAULT_PERIOD_DAYS
+
+
+async def _set_period(call: KmsCall, key_id: str, days: int) -> dict[str, Any]:
+    name = await call.key(key_id, "keys_patch_key", Operation.ROTATE, change=True)
+    services = call.services
+    _rotatable(call, await in_thread(services.store.keys.get, name))
+    call.note.details["auto_rotate_seconds"] = days * DAY
+    patch = KeyPatch(auto_rotate_seconds=days * DAY)
+    await in_thread(keys.change_policy, services.store, services.keyring, name, patch)
+    return {}
+
+
+@action("EnableKeyRotation")
+async def enable_key_rotation(call: KmsCall, request: EnableKeyRotationRequest) -> dict[str, Any]:
+    return await _set_period(call, request.KeyId, request.RotationPeriodInDays)
+
+
+class KeyIdRequest(KmsRequest):
+    KeyId: KeyIdField
+
+
+@action("DisableKeyRotation")
+async def disable_key_rotation(call: KmsCall, request: KeyIdRequest) -> dict[str, Any]:
+    return await _set_period(call, request.KeyId, 0)
+
+
+@action("GetKeyRotationStatus")
+async def get_key_rotation_status(call: KmsCall, request: KeyIdRequest) -> dict[str, Any]:
+    name = await call.key(request.KeyId, "keys_get_key", Operation.READ)
+    info = await in_thread(call.services.store.keys.get, name)
+    _rotatable(call, info, enabled=False)
+    period = info.auto_rotate_seconds
+    answer: dict[str, Any] = {"KeyRotationEnabled": bool(period), "KeyId": call.arn(name)}
+    if period:
+        latest = max(v.created_at for v in info.versions)
+        answer |= {"RotationPeriodInDays": round(period / DAY), "NextRotationDate": latest + period}
+    return answer
+
+
+@action("RotateKeyOnDemand")
+async def rotate_key_on_demand(call: KmsCall, request: KeyIdRequest) -> dict[str, Any]:
+    name = await call.key(request.KeyId, "keys_rotate_key", Operation.ROTATE, change=True)
+    services = call.services
+    _rotatable(call, await in_thread(services.store.keys.get, name))
+    rotated = await in_thread(keys.rotate, services.store, services.keyring, name)
+    call.note.key_version = rotated.latest_version
+    return {"KeyId": name}

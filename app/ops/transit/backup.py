@@ -1,0 +1,327 @@
+"""Transit's backup format, both ways: what OpenBao's and Vault's `transit/backup` give for a key
+with `allow_plaintext_backup`, and what `transit/restore` takes.
+
+A backup is the base64 of a JSON object `{"policy": ..., "archived_keys": {"keys": [...]}}`
+(`KeyData` in OpenBao's `sdk/helper/keysutil/policy.go`): the policy has the key's settings and a
+map of its versions (`"1": {"key", "hmac_key", "time", "public_key", ...}`), the archive every
+version by index from 0 (an empty entry at 0, and for trimmed versions). A version's material is
+in `key` for the symmetric types, HMAC and Ed25519 (its 64-byte private key, seed then public
+key), in `ec_d` (with `ec_x`, `ec_y` and the public key as PEM) for ECDSA, and in `rsa_key` for
+RSA: Go's `rsa.PrivateKey` as JSON (`N`, `E`, `D`, the two `Primes` and the CRT values), its
+numbers as JSON numbers. Each becomes the service's (PKCS#8 for ECDSA and RSA, checked as BYOK
+material is) and its HMAC key is kept with it (`hmac_keys`), so that every ciphertext,
+signature and HMAC made there opens here, and what is made here opens there once the key is
+restored back.
+"""
+
+import base64
+import binascii
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+from app.ops.errors import Problem
+from app.ops.keytypes import KEY_TYPES
+from app.ops.transit import hmac_keys
+from app.ops.transit.types import native_type, transit_type
+from app.store import KeyInfo, KeyPolicies, KeyStore, RestoredVersion
+from core.sign import ecdsa_nist, ed25519
+
+# keysutil's KeyType numbers.
+_TYPE_NUMBERS = {
+    "aes256-gcm96": 0,
+    "ecdsa-p256": 1,
+    "ed25519": 2,
+    "rsa-2048": 3,
+    "rsa-4096": 4,
+    "chacha20-poly1305": 5,
+    "ecdsa-p384": 6,
+    "ecdsa-p521": 7,
+    "aes128-gcm96": 8,
+    "rsa-3072": 9,
+    "hmac": 10,
+}
+_TYPES_BY_NUMBER = {number: name for name, number in _TYPE_NUMBERS.items()}
+_CURVES = {"ecdsa-p256": "p256", "ecdsa-p384": "p384", "ecdsa-p521": "p521"}
+# keysutil's KDF numbers: 1 is HKDF-SHA256, the one Transit has used since Vault 0.9.
+_HKDF = 1
+_NANOSECONDS = 1_000_000_000
+# The largest backup a restore reads (a key of a few thousand versions).
+MAX_BACKUP_BYTES = 8 * 1024 * 1024
+
+
+def bad_backup(detail: str) -> Problem:
+    return Problem(400, "invalid-backup", "Invalid backup", detail)
+
+
+def _moment(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _seconds(text: Any, fallback: float) -> float:
+    if not isinstance(text, str) or text.startswith("0001-"):
+        return fallback
+    cut = text.rstrip("Z")
+    whole, _, fraction = cut.partition(".")
+    moment = datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp()
+    return moment + (float(f"0.{fraction}") if fraction.isdigit() else 0.0)
+
+
+_EMPTY_ENTRY: dict[str, Any] = {
+    "key": None,
+    "hmac_key": None,
+    "time": "0001-01-01T00:00:00Z",
+    "ec_x": None,
+    "ec_y": None,
+    "ec_d": None,
+    "rsa_key": None,
+    "rsa_public_key": None,
+    "public_key": "",
+    "convergent_version": 0,
+    "creation_time": 0,
+    "certificate_chain": None,
+    "external_key_ref": "",
+}
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+_PKCS8 = (
+    serialization.Encoding.DER,
+    serialization.PrivateFormat.PKCS8,
+    serialization.NoEncryption(),
+)
+_SPKI_PEM = (serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def _written(native: str, secret: bytes, public: bytes) -> dict[str, Any]:
+    """A version's material as a backup entry's fields."""
+    if native in _CURVES:
+        ec_key = serialization.load_der_private_key(secret, password=None)
+        assert isinstance(ec_key, ec.EllipticCurvePrivateKey)
+        numbers = ec_key.private_numbers()
+        return {
+            "ec_x": numbers.public_numbers.x,
+            "ec_y": numbers.public_numbers.y,
+            "ec_d": numbers.private_value,
+            "public_key": ec_key.public_key().public_bytes(*_SPKI_PEM).decode(),
+        }
+    if native.startswith("rsa-"):
+        rsa_key = serialization.load_der_private_key(secret, password=None)
+        assert isinstance(rsa_key, rsa.RSAPrivateKey)
+        private = rsa_key.private_numbers()
+        crt = {"Dp": private.dmp1, "Dq": private.dmq1, "Qinv": private.iqmp, "CRTValues": []}
+        go_key: dict[str, Any] = {
+            "N": private.public_numbers.n,
+            "E": private.public_numbers.e,
+            "D": private.d,
+            "Primes": [private.p, private.q],
+            "Precomputed": crt,
+        }
+        return {"rsa_key": go_key}
+    if native == "ed25519":
+        return {"key": _b64(secret + public), "public_key": _b64(public)}
+    return {"key": _b64(secret)}
+
+
+def make(store: KeyStore, name: str, transit_name: str) -> str:
+    """The backup of key `name`, as Transit's `backup/:name` gives it (named `transit_name`)."""
+    info = store.keys.get(name)
+    transit = transit_type(info.type)
+    if transit not in _TYPE_NUMBERS:
+        raise bad_backup(f"a key of type {info.type} has no Transit backup here")
+    if not info.exportable:
+        raise bad_backup("exporting is disallowed on the policy")
+    if not info.params.get("allow_backup"):
+        raise bad_backup("plaintext backup is disallowed on the policy")
+    convergent = bool(info.params.get("convergent"))
+    entries: dict[str, dict[str, Any]] = {}
+    for v in info.versions:
+        material = store.keys.material(name, v.version)
+        entry = dict(_EMPTY_ENTRY)
+        entry.update(_written(info.type, material.secret, material.public or b""))
+        entry.update(
+            hmac_key=_b64(hmac_keys.of(material)),
+            time=_moment(v.created_at),
+            convergent_version=3 if convergent else 0,
+            creation_time=int(v.created_at),
+        )
+        entries[str(v.version)] = entry
+    oldest = min((v.version for v in info.versions), default=1)
+    policy = {
+        "name": transit_name,
+        "keys": entries,
+        "derived": bool(info.params.get("derived")),
+        "kdf": _HKDF if info.params.get("derived") else 0,
+        "convergent_encryption": convergent,
+        "exportable": info.exportable,
+        "min_decryption_version": info.min_decryption_version,
+        "min_encryption_version": info.min_encryption_version,
+        "latest_version": info.latest_version,
+        "archive_version": info.latest_version,
+        "archive_min_version": 0,
+        "min_available_version": oldest if oldest > 1 else 0,
+        "deletion_allowed": not info.deletion_protection,
+        "convergent_version": 3 if convergent else 0,
+        "type": _TYPE_NUMBERS[transit],
+        "backup_info": {"time": _moment(store.clock.now()), "version": info.latest_version},
+        "restore_info": None,
+        "allow_plaintext_backup": True,
+        "version_template": "",
+        "storage_prefix": "",
+        "auto_rotate_period": int((info.auto_rotate_seconds or 0) * _NANOSECONDS),
+        "Imported": False,
+        "AllowImportedKeyRotation": False,
+        "soft_deleted": False,
+    }
+    if info.type == "hmac":  # the size Transit draws its next version with
+        policy["key_size"] = len(store.keys.material(name, info.latest_version).secret)
+    archive = [entries.get(str(n), _EMPTY_ENTRY) for n in range(info.latest_version + 1)]
+    document = {"policy": policy, "archived_keys": {"keys": archive}}
+    return _b64(json.dumps(document, separators=(",", ":")).encode())
+
+
+def _document(backup: str) -> dict[str, Any]:
+    if len(backup) > MAX_BACKUP_BYTES:
+        raise bad_backup(f"a backup of at most {MAX_BACKUP_BYTES} bytes")
+    try:
+        document = json.loads(base64.b64decode(backup, validate=True))
+    except (binascii.Error, ValueError):
+        raise bad_backup("failed to decode the backup: not base64 of JSON") from None
+    if not isinstance(document, dict) or not isinstance(document.get("policy"), dict):
+        raise bad_backup("failed to decode the backup: no policy")
+    return document
+
+
+def _number(value: Any, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise bad_backup(f"{what} is not a positive integer")
+    return value
+
+
+def _ecdsa_pkcs8(native: str, entry: dict[str, Any], version: int) -> bytes:
+    """An ECDSA version's private key from `ec_d`, checked against `ec_x` and `ec_y`."""
+    scalar = _number(entry.get("ec_d"), f"version {version}: ec_d")
+    key = ec.derive_private_key(scalar, ecdsa_nist.CURVES[_CURVES[native]])
+    point = key.public_key().public_numbers()
+    if (entry.get("ec_x"), entry.get("ec_y")) not in ((None, None), (point.x, point.y)):
+        raise bad_backup(f"version {version}: ec_x and ec_y are not ec_d's point")
+    return key.private_bytes(*_PKCS8)
+
+
+def _rsa_pkcs8(native: str, entry: dict[str, Any], version: int) -> bytes:
+    """An RSA version's private key from Go's `rsa.PrivateKey` (its CRT values drawn again)."""
+    go_key = entry.get("rsa_key")
+    primes = go_key.get("Primes") if isinstance(go_key, dict) else None
+    if not isinstance(go_key, dict) or not isinstance(primes, list) or len(primes) != 2:
+        raise bad_backup(f"version {version}: rsa_key is not an RSA key of two primes")
+    what = f"version {version}: rsa_key"
+    n, e, d = (_number(go_key.get(field), f"{what}.{field}") for field in ("N", "E", "D"))
+    p, q = (_number(prime, f"{what}.Primes") for prime in primes)
+    if n.bit_length() != int(native.removeprefix("rsa-")):
+        raise bad_backup(f"version {version}: the modulus is not of {native}")
+    public = rsa.RSAPublicNumbers(e, n)
+    crt = (rsa.rsa_crt_dmp1(d, p), rsa.rsa_crt_dmq1(d, q), rsa.rsa_crt_iqmp(p, q))
+    return rsa.RSAPrivateNumbers(p, q, d, *crt, public).private_key().private_bytes(*_PKCS8)
+
+
+def _decoded(text: str, what: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise bad_backup(f"{what} is not base64") from None
+
+
+def _keyed(native: str, entry: dict[str, Any], version: int) -> bytes:
+    """A version's material from `key` (Ed25519's 64 bytes checked and cut to the seed)."""
+    raw = entry.get("key")
+    if not isinstance(raw, str) or not raw:
+        raise bad_backup(f"version {version} has no key material this service can take")
+    key = _decoded(raw, f"version {version}: key")
+    if native == "ed25519":
+        if len(key) != 64 or ed25519.public_key(key[:32]) != key[32:]:
+            raise bad_backup(f"version {version}: not an Ed25519 private key")
+        key = key[:32]
+    return key
+
+
+def _material(native: str, entry: dict[str, Any], version: int) -> tuple[bytes, bytes | None]:
+    """A version's secret and public part as the service stores them, taken in as BYOK
+    material is (its checks made)."""
+    try:
+        if native in _CURVES:
+            given = _ecdsa_pkcs8(native, entry, version)
+        elif native.startswith("rsa-"):
+            given = _rsa_pkcs8(native, entry, version)
+        else:
+            given = _keyed(native, entry, version)
+        return KEY_TYPES[native].take(given, {})
+    except ValueError as exc:
+        raise bad_backup(f"version {version}: {exc}") from None
+
+
+def restore(store: KeyStore, name: str, backup: str, params: dict[str, Any]) -> KeyInfo:
+    """Store the key a Transit backup holds as key `name` (`KeyExistsError` if taken): every
+    version, its HMAC key and the key's settings. `params` are those of the native type's
+    parameters the caller adds (none today)."""
+    policy = _document(backup)["policy"]
+    type_number = policy.get("type")
+    transit = _TYPES_BY_NUMBER.get(type_number) if isinstance(type_number, int) else None
+    if transit is None:
+        raise bad_backup(f"key type {policy.get('type')!r} is not one this service restores")
+    native = native_type(transit)
+    derived = bool(policy.get("derived"))
+    if derived and policy.get("kdf") != _HKDF:
+        raise bad_backup("derived keys of the HMAC-SHA256 counter KDF (kdf 0) are not taken")
+    if policy.get("convergent_encryption") and policy.get("convergent_version", 3) not in (3, -1):
+        raise bad_backup("convergent keys of convergent_version 1 or 2 are not taken")
+    entries = policy.get("keys")
+    if not isinstance(entries, dict) or not entries:
+        raise bad_backup("the backup holds no key version")
+    if not all(isinstance(n, str) and n.isdigit() for n in entries):
+        raise bad_backup("a version of the backup is not numbered")
+    versions = []
+    hmac_of: dict[int, tuple[bytes, bytes]] = {}
+    now = store.clock.now()
+    for number_text, entry in sorted(entries.items(), key=lambda kv: int(kv[0])):
+        number = int(number_text)
+        if not isinstance(entry, dict) or number < 1:
+            raise bad_backup(f"version {number_text!r} is not a key version")
+        secret, public = _material(native, entry, number)
+        created = _seconds(entry.get("time"), float(entry.get("creation_time") or now))
+        versions.append(RestoredVersion(number, created, secret, public))
+        raw_hmac = entry.get("hmac_key")
+        if isinstance(raw_hmac, str) and raw_hmac and native != "hmac":
+            hmac_of[number] = (secret, _decoded(raw_hmac, f"version {number}: hmac_key"))
+    key_params = dict(params)
+    if derived:
+        key_params["derived"] = True
+        if policy.get("convergent_encryption"):
+            key_params["convergent"] = True
+    if policy.get("allow_plaintext_backup"):
+        key_params["allow_backup"] = True
+    key_params.update(hmac_keys.params_for(hmac_of))
+    latest = max(v.version for v in versions)
+    period = int(policy.get("auto_rotate_period") or 0) // _NANOSECONDS
+    policies = KeyPolicies(
+        deletion_protection=not policy.get("deletion_allowed", False),
+        min_decryption_version=max(int(policy.get("min_decryption_version") or 1), 1),
+        min_encryption_version=min(int(policy.get("min_encryption_version") or 0), latest),
+        auto_rotate_seconds=float(period) if period else None,
+    )
+    return store.keys.restore_backup(
+        name, native, key_params, bool(policy.get("exportable")), versions, policies
+    )
+
+
+def backup_name(backup: str) -> str:
+    """The key name a backup carries (Transit's `restore` without a name uses it)."""
+    name = _document(backup)["policy"].get("name")
+    if not isinstance(name, str) or not name:
+        raise bad_backup("the backup names no key")
+    return name

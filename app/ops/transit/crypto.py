@@ -1,0 +1,381 @@
+"""Transit's data verbs (encrypt, decrypt, rewrap, datakey, hmac, sign, verify, hash, random)
+in Vault's vocabulary, each one item's translation onto the verb of the key's family.
+
+An item is Vault's: base64 fields (`plaintext`, `context`, `associated_data`, `input`), a
+`key_version`, a `reference` echoed back; its answer is Vault's (`vault:v<N>:` and the base64
+of the payload, signature or MAC). A single call is a batch of one: `run_items` runs an item
+function over a request's items, giving each failed item its error, as Transit's
+`batch_results` do.
+"""
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, StrictInt
+
+from app.ops.aead import AeadKey
+from app.ops.errors import Problem, problem_for
+from app.ops.hpke import HpkeKey
+from app.ops.keyring import Keyring
+from app.ops.keytypes import KEY_TYPES
+from app.ops.mac import digest
+from app.ops.rsa import RsaKey
+from app.ops.sealing import SealingKey
+from app.ops.sign import GivenOptions, SigningKey
+from app.ops.transit import hmac_keys
+from app.ops.transit.types import is_transit
+from app.ops.versioned import VersionedKey
+
+PREFIX = "vault:v"
+_PREFIXED = re.compile(r"vault:v(\d+):(.*)", re.DOTALL)
+# Transit's hash names -> hashlib's.
+HASHES = {
+    "sha2-224": "sha224",
+    "sha2-256": "sha256",
+    "sha2-384": "sha384",
+    "sha2-512": "sha512",
+    "sha3-224": "sha3_224",
+    "sha3-256": "sha3_256",
+    "sha3-384": "sha3_384",
+    "sha3-512": "sha3_512",
+}
+MAX_RANDOM_BYTES = 128 * 1024
+DATAKEY_BITS = (128, 256, 512)
+
+
+class TransitItem(BaseModel):
+    """One item of any Transit data verb, as its body or a `batch_input` entry gives it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    plaintext: str | None = None
+    ciphertext: str | None = None
+    input: str | None = None
+    hmac: str | None = None
+    signature: str | None = None
+    context: str | None = None
+    associated_data: str | None = None
+    nonce: str | None = None
+    key_version: StrictInt | None = None
+    reference: str | None = None
+
+
+def user_error(detail: str) -> Problem:
+    """Transit's answer to bad input: 400 with its message."""
+    return Problem(400, "invalid-request", "Invalid request", detail)
+
+
+def decoded(value: str | None, field: str) -> bytes:
+    """A base64 field (empty for absent)."""
+    if not value:
+        return b""
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise user_error(f"failed to base64-decode {field}") from None
+
+
+def prefixed(version: int, data: bytes, urlsafe: bool = False) -> str:
+    encoded = base64.urlsafe_b64encode(data).rstrip(b"=") if urlsafe else base64.b64encode(data)
+    return f"{PREFIX}{version}:{encoded.decode()}"
+
+
+def unprefixed(text: str | None, what: str, latest: int) -> tuple[int, bytes]:
+    """The version and bytes of `vault:v<N>:<base64>` (Transit's messages for the ways it can
+    be wrong)."""
+    if not text:
+        raise user_error(
+            f"missing {what} to decrypt" if what == "ciphertext" else f"missing {what}"
+        )
+    if not text.startswith(PREFIX):
+        raise user_error(f"invalid {what}: no prefix")
+    match = _PREFIXED.fullmatch(text)
+    if match is None:
+        raise user_error(f"invalid {what}: wrong number of fields")
+    version = int(match.group(1)) or 1
+    if version > latest:
+        raise user_error(f"invalid {what}: version is too new")
+    body = match.group(2)
+    try:
+        if what == "signature" and ("-" in body or "_" in body or len(body) % 4):
+            data = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        else:
+            data = base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        raise user_error(f"invalid {what}: could not decode base64") from None
+    return version, data
+
+
+@dataclass(frozen=True)
+class Params:
+    """What an AEAD encryption binds beside its key (`app.ops.aead.Params`)."""
+
+    associated_data: bytes
+    context: bytes | None
+
+
+def _params(key: VersionedKey, item: TransitItem) -> Params:
+    """The item's associated data and context; a context for a key that is not derived is
+    ignored, as Transit ignores it."""
+    derived = bool(key.latest.params.get("derived"))
+    context = decoded(item.context, "context") if derived else None
+    if derived and not context:
+        raise user_error(
+            "missing 'context' for key derivation; the key was created using a derived key, "
+            "which means additional, per-request information must be included in order to "
+            "perform operations with the key"
+        )
+    return Params(decoded(item.associated_data, "associated_data"), context)
+
+
+def _aead(key: VersionedKey, verb: str) -> AeadKey:
+    if not isinstance(key, AeadKey):
+        raise user_error(f"{verb} not supported for key type {key.latest.type}")
+    return key
+
+
+@dataclass(frozen=True)
+class HpkeParams:
+    """What an HPKE encryption binds through Transit: `context` as RFC 9180's info,
+    `associated_data` as its aad (`app.ops.hpke.Params`)."""
+
+    info: bytes
+    aad: bytes
+
+
+def _sealing(key: VersionedKey, item: TransitItem, verb: str) -> tuple[SealingKey[Any], Any]:
+    """The key that encrypts and decrypts the item (AEAD, RSA-OAEP as Transit's RSA keys do,
+    or HPKE) and what it binds beside the key."""
+    if isinstance(key, RsaKey):
+        return key, None
+    if isinstance(key, HpkeKey):
+        info = decoded(item.context, "context")
+        return key, HpkeParams(info, decoded(item.associated_data, "associated_data"))
+    aead = _aead(key, verb)
+    return aead, _params(aead, item)
+
+
+def encrypt(key: VersionedKey, item: TransitItem) -> dict[str, Any]:
+    sealer, params = _sealing(key, item, "message encryption")
+    if item.nonce:
+        raise user_error("nonce provided when not allowed")
+    plaintext = decoded(item.plaintext, "plaintext")
+    version = item.key_version or None
+    sealed = sealer.encrypt(plaintext, params, envelope=False, version=version)
+    return {"ciphertext": prefixed(sealed.version, sealed.data), "key_version": sealed.version}
+
+
+def decrypt(key: VersionedKey, item: TransitItem) -> dict[str, Any]:
+    sealer, params = _sealing(key, item, "message decryption")
+    version, payload = unprefixed(item.ciphertext, "ciphertext", sealer.latest.version)
+    opened = sealer.decrypt(payload, params, version)
+    return {"plaintext": base64.b64encode(opened.data).decode()}
+
+
+def rewrap(key: VersionedKey, item: TransitItem) -> dict[str, Any]:
+    sealer, params = _sealing(key, item, "message encryption")
+    version, payload = unprefixed(item.ciphertext, "ciphertext", sealer.latest.version)
+    plaintext = sealer.decrypt(payload, params, version).data
+    latest = item.key_version or None
+    sealed = sealer.encrypt(plaintext, params, envelope=False, version=latest)
+    return {"ciphertext": prefixed(sealed.version, sealed.data), "key_version": sealed.version}
+
+
+def datakey(
+    key: VersionedKey, item: TransitItem, bits: int, with_plaintext: bool
+) -> dict[str, Any]:
+    aead = _aead(key, "message encryption")
+    if bits not in DATAKEY_BITS:
+        raise user_error(f"invalid bit length {bits}; one of 128, 256, 512")
+    if item.nonce:
+        raise user_error("nonce provided when not allowed")
+    plain, sealed = aead.datakey(bits // 8, _params(aead, item))
+    data = {"ciphertext": prefixed(sealed.version, sealed.data), "key_version": sealed.version}
+    if with_plaintext:
+        data["plaintext"] = base64.b64encode(plain).decode()
+    return data
+
+
+class TransitKey(VersionedKey):
+    """Any key Transit may use, for what Transit does with every type: HMAC."""
+
+    types = frozenset(name for name in KEY_TYPES if is_transit(name))
+    used_for = "Transit"
+
+    def hmac(self, message: bytes, algorithm: str, version: int | None) -> dict[str, Any]:
+        material = self.encryption(version)
+        mac = digest(hmac_keys.of(material), message, HASHES[algorithm])
+        return {"hmac": prefixed(material.version, mac)}
+
+    def verify_hmac(self, message: bytes, algorithm: str, mac_text: str | None) -> bool:
+        version, mac = unprefixed(mac_text, "hmac", self.latest.version)
+        material = self.opening(version)
+        expected = digest(hmac_keys.of(material), message, HASHES[algorithm])
+        return hmac.compare_digest(expected, mac)
+
+    def opening(self, version: int) -> Any:
+        """A version that may still decrypt and verify (400 below min_decryption_version)."""
+        material = self.version(version)
+        if version < material.min_decryption_version:
+            raise user_error("ciphertext or signature version is disallowed by policy (too old)")
+        return material
+
+
+def algorithm_of(name: str | None, default: str = "sha2-256") -> str:
+    algorithm = name or default
+    if algorithm not in HASHES:
+        raise user_error(f"unsupported algorithm {algorithm}")
+    return algorithm
+
+
+def hmac_item(key: TransitKey, item: TransitItem, algorithm: str) -> dict[str, Any]:
+    return key.hmac(decoded(item.input, "input"), algorithm, item.key_version or None)
+
+
+@dataclass(frozen=True)
+class SignOptions(GivenOptions):
+    """Transit's signing fields as the native signing options, with RSA-PSS's salt length."""
+
+    # RSA-PSS's salt length: Transit's "auto" (the longest to sign, any to verify) by default.
+    salt: Any = "auto"
+
+
+# Transit's marshaling algorithms -> the native signature formats.
+_FORMATS = {"asn1": "der", "jws": "compact"}
+
+
+def _salt(salt_length: str | int | None, hash_algorithm: str) -> str:
+    """Transit's `salt_length` as the native one: "auto" or "hash" (or the digest's length)."""
+    if salt_length in (None, "", "auto"):
+        return "auto"
+    digest_size = hashlib.new(HASHES[hash_algorithm]).digest_size
+    if salt_length in ("hash", digest_size, str(digest_size)):
+        return "digest"
+    raise user_error(f'salt length {salt_length!r}: "auto", "hash" or the digest\'s length')
+
+
+def sign_options(
+    key_type: str,
+    hash_algorithm: str,
+    prehashed: bool,
+    marshaling: str,
+    padding: str | None,
+    salt_length: str | int | None = None,
+) -> SignOptions:
+    """The native options of a Transit signature: Ed25519 and ML-DSA take none of Transit's
+    fields (Transit ignores them for Ed25519); ECDSA takes the hash, prehashing and the
+    marshaling; RSA the hash, prehashing, PSS or PKCS#1 v1.5 (`signature_algorithm`) and PSS's
+    salt length."""
+    if key_type == "ed25519" or key_type.startswith("ml-dsa"):
+        return SignOptions()
+    if marshaling not in _FORMATS:
+        raise user_error(f"invalid marshaling type {marshaling!r}")
+    chosen = HASHES[hash_algorithm]
+    if key_type.startswith("rsa-"):
+        if padding not in (None, "", "pss", "pkcs1v15"):
+            raise user_error(f"unsupported rsa signature algorithm {padding}")
+        salt = _salt(salt_length, hash_algorithm)
+        return SignOptions(hash=chosen, prehashed=prehashed, padding=padding or "pss", salt=salt)
+    return SignOptions(hash=chosen, prehashed=prehashed, format=_FORMATS[marshaling])
+
+
+def _signer(key: VersionedKey) -> SigningKey:
+    if not isinstance(key, SigningKey):
+        raise user_error(f"message signing not supported for key type {key.latest.type}")
+    return key
+
+
+def sign_item(key: VersionedKey, item: TransitItem, options: SignOptions) -> dict[str, Any]:
+    signer = _signer(key)
+    message = decoded(item.input, "input")
+    version = item.key_version or None
+    sealed = signer.sign(message, options, enveloped=False, version=version, salt=options.salt)
+    jws = options.format == "compact"
+    return {
+        "signature": prefixed(sealed.version, sealed.data, urlsafe=jws),
+        "key_version": sealed.version,
+    }
+
+
+def verify_item(
+    key: VersionedKey, item: TransitItem, algorithm: str, options: SignOptions
+) -> dict[str, Any]:
+    """`verify/:name`: a signature, or with `hmac` an HMAC (any key type)."""
+    message = decoded(item.input, "input")
+    if item.hmac is not None:
+        if not isinstance(key, TransitKey):
+            raise user_error("hmac verification needs the key as Transit's")
+        return {"valid": key.verify_hmac(message, algorithm, item.hmac)}
+    signer = _signer(key)
+    version, signature = unprefixed(item.signature, "signature", signer.latest.version)
+    valid = signer.verify(message, signature, options, version, salt=options.salt)
+    return {"valid": valid}
+
+
+def run_items(
+    items: Sequence[TransitItem], run: Callable[[TransitItem], dict[str, Any]]
+) -> tuple[list[dict[str, Any]], bool]:
+    """Each item's answer or `{"error": ...}`, its `reference` echoed; and whether any failed."""
+    results: list[dict[str, Any]] = []
+    failed = False
+    for item in items:
+        try:
+            result = run(item)
+        except Exception as exc:
+            problem = problem_for(exc)
+            if problem is None:
+                raise
+            result, failed = {"error": problem.detail}, True
+        if item.reference is not None:
+            result["reference"] = item.reference
+        results.append(result)
+    return results, failed
+
+
+def hash_sum(data: bytes, algorithm: str, output: str) -> str:
+    if output not in ("hex", "base64"):
+        raise user_error(f'unsupported encoding format {output}; must be "hex" or "base64"')
+    value = hashlib.new(HASHES[algorithm], data).digest()
+    return value.hex() if output == "hex" else base64.b64encode(value).decode()
+
+
+def random_bytes(count: int, output: str) -> str:
+    if output not in ("hex", "base64"):
+        raise user_error(f'unsupported encoding format {output}; must be "hex" or "base64"')
+    if not 1 <= count <= MAX_RANDOM_BYTES:
+        raise user_error(f"the number of bytes is from 1 to {MAX_RANDOM_BYTES}")
+    value = os.urandom(count)
+    return value.hex() if output == "hex" else base64.b64encode(value).decode()
+
+
+class TransitKeys:
+    """The key objects Transit's verbs run on, by the key's family."""
+
+    def __init__(self, keyring: Keyring, trial_versions: int) -> None:
+        self.keyring = keyring
+        self.trial_versions = trial_versions
+
+    async def key(self, name: str, any_type: bool = False, sealing: bool = False) -> VersionedKey:
+        """The key as its family's verbs take it; `any_type`: as Transit's own (HMAC);
+        `sealing`: an RSA key as the one that encrypts (Transit's RSA keys encrypt and sign),
+        an HPKE key as HPKE's."""
+        latest = await self.keyring.fetch(name)
+        if any_type:
+            return TransitKey(self.keyring, latest, self.trial_versions)
+        if sealing and latest.type in RsaKey.types:
+            return RsaKey(self.keyring, latest, self.trial_versions)
+        if sealing and latest.type in HpkeKey.types:
+            return HpkeKey(self.keyring, latest, self.trial_versions)
+        kind = KEY_TYPES[latest.type].family if latest.type in KEY_TYPES else ""
+        if kind == "aead":
+            return AeadKey(self.keyring, latest, self.trial_versions)
+        if kind == "sign":
+            return SigningKey(self.keyring, latest, self.trial_versions)
+        return TransitKey(self.keyring, latest, self.trial_versions)

@@ -1,0 +1,337 @@
+"""Transit's key lifecycle (`keys/:name`, `config`, `rotate`, `trim`, `export`, `delete`) on
+the service's keys, through `app.ops.keys`.
+
+Transit's settings and the service's policies are the same ones under other names:
+`deletion_allowed` is the absence of `deletion_protection` (a key made through Transit is
+protected until its configuration allows deletion, as Transit's are), `allow_plaintext_backup`
+the key's `allow_backup`, `auto_rotate_period` its `auto_rotate_seconds`. A Transit delete is
+the service's: the key goes to pending deletion for the deletion window and a restore brings it
+back, where Vault destroys it at once.
+"""
+
+import base64
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
+
+from app.ops import keys
+from app.ops.durations import duration_seconds
+from app.ops.errors import Problem, invalid_input
+from app.ops.keyring import Keyring
+from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyPatch
+from app.ops.keytypes import HMAC_KEY_BYTES, KEY_TYPES
+from app.ops.transit import hmac_keys
+from app.ops.transit.mounts import transit_names
+from app.ops.transit.types import DEFAULT_TYPE, family, native_type, transit_type
+from app.settings import Settings
+from app.store import KeyInfo, KeyNotFoundError, KeyStore, SecretMount
+
+# What each family does in Transit's terms: encryption, decryption, signing, derivation.
+_SUPPORTS = {
+    "aead": (True, True, False, True),
+    "sign": (False, False, True, False),
+    "hmac": (False, False, False, False),
+    "hpke": (True, True, False, False),
+}
+_NAME = re.compile(KEY_NAME_PATTERN)
+# What Transit names a signing key's versions when it is not the key's type: ECDSA's curve.
+_VERSION_NAMES = {"ecdsa-p256": "P-256", "ecdsa-p384": "P-384", "ecdsa-p521": "P-521"}
+# The smallest automatic rotation period Transit takes (other than 0, none).
+MIN_AUTO_ROTATE_SECONDS = 3600
+
+
+class TransitKeyCreate(BaseModel):
+    """`POST keys/:name`: Transit's creation fields."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: str = DEFAULT_TYPE
+    exportable: StrictBool = False
+    allow_plaintext_backup: StrictBool = False
+    derived: StrictBool = False
+    convergent_encryption: StrictBool = False
+    auto_rotate_period: StrictInt | str = 0
+    key_size: StrictInt = 0
+
+
+class TransitKeyConfig(BaseModel):
+    """`POST keys/:name/config`: what may change."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    min_decryption_version: StrictInt | None = None
+    min_encryption_version: StrictInt | None = None
+    deletion_allowed: StrictBool | None = None
+    exportable: StrictBool | None = None
+    allow_plaintext_backup: StrictBool | None = None
+    auto_rotate_period: StrictInt | str | None = None
+
+
+def checked_name(native: str) -> str:
+    """A native key name from a Transit one (400 if the service cannot name a key so)."""
+    if not _NAME.fullmatch(native):
+        raise invalid_input(
+            f"key name {native[:64]!r}: letters, digits, '.', '_' and '-', at most 128 "
+            "characters with the mount's prefix"
+        )
+    return native
+
+
+def _moment(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def key_data(store: KeyStore, info: KeyInfo, name: str) -> dict[str, Any]:
+    """A key as Transit's `keys/:name` answers it (`name` the Transit name)."""
+    kind = family(info.type)
+    encrypts, decrypts, signs, derives = _SUPPORTS.get(kind, (False, False, False, False))
+    if info.type.startswith("rsa-"):  # Transit's RSA keys also encrypt (OAEP)
+        encrypts = decrypts = True
+    # Transit lists the versions still in use: from min_decryption_version.
+    usable = [v for v in info.versions if v.version >= info.min_decryption_version]
+    if kind == "sign":
+        versions: dict[str, Any] = {}
+        for v in usable:
+            material = store.keys.material(info.name, v.version)
+            versions[str(v.version)] = {
+                "certificate_chain": "",
+                "creation_time": _moment(v.created_at),
+                "name": _VERSION_NAMES.get(info.type, transit_type(info.type)),
+                "public_key": public_key_text(info.type, material.public or b""),
+            }
+    else:
+        versions = {str(v.version): int(v.created_at) for v in usable}
+    oldest = min((v.version for v in info.versions), default=1)
+    data: dict[str, Any] = {
+        "allow_plaintext_backup": bool(info.params.get("allow_backup")),
+        "auto_rotate_period": int(info.auto_rotate_seconds or 0),
+        "deletion_allowed": not info.deletion_protection,
+        "derived": bool(info.params.get("derived")),
+        "exportable": info.exportable,
+        "imported_key": False,
+        "keys": versions,
+        "latest_version": info.latest_version,
+        "min_available_version": oldest if oldest > 1 else 0,
+        "min_decryption_version": info.min_decryption_version,
+        "min_encryption_version": info.min_encryption_version,
+        "name": name,
+        "soft_deleted": False,
+        "supports_decryption": decrypts,
+        "supports_derivation": derives,
+        "supports_encryption": encrypts,
+        "supports_signing": signs,
+        "type": transit_type(info.type),
+    }
+    if kind == "hmac":  # Transit shows an hmac key's size, not its versions
+        del data["keys"]
+        latest = store.keys.material(info.name, info.latest_version)
+        data["key_size"] = len(latest.secret)
+    if data["derived"]:
+        data["kdf"] = "hkdf_sha256"
+        data["convergent_encryption"] = bool(info.params.get("convergent"))
+        data["convergent_encryption_version"] = 3 if data["convergent_encryption"] else 0
+    return data
+
+
+def public_key_text(native: str, public: bytes) -> str:
+    """A version's public key as Transit shows it: base64 for Ed25519, PEM otherwise."""
+    if native == "ed25519":
+        return base64.b64encode(public).decode()
+    pem = KEY_TYPES[native].public(public, "pem")
+    return str(pem)
+
+
+def create(
+    store: KeyStore, name: str, body: TransitKeyCreate, settings: Settings
+) -> tuple[KeyInfo, bool]:
+    """Make the key unless it exists (Transit's create is idempotent): the key, and whether
+    this call made it."""
+    try:
+        return store.keys.get(name), False
+    except KeyNotFoundError:
+        pass
+    native = native_type(body.type)
+    if body.convergent_encryption and not body.derived:
+        raise invalid_input("convergent encryption requires derivation to be enabled")
+    if body.type == "hmac" and body.key_size not in (0, HMAC_KEY_BYTES):
+        raise invalid_input(f"key_size: this service's hmac keys have {HMAC_KEY_BYTES} bytes")
+    request = KeyCreate(
+        name=name,
+        type=native,
+        exportable=body.exportable,
+        allow_backup=body.allow_plaintext_backup,
+        deletion_protection=True,
+        derived=body.derived,
+        convergent=body.convergent_encryption,
+    )
+    keys.create(store, request, settings)
+    period = _period(body.auto_rotate_period)
+    if period:
+        keys.change_policy(store, None, name, KeyPatch(auto_rotate_seconds=period))
+    return store.keys.get(name), True
+
+
+def upsert(
+    store: KeyStore, name: str, body: TransitKeyCreate, may_create: bool, settings: Settings
+) -> None:
+    """Make a missing key for an encryption when the caller may (400 when not, as Transit
+    answers without the create capability)."""
+    try:
+        store.keys.get(name)
+    except KeyNotFoundError:
+        if not may_create:
+            raise invalid_input("encryption key not found") from None
+        create(store, name, body, settings)
+
+
+def _period(value: int | str | None) -> int | None:
+    """An automatic rotation period in seconds (0: none), as Transit bounds it."""
+    if value is None:
+        return None
+    try:
+        period = duration_seconds(value)
+    except ValueError as exc:
+        raise invalid_input(f"auto_rotate_period: {exc}") from None
+    if period and period < MIN_AUTO_ROTATE_SECONDS:
+        raise invalid_input("auto rotate period must be 0 to disable or at least an hour")
+    return period
+
+
+def configure(store: KeyStore, keyring: Keyring, name: str, body: TransitKeyConfig) -> KeyInfo:
+    """Apply a Transit configuration change, all of it or none."""
+    current = store.keys.get(name)
+    if body.allow_plaintext_backup is False and current.params.get("allow_backup"):
+        raise invalid_input("allow_plaintext_backup cannot be disabled once enabled")
+    if body.exportable is False and current.exportable:
+        raise invalid_input("cannot disable exportability after it has been enabled")
+    period = _period(body.auto_rotate_period)
+    patch = KeyPatch(
+        min_decryption_version=body.min_decryption_version or None,
+        min_encryption_version=body.min_encryption_version,
+        deletion_protection=None if body.deletion_allowed is None else not body.deletion_allowed,
+        exportable=body.exportable,
+        auto_rotate_seconds=period,
+    )
+    with store.transaction() as held:
+        if body.allow_plaintext_backup:
+            held.keys.set_params(name, {"allow_backup": True})
+        held.keys.set_policy(name, keys.policy_decision(patch))
+    keyring.forget(name)
+    return store.keys.get(name)
+
+
+def rotate(store: KeyStore, keyring: Keyring, name: str) -> KeyInfo:
+    keys.rotate(store, keyring, name)
+    return store.keys.get(name)
+
+
+def trim(store: KeyStore, keyring: Keyring, name: str, min_available: int) -> KeyInfo:
+    """Destroy the versions below `min_available` (Transit's bounds: from 1 to the key's
+    min_decryption_version and min_encryption_version)."""
+    info = store.keys.get(name)
+    if min_available < 1:
+        raise invalid_input("minimum available version should be positive")
+    if min_available > info.min_decryption_version:
+        raise invalid_input(
+            "minimum available version should not be greater than minimum decryption version"
+        )
+    if info.min_encryption_version and min_available > info.min_encryption_version:
+        raise invalid_input(
+            "minimum available version should not be greater than minimum encryption version"
+        )
+    keys.trim(store, keyring, name, min_available)
+    return store.keys.get(name)
+
+
+def delete(store: KeyStore, keyring: Keyring, name: str, settings: Settings) -> None:
+    """Schedule the key's deletion (Transit's `deletion_allowed` is the key's consent)."""
+    info = store.keys.get(name)
+    if info.deletion_protection:
+        raise invalid_input("deletion is not allowed for this key")
+    keys.delete(store, keyring, name, None, settings)
+
+
+EXPORT_TYPES = ("encryption-key", "signing-key", "hmac-key", "public-key")
+_TRADITIONAL_PEM = frozenset(
+    {"ecdsa-p256", "ecdsa-p384", "ecdsa-p521", "rsa-2048", "rsa-3072", "rsa-4096"}
+)
+_TRADITIONAL_PEM_FORMAT = (
+    serialization.Encoding.PEM,
+    serialization.PrivateFormat.TraditionalOpenSSL,
+    serialization.NoEncryption(),
+)
+
+
+def export(
+    store: KeyStore, name: str, export_type: str, version: str | None
+) -> tuple[str, dict[str, str]]:
+    """The key's Transit type and its versions' material of `export_type`, base64 (PEM for
+    public keys other than Ed25519's)."""
+    if export_type not in EXPORT_TYPES:
+        raise invalid_input(f"invalid export type: {export_type}")
+    info = store.keys.get(name)
+    kind = family(info.type)
+    if export_type == "encryption-key" and kind != "aead" and not info.type.startswith("rsa-"):
+        raise invalid_input("encryption key not supported by this key type")
+    if export_type == "signing-key" and kind != "sign":
+        raise invalid_input("signing key not supported by this key type")
+    if export_type == "public-key" and kind != "sign":
+        raise invalid_input("public key not supported by this key type")
+    if export_type != "public-key" and not info.exportable:
+        raise Problem(
+            400, "not-exportable", "Not exportable", "private key material is not exportable"
+        )
+    wanted = [v.version for v in info.versions]
+    if version is not None and version != "latest":
+        try:
+            number = int(version)
+        except ValueError:
+            raise invalid_input("could not parse key version") from None
+        if number not in wanted:
+            raise invalid_input("version does not exist or cannot be found")
+        wanted = [number]
+    elif version == "latest":
+        wanted = [info.latest_version]
+    exported = {}
+    for number in wanted:
+        material = store.keys.material(name, number)
+        if export_type == "public-key":
+            text = _as_transit_ends(info.type, public_key_text(info.type, material.public or b""))
+        elif export_type == "hmac-key":
+            text = base64.b64encode(hmac_keys.of(material)).decode()
+        else:
+            text = _private_text(info.type, material.secret, material.public)
+        exported[str(number)] = text
+    return transit_type(info.type), exported
+
+
+def _as_transit_ends(native: str, pem: str) -> str:
+    """An exported PEM ended as Transit ends it: with a newline for RSA, without for ECDSA."""
+    return pem if native.startswith("rsa-") else pem.rstrip("\n")
+
+
+def _private_text(native: str, secret: bytes, public: bytes | None) -> str:
+    """A version's secret as Transit exports it: Ed25519 as its 64-byte private key (seed and
+    public key), ECDSA and RSA keys as OpenSSL's traditional PEM (SEC1's `EC PRIVATE KEY`,
+    PKCS#1's `RSA PRIVATE KEY`), raw keys in base64, others in their type's export form."""
+    if native == "ed25519":
+        return base64.b64encode(secret + (public or b"")).decode()
+    if native in _TRADITIONAL_PEM:
+        key = serialization.load_der_private_key(secret, password=None)
+        assert isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey)
+        return _as_transit_ends(native, key.private_bytes(*_TRADITIONAL_PEM_FORMAT).decode())
+    exported = KEY_TYPES[native].export(secret)
+    if exported.startswith(b"-----BEGIN"):
+        return exported.decode()
+    return base64.b64encode(exported).decode()
+
+
+def listed(store: KeyStore, mount: SecretMount, others: tuple[str, ...]) -> list[str]:
+    """The Transit names of a mount's active keys, in name order."""
+    patterns = [f"{mount.key_prefix}*"] if mount.key_prefix else None
+    names = [k.name for k in store.keys.list(patterns=patterns) if k.state == "active"]
+    return transit_names(mount, names, others)

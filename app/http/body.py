@@ -7,14 +7,15 @@ raw form's own path (`.../encrypt/raw`), which takes both as well.
 """
 
 from functools import cache
-from typing import Annotated, Any, TypeVar, get_args, get_origin
+from typing import Any, TypeVar, get_args, get_origin
 
-from fastapi import FastAPI, Query, Request, Response
+from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect
 from starlette.types import Scope
 
+from app.http.framework import query_parameters
 from app.ops.errors import Problem, invalid_input
 from app.ops.work import compute
 
@@ -147,7 +148,7 @@ async def _read_body(request: Request) -> bytearray:
 async def read_raw(request: Request) -> bytearray:
     """The whole body, under the raw body limit (the middleware's, lifted here)."""
     _check_identity_encoding(request)
-    request.state.body_limit.allow_raw()
+    request.state.body_budget.allow_raw()
     return await _read_body(request)
 
 
@@ -198,22 +199,6 @@ def json_response(model: BaseModel, exclude_none: bool = False) -> Response:
     it from validated parts, so validating it again against its own type is wasted work."""
     content = model.__pydantic_serializer__.to_json(model, exclude_none=exclude_none)
     return Response(content, media_type="application/json")
-
-
-def query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
-    """The OpenAPI parameters FastAPI declares for a `Annotated[model, Query()]` argument.
-
-    A route whose query matters only for raw bodies reads it with `read_query` rather than
-    having FastAPI parse it on every request, and declares it with these.
-    """
-    probe = FastAPI()
-
-    @probe.get("/")
-    def declared(query: Annotated[model, Query()]) -> None:  # type: ignore[valid-type]
-        """Never called: it only declares the parameters."""
-
-    parameters: list[dict[str, Any]] = probe.openapi()["paths"]["/"]["get"]["parameters"]
-    return parameters
 
 
 @cache

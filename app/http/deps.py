@@ -13,7 +13,7 @@ from starlette.types import Scope
 from app.http.body import header
 from app.ops import Services
 from app.ops.audit import AuditNote
-from app.ops.auth import Authenticator, Operation, Principal
+from app.ops.auth import AdminOperation, Authenticator, Operation, Principal
 from app.ops.errors import Problem, forbidden
 from app.ops.keys import KEY_NAME_PATTERN
 from app.ops.work import in_thread
@@ -54,9 +54,10 @@ def audit_note(scope: Scope) -> AuditNote:
 
 
 async def principal_of(scope: Scope, auth: Authenticator, token: str | None) -> Principal:
-    """The caller, noted for the audit record; a store query (a scoped token not cached) goes
-    off the event loop. A token that fails counts against the client's address (429 past its
-    failures), and a token with a rate is charged one request (429 past it)."""
+    """The caller, noted for the audit record (its token's id and the identity behind it). The
+    check reads the store's auth generation (`app.ops.auth`), off the event loop, unless this
+    process can tell without the store. A token that fails counts against the client's address
+    (429 past its failures), and a token with a rate is charged one request (429 past it)."""
     try:
         principal = auth.cached_principal(token)
         if principal is None:
@@ -66,7 +67,10 @@ async def principal_of(scope: Scope, auth: Authenticator, token: str | None) -> 
             raise
         client = scope.get("client")
         raise auth.refusal(client[0] if client else None, problem) from None
-    audit_note(scope).principal = principal.id
+    note = audit_note(scope)
+    note.principal = principal.id
+    if principal.token_id is not None:
+        note.details["identity"] = principal.identity
     return auth.admit(principal)
 
 
@@ -103,6 +107,37 @@ async def admin(request: Request, token: Token) -> Principal:
     return principal
 
 
+class AdminAccess:
+    """Admits a token allowed the admin operation `operation` (the admin token, or one whose
+    policies grant it); with `change`, as `admin_change` for a change."""
+
+    def __init__(self, operation: AdminOperation, change: bool = False) -> None:
+        self.operation = operation
+        self.change = change
+
+    async def __call__(self, request: Request, token: Token) -> Principal:
+        return await admin_access(request, self.operation, self.change, token)
+
+
+async def admin_access(
+    request: Request, operation: AdminOperation, change: bool, token: str | None
+) -> Principal:
+    """The caller, if allowed the admin operation `operation` (401, 403); for a `change`, only
+    once the audit trail can take its record (503 otherwise)."""
+    principal = await principal_of(request.scope, services(request).auth, token)
+    if not principal.may(operation):
+        raise forbidden(f"this operation needs the admin operation {operation.value!r}")
+    if change:
+        await services(request).audit.ensure_writable()
+        audit_note(request.scope).change = True
+    return principal
+
+
+def admin_of(operation: AdminOperation, change: bool = False) -> Any:
+    """A dependency that admits a token allowed the admin operation `operation`."""
+    return Depends(AdminAccess(operation, change))
+
+
 async def admin_change(request: Request, token: Token) -> Principal:
     """The admin, about to change keys or tokens: the change is made only if the audit trail
     is writable right now (503 `audit-unavailable` if not), and its record follows it."""
@@ -110,6 +145,43 @@ async def admin_change(request: Request, token: Token) -> Principal:
     await services(request).audit.ensure_writable()
     audit_note(request.scope).change = True
     return principal
+
+
+async def admit_change(
+    request: Request, principal: Principal, access: Access, name: str
+) -> Principal:
+    """The caller, about to change key `name`, if allowed to do `access` on it (403): the
+    change is made only if the audit trail is writable right now (503 `audit-unavailable` if
+    not), and its record follows it."""
+    for operation in (access,) if isinstance(access, Operation) else access:
+        if not principal.allows(operation, name):
+            raise forbidden(f"the token's scope has no {operation.value!r} for key {name!r}")
+    await services(request).audit.ensure_writable()
+    audit_note(request.scope).change = True
+    return principal
+
+
+class KeyChange:
+    """Admits a token allowed to do `operation` on the path's key, about to change it
+    (`admit_change`)."""
+
+    def __init__(self, operation: Access) -> None:
+        self.operation = operation
+
+    async def __call__(self, request: Request, name: KeyName, token: Token) -> Principal:
+        principal = await principal_of(request.scope, services(request).auth, token)
+        return await admit_change(request, principal, self.operation, name)
+
+
+def key_change(operation: Access) -> Any:
+    """A dependency that admits a token allowed to do `operation` on the path's key, about to
+    change it."""
+    return Depends(KeyChange(operation))
+
+
+# What only a token with every operation may do besides the admin (export and back up a key's
+# secret): all the admin may do to keys.
+EVERY_OPERATION: tuple[Operation, ...] = tuple(Operation)
 
 
 class KeyAccess:

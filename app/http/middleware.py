@@ -1,8 +1,13 @@
-"""The one ASGI middleware every request passes: request id, body limit, access log, metrics,
-and the answer to an unexpected error.
+"""The one ASGI middleware every request passes (`ObserveMiddleware`), made of named parts:
 
-Written against raw ASGI rather than BaseHTTPMiddleware, which would cost a task and a copy per
-request on the hot path.
+* `RequestIds`: the request's id, for its answer, its log lines and its audit record;
+* `BodyBudget`: its body against the body limit and the worker's body memory (`BodyMemory`);
+* `AuditGate`: its audit record, written before its answer may go;
+* `Answer`: the answer on its way out, with the id, `no-store` and the gate's word;
+* `log_access`: its access line and metrics;
+
+and the answer to an unexpected error. Written against raw ASGI rather than
+BaseHTTPMiddleware, which would cost a task and a copy per request on the hot path.
 """
 
 import asyncio
@@ -12,12 +17,13 @@ import logging
 import os
 import re
 import time
-from typing import Any, cast
+from typing import cast
 
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.http.body import header
+from app.http.framework import PATH_PARAMS, ROUTE, route_template
 from app.http.operation import operation_id
 from app.http.problems import BodyMemoryFull, BodyTooLarge, problem_response
 from app.ops.audit import AuditNote, AuditRecord, AuditTrail
@@ -31,37 +37,29 @@ log = logging.getLogger("cipherd.errors")
 # (as nginx logs it).
 CLIENT_CLOSED = 499
 
-# A key name longer than any valid one (a refused request's) is cut to this in its record.
-MAX_RECORDED_NAME = 128
-
-# Answers carry secrets and plaintexts (exports, tokens, decryptions, functional keys): no cache
-# on the way, nor the client's, may keep one. Every answer gets it unless its route set its own.
-_NO_STORE = ((b"cache-control", b"no-store"),)
-
 _CLIENT_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")
 
 
-class BodyLimit:
-    """The body limit of one request, in `scope["state"]["body_limit"]`.
+class RequestIds:
+    """Each request's id: the client's X-Request-ID when a log line can carry it as it is (1 to
+    64 characters of A-Z a-z 0-9 . _ : -), else a new one, 32 hex digits: random per instance
+    (so per worker process), then a count; unique without a system call per request."""
 
-    The JSON limit, unless the route says it reads raw bytes before it reads any: a client's
-    Content-Type alone must not lift it, or a route that parses its body could be made to
-    parse up to the raw limit.
-    """
+    __slots__ = ("_count", "_prefix")
 
-    __slots__ = ("_raw_limit", "limit", "raw")
+    def __init__(self) -> None:
+        self._prefix = os.urandom(8).hex()
+        self._count = itertools.count(1)
 
-    def __init__(self, json_limit: int, raw_limit: int) -> None:
-        self.limit = json_limit
-        self._raw_limit = raw_limit
-        self.raw = False
-
-    def allow_raw(self) -> None:
-        self.limit, self.raw = self._raw_limit, True
+    def of(self, scope: Scope) -> str:
+        client_id = header(scope, b"x-request-id")
+        if client_id and _CLIENT_REQUEST_ID.fullmatch(client_id):
+            return client_id.decode()
+        return f"{self._prefix}{next(self._count):016x}"
 
 
 # A JSON body's share of the body memory budget per byte: parsed, it takes about ten times its
-# size (bench/README.md); raw bytes go to the crypto as they are.
+# size (docs/performance/choices.md); raw bytes go to the crypto as they are.
 JSON_MEMORY_FACTOR = 8
 
 
@@ -83,173 +81,163 @@ class BodyMemory:
         self.held += amount
 
 
-class ObserveMiddleware:
+class BodyBudget:
+    """One request's body, counted as `receive` hands it over: against its limit (413), and
+    against the worker's body memory (503), which holds the whole declared length before any
+    of it is read, and what arrives beyond it as it arrives, until `release`.
+
+    The limit is the JSON one unless the route says it reads raw bytes before it reads any
+    (`allow_raw`; the budget is in `scope["state"]["body_budget"]`): a client's Content-Type
+    alone must not lift it, or a route that parses its body could be made to parse up to the
+    raw limit. Raw bytes go straight to the crypto; a JSON body is parsed first, and parsing a
+    large one of many small values costs seconds and gigabytes.
+    """
+
+    __slots__ = (
+        "_declared",
+        "_held",
+        "_memory",
+        "_raw_limit",
+        "_receive",
+        "_received",
+        "limit",
+        "raw",
+    )
+
     def __init__(
-        self,
-        app: ASGIApp,
-        max_body_bytes: int,
-        max_json_body_bytes: int,
-        body_memory: int,
-        audit: AuditTrail | None = None,
+        self, scope: Scope, receive: Receive, memory: BodyMemory, json_limit: int, raw_limit: int
     ) -> None:
-        self.app = app
-        self.max_body_bytes = max_body_bytes
-        self.max_json_body_bytes = max_json_body_bytes
-        self.audit = audit
-        self.body_memory = BodyMemory(body_memory)
-        # A request's id when the client sent none: random per app (so per worker process), then
-        # a count, 32 hex digits in all; unique without a system call per request.
-        self._id_prefix = os.urandom(8).hex()
-        self._id_count = itertools.count(1)
+        self._receive = receive
+        self._memory = memory
+        self.limit = json_limit
+        self._raw_limit = raw_limit
+        self.raw = False
+        length = header(scope, b"content-length")  # the client's claim: 0 if not a number
+        self._declared = int(length) if length is not None and length.isdigit() else 0
+        self._received = 0
+        self._held = 0
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        client_id = header(scope, b"x-request-id")
-        request_id = (
-            client_id.decode()
-            if client_id and _CLIENT_REQUEST_ID.fullmatch(client_id)
-            else f"{self._id_prefix}{next(self._id_count):016x}"
+    def allow_raw(self) -> None:
+        self.limit, self.raw = self._raw_limit, True
+
+    async def receive(self) -> Message:
+        limit = self.limit  # read now: the route may have allowed raw bytes
+        if self._declared > limit:
+            raise BodyTooLarge(limit, self.raw)
+        factor = 1 if self.raw else JSON_MEMORY_FACTOR
+        if self._declared * factor > self._held:  # the whole declared body, before any of it
+            self._memory.take(self._declared * factor - self._held)
+            self._held = self._declared * factor
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self._received += len(message.get("body", b""))
+            if self._received > limit:
+                raise BodyTooLarge(limit, self.raw)
+            if self._received * factor > self._held:  # a body longer than declared, or chunked
+                self._memory.take(self._received * factor - self._held)
+                self._held = self._received * factor
+        return message
+
+    def release(self) -> None:
+        """Give the memory this body held back to the worker's, and let go of the server's
+        `receive`: the server's connection holds the request's scope, which holds this budget,
+        and a cycle left behind by every request would have the cyclic garbage collector run
+        every few hundred requests."""
+        self._memory.held -= self._held
+        self._held = 0
+        self._receive = _request_over
+
+
+async def _request_over() -> Message:
+    """`receive` once the request is over."""
+    return {"type": "http.disconnect"}
+
+
+class AuditGate:
+    """Holds each answer of an audited route until its record is written: what cannot be
+    audited is not answered as done. If the record cannot be written, the answer is the
+    trail's problem (503 `audit-unavailable`) instead, unless it is a 503 already, which says
+    that nothing was done. A request that got no answer (its client left) gets its record all
+    the same."""
+
+    __slots__ = ("trail",)
+
+    def __init__(self, trail: AuditTrail) -> None:
+        self.trail = trail
+
+    @staticmethod
+    def record(
+        scope: Scope, note: AuditNote, request_id: str, started_at: float, status: int
+    ) -> AuditRecord | None:
+        """The record of the request of `scope`, if its route is one that records."""
+        operation = _audited_operation(scope)
+        if operation is None:
+            return None
+        operation = note.operation or operation
+        client = scope.get("client")
+        name = note.key or scope.get(PATH_PARAMS, {}).get("name")
+        token_id = scope.get(PATH_PARAMS, {}).get("token_id")
+        if token_id is not None:
+            note.details.setdefault("token", _recordable(token_id))
+        return AuditRecord(
+            time=started_at,
+            request_id=request_id,
+            client=client[0] if client else None,
+            principal=note.principal,
+            operation=operation,
+            key=None if name is None else _recordable(name),
+            key_version=note.key_version,
+            status=status,
+            problem=note.problem,
+            details=note.details,
+            change=note.change,
         )
-        note = AuditNote()
-        state = scope.setdefault("state", {})
-        state["request_id"], state["audit"] = request_id, note
-        context_token = request_id_var.set(request_id)
-        started_at = time.time()
-        started = time.perf_counter()
-        status = 500
-        # Raw bytes go straight to the crypto; any other body is parsed first, and parsing a
-        # large JSON body of many small values costs seconds and gigabytes.
-        body_limit = BodyLimit(self.max_json_body_bytes, self.max_body_bytes)
-        scope["state"]["body_limit"] = body_limit
-        length = header(scope, b"content-length")
-        declared = int(length) if length is not None and length.isdigit() else 0
-        received = 0
-        memory = self.body_memory
-        held = 0
 
-        async def counting_receive() -> Message:
-            nonlocal received, held
-            limit = body_limit.limit  # read now: the route may have allowed raw bytes
-            if declared > limit:
-                raise BodyTooLarge(limit, body_limit.raw)
-            factor = 1 if body_limit.raw else JSON_MEMORY_FACTOR
-            if declared * factor > held:  # the whole declared body, before any of it is read
-                memory.take(declared * factor - held)
-                held = declared * factor
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    raise BodyTooLarge(limit, body_limit.raw)
-                if received * factor > held:  # a body longer than declared, or chunked
-                    memory.take(received * factor - held)
-                    held = received * factor
-            return message
+    async def admit(
+        self, scope: Scope, note: AuditNote, request_id: str, started_at: float, status: int
+    ) -> Problem | None:
+        """Write the record of an answer of `status`: None if the answer may go, else the
+        problem to answer instead."""
+        entry = self.record(scope, note, request_id, started_at, status)
+        if entry is not None:
+            try:
+                await self.trail.write(entry)
+            except Problem as problem:
+                if status != 503:
+                    return problem
+        return None
 
-        answered = refused = False
-        # HEAD is GET without the body (RFC 9110, 9.3.2): routed as GET, answered without it.
-        head = scope["method"] == "HEAD"
-        routed = {**scope, "method": "GET"} if head else scope
-        audit = self.audit
+    async def unanswered(
+        self, scope: Scope, note: AuditNote, request_id: str, started_at: float, status: int
+    ) -> None:
+        """Write the record of a request that got no answer, if the trail takes it."""
+        entry = self.record(scope, note, request_id, started_at, status)
+        if entry is not None:
+            with contextlib.suppress(Problem):
+                await self.trail.write(entry)
 
-        def record(answer_status: int) -> AuditRecord | None:
-            """This request's audit record, if its route is one that records."""
-            operation = _audited_operation(routed)
-            if operation is None:
-                return None
-            client = scope.get("client")
-            name = note.key or routed.get("path_params", {}).get("name")
-            token_id = routed.get("path_params", {}).get("token_id")
-            if token_id is not None:
-                note.details.setdefault("token", _recordable(token_id))
-            return AuditRecord(
-                time=started_at,
-                request_id=request_id,
-                client=client[0] if client else None,
-                principal=note.principal,
-                operation=operation,
-                key=None if name is None else _recordable(name),
-                key_version=note.key_version,
-                status=answer_status,
-                problem=note.problem,
-                details=note.details,
-                change=note.change,
-            )
 
-        async def tagging_send(message: Message) -> None:
-            nonlocal status, answered, refused
-            if refused:  # the answer the audit trail did not let through
-                return
-            if message["type"] == "http.response.start":
-                entry = record(message["status"]) if audit is not None else None
-                if entry is not None:
-                    assert audit is not None
-                    try:
-                        await audit.write(entry)
-                    except Problem as problem:
-                        # A 503 already says that nothing was done and when to retry.
-                        if entry.status != 503:
-                            refused = True
-                            await _refuse(problem, request_id, send)
-                            status, answered = problem.status, True
-                            return
-                status, answered = message["status"], True
-                headers = message.get("headers", [])
-                message["headers"] = [
-                    *headers,
-                    (b"x-request-id", request_id.encode()),
-                    *(() if any(k.lower() == b"cache-control" for k, _ in headers) else _NO_STORE),
-                ]
-            elif head:
-                message = {**message, "body": b""}
-            await send(message)
+# Routes under /v1 name a key or a token or need a token, and so get an audit record; /healthz,
+# /readyz, /metrics and the documentation do not. Each route's operation name is its
+# operation id (`aez_encrypt`, `keys_delete_key`).
+_AUDITED_PREFIX = "/v1/"
+_UNSET = object()
+# A key name longer than any valid one (a refused request's) is cut to this in its record.
+MAX_RECORDED_NAME = 128
 
-        try:
-            await self.app(routed, counting_receive, tagging_send)
-        except ClientDisconnect:
-            # The client went away mid-body: nothing to answer, and no error of ours.
-            status = CLIENT_CLOSED
-        except asyncio.CancelledError:
-            # uvicorn cancels what still runs when its shutdown grace ends. A 503 the client can
-            # retry elsewhere, with the request id, rather than uvicorn's plain 500; the task
-            # then ends as the shutdown wants, so the cancellation goes no further.
-            if answered:
-                raise
-            problem = Problem(
-                503,
-                "shutting-down",
-                "Shutting down",
-                "the service stopped before this request finished; a write may or may not "
-                "have been applied",
-            )
-            note.problem = problem.slug
-            response = problem_response(problem, headers={"Connection": "close"})
-            await response(routed, receive, tagging_send)
-        except Exception as exc:
-            # Answered here rather than by Starlette's outermost handler, so that the 500 carries
-            # the request id like any other answer and the error is logged once, with it.
-            log.error("unhandled %s", type(exc).__name__, exc_info=exc)
-            if answered:  # all that is left is to drop the connection
-                raise
-            problem = Problem(500, "internal", "Internal error", f"request {request_id} failed")
-            note.problem = problem.slug
-            await problem_response(problem)(routed, receive, tagging_send)
-        finally:
-            if not answered and audit is not None:
-                entry = record(status)
-                if entry is not None:  # a client that left: its request still gets its record
-                    with contextlib.suppress(Problem):
-                        await audit.write(entry)
-            memory.held -= held
-            elapsed = time.perf_counter() - started
-            path = _route_label(routed)
-            method = scope["method"]
-            label = method if method in _METHODS else "other"
-            count_request(path, label, status, elapsed)
-            access_writer.write(method, path, status, round(elapsed * 1000, 3), request_id)
-            request_id_var.reset(context_token)
+
+def _audited_operation(scope: Scope) -> str | None:
+    route = scope.get(ROUTE)
+    if route is None:
+        return None
+    # Kept on the route itself: an id-keyed cache could hand a new app's route (tests build
+    # many) the name of a freed one that had the same id.
+    known = getattr(route, "audit_operation", _UNSET)
+    if known is not _UNSET:
+        return cast(str | None, known)
+    operation = operation_id(route) if str(route.path).startswith(_AUDITED_PREFIX) else None
+    route.audit_operation = operation
+    return operation
 
 
 def _recordable(text: str) -> str:
@@ -259,6 +247,84 @@ def _recordable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+# Answers carry secrets and plaintexts (exports, tokens, decryptions, functional keys): no cache
+# on the way, nor the client's, may keep one. Every answer gets it unless its route set its own.
+_NO_STORE = ((b"cache-control", b"no-store"),)
+
+
+class Answer:
+    """The answer to one request, on its way out through `send`: each response gets its id and,
+    unless its route set a Cache-Control of its own, `no-store`, once the audit gate let it
+    through (its own problem goes out in its place otherwise); HEAD gets no body."""
+
+    __slots__ = (
+        "_gate",
+        "_head",
+        "_refused",
+        "_send",
+        "answered",
+        "note",
+        "request_id",
+        "scope",
+        "started_at",
+        "status",
+    )
+
+    def __init__(
+        self,
+        send: Send,
+        scope: Scope,
+        request_id: str,
+        note: AuditNote,
+        gate: AuditGate | None,
+        head: bool,
+    ) -> None:
+        self._send = send
+        self.scope = scope
+        self.request_id = request_id
+        self.note = note
+        self._gate = gate
+        self._head = head
+        self.started_at = 0.0 if gate is None else gate.trail.now()
+        self.status = 500
+        self.answered = False
+        self._refused = False  # the answer the audit gate did not let through
+
+    async def send(self, message: Message) -> None:
+        if self._refused:
+            return
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            gate = self._gate
+            if gate is not None:
+                problem = await gate.admit(
+                    self.scope, self.note, self.request_id, self.started_at, status
+                )
+                if problem is not None:
+                    self._refused = True
+                    await _refuse(problem, self.request_id, self._send)
+                    self.status, self.answered = problem.status, True
+                    return
+            self.status, self.answered = status, True
+            headers = message.get("headers", [])
+            message["headers"] = [
+                *headers,
+                (b"x-request-id", self.request_id.encode()),
+                *(() if any(k.lower() == b"cache-control" for k, _ in headers) else _NO_STORE),
+            ]
+        elif self._head:
+            message = {**message, "body": b""}
+        await self._send(message)
+
+    async def unanswered(self) -> None:
+        """The request ends without an answer (its client left, say): it still gets its audit
+        record."""
+        if self._gate is not None:
+            await self._gate.unanswered(
+                self.scope, self.note, self.request_id, self.started_at, self.status
+            )
 
 
 async def _refuse(problem: Problem, request_id: str, send: Send) -> None:
@@ -276,39 +342,94 @@ async def _no_body() -> Message:
     return {"type": "http.request", "body": b"", "more_body": False}
 
 
-# Routes under /v1 name a key or a token or need a token, and so get an audit record; /healthz,
-# /readyz, /metrics and the documentation do not. Each route's operation name is its
-# operation id (`aez_encrypt`, `keys_delete_key`).
-_AUDITED_PREFIX = "/v1/"
-_UNSET = object()
-
-
-def _audited_operation(scope: Scope) -> str | None:
-    route: Any = scope.get("route")
-    if route is None:
-        return None
-    # Kept on the route itself: an id-keyed cache could hand a new app's route (tests build
-    # many) the name of a freed one that had the same id.
-    known = getattr(route, "audit_operation", _UNSET)
-    if known is not _UNSET:
-        return cast(str | None, known)
-    operation = operation_id(route) if str(route.path).startswith(_AUDITED_PREFIX) else None
-    route.audit_operation = operation
-    return operation
-
-
 # The methods metrics name; any other (PROPFIND, MKCOL, ...) counts as "other", so that a client
 # cannot add label sets at will.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
-def _route_label(scope: Scope) -> str:
-    """The matched route's template for metrics and the access log: the route FastAPI noted, or
-    the path of a route it did not note (Starlette's own, such as /openapi.json) when that route
-    has no parameters and so one fixed path; else "unmatched"."""
-    route: Any = scope.get("route")
-    if route is not None:
-        return str(route.path)
-    if "endpoint" in scope and not scope.get("path_params"):
-        return str(scope["path"])
-    return "unmatched"
+def log_access(scope: Scope, method: str, status: int, seconds: float, request_id: str) -> None:
+    """The request's access line and its metrics, under its route's template (a method other
+    than the usual ones counts as "other", so that a client cannot add label sets at will)."""
+    route = route_template(scope)
+    count_request(route, method if method in _METHODS else "other", status, seconds)
+    access_writer.write(method, route, status, round(seconds * 1000, 3), request_id)
+
+
+class ObserveMiddleware:
+    """The parts above, around every HTTP request, and the answer to an unexpected error."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_body_bytes: int,
+        max_json_body_bytes: int,
+        body_memory: int,
+        audit: AuditTrail | None = None,
+    ) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.max_json_body_bytes = max_json_body_bytes
+        self.body_memory = BodyMemory(body_memory)
+        self.request_ids = RequestIds()
+        self.audit_gate = None if audit is None else AuditGate(audit)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = self.request_ids.of(scope)
+        note = AuditNote()
+        budget = BodyBudget(
+            scope, receive, self.body_memory, self.max_json_body_bytes, self.max_body_bytes
+        )
+        state = scope.setdefault("state", {})
+        state["request_id"], state["audit"], state["body_budget"] = request_id, note, budget
+        context_token = request_id_var.set(request_id)
+        started = time.perf_counter()
+        # HEAD is GET without the body (RFC 9110, 9.3.2): routed as GET, answered without it.
+        head = scope["method"] == "HEAD"
+        routed = {**scope, "method": "GET"} if head else scope
+        answer = Answer(send, routed, request_id, note, self.audit_gate, head)
+        try:
+            await self.app(routed, budget.receive, answer.send)
+        except ClientDisconnect:
+            # The client went away mid-body: nothing to answer, and no error of ours.
+            answer.status = CLIENT_CLOSED
+        except asyncio.CancelledError:
+            # uvicorn cancels what still runs when its shutdown grace ends. A 503 the client can
+            # retry elsewhere, with the request id, rather than uvicorn's plain 500; the task
+            # then ends as the shutdown wants, so the cancellation goes no further.
+            if answer.answered:
+                raise
+            await _answer_problem(answer, _SHUTTING_DOWN, receive, {"Connection": "close"})
+        except Exception as exc:
+            # Answered here rather than by Starlette's outermost handler, so that the 500 carries
+            # the request id like any other answer and the error is logged once, with it.
+            log.error("unhandled %s", type(exc).__name__, exc_info=exc)
+            if answer.answered:  # all that is left is to drop the connection
+                raise
+            problem = Problem(500, "internal", "Internal error", f"request {request_id} failed")
+            await _answer_problem(answer, problem, receive)
+        finally:
+            if not answer.answered:
+                await answer.unanswered()
+            budget.release()
+            elapsed = time.perf_counter() - started
+            log_access(routed, scope["method"], answer.status, elapsed, request_id)
+            request_id_var.reset(context_token)
+
+
+_SHUTTING_DOWN = Problem(
+    503,
+    "shutting-down",
+    "Shutting down",
+    "the service stopped before this request finished; a write may or may not have been applied",
+)
+
+
+async def _answer_problem(
+    answer: Answer, problem: Problem, receive: Receive, headers: dict[str, str] | None = None
+) -> None:
+    """Answer `problem` for a request whose route did not answer."""
+    answer.note.problem = problem.slug
+    await problem_response(problem, headers=headers)(answer.scope, receive, answer.send)

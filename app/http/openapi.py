@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute
 
 from app.http.body import EXTRA_SCHEMA_MODELS, OCTET_STREAM
 from app.http.problems import PROBLEM_JSON
+from app.http.vault import at_vault_path
 
 
 def install_openapi(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
@@ -64,7 +65,15 @@ def _document_problems(document: dict[str, Any]) -> None:
     for path, operations in document["paths"].items():
         for operation in operations.values():
             responses = operation["responses"]
+            if operation.get("tags") == ["kms"]:  # AWS's errors, which its route declares
+                responses.pop("422", None)  # FastAPI's, for the header it documents
+                for response in responses.values():
+                    response.setdefault("headers", {}).update(_header("X-Request-ID"))
+                continue
             body = operation.get("requestBody", {}).get("content", {})
+            if at_vault_path(path):
+                _document_vault_errors(operation, bool(body), "{" in path)
+                continue
             needed = {
                 "400": bool(body),
                 "401": bool(operation.get("security")),
@@ -93,11 +102,45 @@ def _document_problems(document: dict[str, Any]) -> None:
                     headers.update(_header("Retry-After"))
             operation["responses"] = dict(sorted(responses.items()))
     document["components"]["headers"] = RESPONSE_HEADERS
+    if any(at_vault_path(path) for path in document["paths"]):
+        document["components"]["schemas"]["VaultErrors"] = VAULT_ERRORS_SCHEMA
     schemas = document["components"]["schemas"]
     text = repr(document["paths"])
     for unused in ("HTTPValidationError", "ValidationError"):
         if f"#/components/schemas/{unused}'" not in text:
             schemas.pop(unused, None)
+
+
+def _document_vault_errors(operation: dict[str, Any], body: bool, named: bool) -> None:
+    """Declare the errors of an operation at Vault's paths as Vault answers them: `{"errors":
+    [...]}` as `application/json`, with Vault's statuses (`app.http.vault.vault_error`: a
+    missing or refused token is 403, an invalid request 400 whatever its cause)."""
+    secured = bool(operation.get("security"))
+    needed = {
+        "400": True,
+        "403": secured,
+        "404": named,
+        "405": any(parameter["name"] == "list" for parameter in operation.get("parameters", [])),
+        "413": body,
+        "429": secured,
+        "503": secured,
+    }
+    responses = {
+        status: response
+        for status, response in operation["responses"].items()
+        if not status.startswith("4")
+    }
+    for status, applies in needed.items():
+        if applies:
+            responses[status] = {"description": VAULT_ERROR_DESCRIPTIONS[status]}
+    for status, response in responses.items():
+        if status.startswith("4") or status == "503":
+            response["content"] = {"application/json": {"schema": dict(VAULT_ERRORS_REF)}}
+        headers = response.setdefault("headers", {})
+        headers.update(_header("X-Request-ID"))
+        if status in ("429", "503"):
+            headers.update(_header("Retry-After"))
+    operation["responses"] = dict(sorted(responses.items()))
 
 
 def _request_defaults(document: dict[str, Any]) -> None:
@@ -299,6 +342,23 @@ PROBLEM_DESCRIPTIONS = {
     "Retry-After seconds",
 }
 
+VAULT_ERRORS_REF = {"$ref": "#/components/schemas/VaultErrors"}
+VAULT_ERRORS_SCHEMA = {
+    "title": "VaultErrors",
+    "description": "an error at Vault's paths, as Vault answers it",
+    "type": "object",
+    "properties": {"errors": {"type": "array", "items": {"type": "string"}}},
+    "required": ["errors"],
+}
+VAULT_ERROR_DESCRIPTIONS = {
+    "400": "the request is invalid, or its body could not be read",
+    "403": "missing or invalid token, or its policies do not allow this",
+    "404": "no such key, mount, role or token",
+    "405": "a listing asked for without list=true (or the LIST method)",
+    "413": "the body is over the size limit",
+    "429": PROBLEM_DESCRIPTIONS["429"],
+    "503": PROBLEM_DESCRIPTIONS["503"],
+}
 
 # The address `cipherd serve` listens on by default: generated clients take it as their default.
 SERVERS = [{"url": "http://127.0.0.1:8000", "description": "`cipherd serve` by default"}]

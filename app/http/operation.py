@@ -1,36 +1,40 @@
-"""Key operations, declared once.
+"""Key operations, declared once: one per-item function each, its single call and its batch
+derived from it.
 
-A key operation (`POST /v1/ecies/{name}/encrypt`, `/v1/aez/{name}/decrypt/batch`, ...) says in
-one declaration what it is: its path, the operation a token needs for it, its JSON request and
-answer, whether it also takes raw bytes (and which query parameters go with them) and whether it
-has a batch form. That declaration builds its handler, its OpenAPI entry and its place in the
-route table (`install_routes`); the hot single calls are reached without the router
-(`app.http.stack`).
+A key operation (`POST /v1/ecies/{name}/encrypt`, `/v1/aez/{name}/decrypt/batch`, ...) is a
+function of a family's key and one item: `def encrypt(key: AezKey, item: AezEncryptRequest) ->
+AezCiphertext`. Its declaration (`Family.operation`) says the rest: its path, the operation a
+token needs for it, whether it also takes raw bytes (and which query parameters go with them),
+whether it has a batch form. From that come its handlers, its OpenAPI entry and its place in
+the route table (`app.http.framework.install_routes`); the hot single calls are reached
+without the router (`app.http.stack`). A single call is the function on one item, on the event
+loop when the item is small; a batch is the same function over its items, in a worker thread. A
+family's key is resolved once per request, before any item: an unknown key or one of another
+type fails the whole request.
 
 The handler makes FastAPI's checks itself, in FastAPI's order and with its errors: the name
 against its pattern (422), then the bearer token and its scope (401/403), and only then reads the
 body, so a caller without a valid token cannot make the service read or parse one. It runs as an
 ASGI app of its own: FastAPI's generic handler solves the dependency graph afresh for every
 request and wraps it in exit stacks and a second exception layer, which cost more than the AEZ
-or AES-GCM work of a small message (bench/README.md has the figures). An exception raised here
-is answered one layer out, by the app's ExceptionMiddleware, with the same handlers.
+or AES-GCM work of a small message (docs/performance/choices.md has the figures). An exception
+raised here is answered one layer out, by the app's ExceptionMiddleware, with the same handlers.
 """
 
+import inspect
 import re
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, cast
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Generic, TypeVar, cast, get_type_hints
 
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from starlette.datastructures import QueryParams
-from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.http.batch import check_batch_size
+from app.http.batch import BatchResults, batch_request, check_batch_size
 from app.http.body import (
     binary_response,
     is_raw,
@@ -50,19 +54,24 @@ from app.http.deps import (
     bearer_token,
     check_key_access,
     key_access,
+    service_access,
 )
-from app.http.openapi import install_openapi
+from app.http.framework import HandlerRoute
 from app.http.problems import ERROR_RESPONSES
 from app.http.schemas import RequestBody
 from app.ops import Services
 from app.ops.audit import AuditNote
-from app.ops.auth import Principal
+from app.ops.auth import Operation, Principal
 from app.ops.keys import KEY_NAME_PATTERN
-from app.ops.work import in_thread
+from app.ops.versioned import RequestKey
+from app.ops.work import compute, in_thread
 
-BodyT = TypeVar("BodyT", bound=BaseModel)
-AnswerT = TypeVar("AnswerT", bound=BaseModel)
+KeyT = TypeVar("KeyT", bound=RequestKey)
+ItemT = TypeVar("ItemT", bound=BaseModel)
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+# A per-item function: plain (the declaration places its work), or a coroutine function that
+# places its own (the FE process pool); its answer is a model (or an awaitable of one).
+Verb = Callable[[KeyT, ItemT], Any]
 
 _KEY_NAME = re.compile(KEY_NAME_PATTERN)
 _KEY_NAME_ADAPTER: TypeAdapter[str] = TypeAdapter(KeyName)
@@ -70,55 +79,105 @@ _KEY_NAME_ADAPTER: TypeAdapter[str] = TypeAdapter(KeyName)
 
 @dataclass(slots=True)  # not frozen: made on every request, and a frozen one costs more to build
 class KeyCall:
-    """What a key operation's handler is given: the key's name, the caller and the services of
+    """What resolving a request's key is given: the key's name, the caller and the services of
     this process."""
 
     name: str
     principal: Principal
     services: Services
     audit: AuditNote
+    batch: bool  # a batch's items, or a single call's one
 
 
 class RawQuery(RequestBody):
-    """The query parameters of an operation's raw (application/octet-stream) form."""
+    """The query parameters of an operation's raw (application/octet-stream) form: the JSON
+    form's fields but the one its raw body stands for."""
 
-    def request(self, data: bytes) -> BaseModel:
-        """The JSON form's request for these parameters and the raw body `data`."""
-        raise NotImplementedError
-
-
-class RawAnswer(Protocol):
-    """An answer that a raw request gets as its bytes, with the key version in a header."""
-
-    def raw(self) -> tuple[bytes, int]: ...
+    def fields(self) -> dict[str, Any]:
+        """The JSON form's fields these parameters give: by default each under its own name."""
+        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
 class RawForm:
-    """An operation's raw form: what its query parameters are, and what its bytes in and out."""
+    """An operation's raw form: what its query parameters are, the JSON form's field its bytes
+    stand for (`field`), and what its bytes in and out are. Its answer model has `raw()`, the
+    bytes and the key version."""
 
     query: type[RawQuery]
+    field: str
     body: str
     answer: str
 
+    def request(self, item: type[ItemT], query: RawQuery, data: bytes) -> ItemT:
+        """The JSON form's item for the parameters `query` and the raw body `data`."""
+        fields = query.fields()
+        fields[self.field] = data
+        return item.model_construct(**fields)
+
+
+def _carried_bytes(item: BaseModel) -> int:
+    """How many bytes an item carries (its payload, AD, ...): what decides whether its work is
+    small enough for the event loop."""
+    size = 0
+    for value in item.__dict__.values():
+        if isinstance(value, bytes | bytearray):
+            size += len(value)
+        elif isinstance(value, list):
+            size += sum(len(part) for part in value if isinstance(part, bytes))
+    return size
+
 
 @dataclass(frozen=True)
-class BatchForm(Generic[BodyT, AnswerT]):
-    """A batch form: `{"items": [...]}` in, `{"results": [...]}` out, `run` in a worker thread
-    with one result per item. The answer leaves out empty fields (a result has `error` or the
-    outcome, not both) unless null means something (`keep_nulls`: an FE result outside the
-    bounds is null)."""
+class KeyOperation(Generic[KeyT, ItemT]):
+    """A declared per-item function with what running it needs: how its family resolves the
+    key, its item and answer models, and `payload`, the item's field whose envelope may name
+    the key version (what a single call warms before running on the event loop)."""
 
-    summary: str
-    body: type[BodyT]
-    response: type[AnswerT]
-    run: Callable[[KeyCall, BodyT], AnswerT]
-    keep_nulls: bool = False
+    resolve: Callable[[KeyCall], Awaitable[KeyT]]
+    verb: Verb[KeyT, ItemT]
+    item: type[ItemT]
+    answer: type[BaseModel]
+    payload: str | None
+    awaited: bool = field(init=False)
 
+    def __post_init__(self) -> None:
+        # Read once: asking on every request costs a measurable share of a small one.
+        object.__setattr__(self, "awaited", inspect.iscoroutinefunction(self.verb))
 
-class _Items(Protocol):
-    @property
-    def items(self) -> Sequence[Any]: ...
+    async def one(self, call: KeyCall, item: ItemT) -> BaseModel:
+        """A single call: the verb on one item, inline when small, else in a thread."""
+        key = await self.resolve(call)
+        key.admit((item,))
+        if self.awaited:
+            answer: BaseModel = await self.verb(key, item)
+            return answer
+        payload = getattr(item, self.payload) if self.payload else None
+        version = getattr(item, "key_version", None)
+        if payload is not None or version is not None:
+            await key.warm(payload, version)
+        return await compute(_carried_bytes(item), self.verb, key, item)
+
+    async def many(
+        self,
+        call: KeyCall,
+        items: Sequence[ItemT],
+        results: BatchResults,
+        shared: Callable[[KeyT], Awaitable[None]] | None = None,
+    ) -> BaseModel:
+        """A batch: the verb on every item in a worker thread, one result each; `shared` first
+        checks what all the items share (a failure there fails the whole request)."""
+        key = await self.resolve(call)
+        key.admit(items)
+        if shared is not None:
+            await shared(key)
+        run = partial(self.verb, key)
+        if self.awaited:
+            each = [await results.awaited_outcome(run, item) for item in items]
+            return results.response_of(each)
+        return await in_thread(
+            lambda: results.response_of([results.outcome(run, item) for item in items])
+        )
 
 
 def _check_key_name(name: str) -> None:
@@ -133,7 +192,7 @@ def _check_key_name(name: str) -> None:
         ) from None
 
 
-async def _key_call(request: Request, access: Access) -> KeyCall:
+async def _key_call(request: Request, access: Access, batch: bool) -> KeyCall:
     """The checks before any body is read: the name (422), the token and its scope."""
     name = request.path_params["name"]
     _check_key_name(name)
@@ -141,13 +200,12 @@ async def _key_call(request: Request, access: Access) -> KeyCall:
     principal = await check_key_access(
         request.scope, services.auth, access, name, bearer_token(request.scope)
     )
-    return KeyCall(name, principal, services, audit_note(request.scope))
+    return KeyCall(name, principal, services, audit_note(request.scope), batch)
 
 
 def _single(
+    operation: KeyOperation[Any, Any],
     access: Access,
-    body: type[BodyT],
-    handler: Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]],
     raw: RawForm | None,
     raw_only: bool = False,
 ) -> Handler:
@@ -156,47 +214,50 @@ def _single(
     raw_query = raw.query if raw is not None else None
 
     async def handle(request: Request) -> Response:
-        call = await _key_call(request, access)
+        call = await _key_call(request, access, batch=False)
         if raw_only:
             require_raw(request)
-        if raw_query is not None and is_raw(request):
-            query = read_query(request, raw_query)
+        if raw is not None and is_raw(request):
+            query = read_query(request, raw.query)
             # The buffer as it arrived stands for bytes: the crypto reads any buffer, and a copy
             # into bytes would double the memory of a large request.
             data = cast(bytes, await read_raw(request))
-            answer: Any = await handler(call, query.request(data))  # type: ignore[arg-type]  # the raw query builds this operation's body type
-            audit_note(request.scope).key_version = answer.key_version
+            answer: Any = await operation.one(call, raw.request(operation.item, query, data))
+            call.audit.key_version = answer.key_version
             return raw_response(*answer.raw())
-        parsed = await read_json(request, body, raw_query)
-        answer = await handler(call, parsed)
-        audit_note(request.scope).key_version = getattr(answer, "key_version", None)
+        answer = await operation.one(call, await read_json(request, operation.item, raw_query))
+        call.audit.key_version = getattr(answer, "key_version", None)
         return json_response(answer)
 
     return handle
 
 
-def _batch(access: Access, form: BatchForm[Any, Any]) -> Handler:
+def _batch(
+    operation: KeyOperation[Any, Any],
+    access: Access,
+    body: type[BaseModel],
+    items: Callable[[Any], Sequence[BaseModel]],
+    results: BatchResults,
+    keep_nulls: bool,
+    shared: Callable[[Any, Any], Awaitable[None]] | None,
+) -> Handler:
+    """A batch: `body` read, its `items` counted against the limit, then run."""
+
     async def handle(request: Request) -> Response:
-        call = await _key_call(request, access)
-        parsed: _Items = await read_json(request, form.body)
-        check_batch_size(len(parsed.items), call.services.settings.max_batch_items)
-        answer = await in_thread(form.run, call, parsed)
-        results = getattr(answer, "results", ())
-        audit_note(request.scope).versions([getattr(r, "key_version", None) for r in results])
-        return json_response(answer, exclude_none=not form.keep_nulls)
+        call = await _key_call(request, access, batch=True)
+        parsed_body = await read_json(request, body)
+        parsed = items(parsed_body)
+        check_batch_size(len(parsed), call.services.settings.max_batch_items)
+        call.services.auth.admit_batch(call.principal, len(parsed))
+        check = None if shared is None else partial(shared, parsed_body)
+        answer = await operation.many(call, parsed, results, check)
+        call.audit.versions([getattr(r, "key_version", None) for r in answer.results])  # type: ignore[attr-defined]  # the derived response's list
+        return json_response(answer, exclude_none=not keep_nulls)
 
     return handle
 
 
-def _asgi(handler: Handler) -> Callable[[Scope, Receive, Send], Coroutine[Any, Any, None]]:
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        response = await handler(Request(scope, receive, send))
-        await response(scope, receive, send)
-
-    return app
-
-
-class KeyOperationRoute(APIRoute):
+class KeyOperationRoute(HandlerRoute):
     """A declared key operation: FastAPI's route for its OpenAPI entry and path matching, its
     own handler for requests."""
 
@@ -210,12 +271,9 @@ class KeyOperationRoute(APIRoute):
         hot: bool,
         **kwargs: Any,
     ) -> None:
-        super().__init__(path, endpoint, dependencies=[key_access(access)], **kwargs)
+        super().__init__(path, endpoint, handler, dependencies=[key_access(access)], **kwargs)
         self.access = access
         self.hot = hot
-        self.app = _asgi(handler)
-        # The raw form's parameters (`install_routes` refuses any other name).
-        self.query_names: frozenset[str] = frozenset()
 
 
 # The endpoint FastAPI documents for a key operation (the key name in the path); never called:
@@ -229,10 +287,13 @@ def operation_id(route: APIRoute) -> str:
     return f"{route.tags[0]}_{route.name}" if route.tags else route.name
 
 
-class Family:
-    """The routes of one crypto family (`/v1/ecies`, `/v1/aez`, `/v1/fe`)."""
+class Family(Generic[KeyT]):
+    """The routes of one family of key operations (`/v1/ecies`, `/v1/aez`, ...), whose verbs run
+    on the key `key(call)` resolves (`app.ops.versioned`)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, key: Callable[[KeyCall], Awaitable[KeyT]]) -> None:
+        self.key = key
+        self.schema_prefix = name.title()
         self.router = APIRouter(
             prefix=f"/v1/{name}",
             tags=[name],
@@ -278,17 +339,18 @@ class Family:
         *,
         access: Access,
         summary: str,
-        body: type[BodyT],
-        response: type[AnswerT],
         raw: RawForm | None = None,
-        batch: BatchForm[Any, Any] | None = None,
+        batch: str | None = None,
+        payload: str | None = None,
+        keep_nulls: bool = False,
         hot: bool = False,
-    ) -> Callable[
-        [Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]]],
-        Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]],
-    ]:
-        """Declare `async def handler(call, body) -> answer` as the operation at `path` (and
-        `path + "/raw"` for its raw form, `path + "/batch"` for its batch form). `hot` sends its
+    ) -> Callable[[Verb[KeyT, ItemT]], KeyOperation[KeyT, ItemT]]:
+        """Declare `def verb(key, item) -> answer` as the operation at `path`, its item and
+        answer models read from its annotations; and `path + "/raw"` for its raw form,
+        `path + "/batch"` (summary `batch`) for its batch form, whose models are derived and
+        named after the operation (`AezEncryptBatch`, `AezEncryptResult`, ...). `payload` names
+        the item's field whose envelope may name the key version; a batch result keeps its
+        null fields with `keep_nulls` (an FE result outside the bounds is null). `hot` sends its
         requests straight to it (`app.http.stack.HotOperations`): single calls whose work is a
         few microseconds, where the router's search and FastAPI's layers would be a measurable
         share.
@@ -296,109 +358,105 @@ class Family:
         `path` takes raw bytes too, as it always has; the document lists them under the raw
         form's path only, where generated clients type them as bytes (`raw_body`)."""
 
-        def declare(
-            handler: Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]],
-        ) -> Callable[[KeyCall, BodyT], Coroutine[Any, Any, AnswerT]]:
+        def declare(verb: Verb[KeyT, ItemT]) -> KeyOperation[KeyT, ItemT]:
+            hints = get_type_hints(verb)
+            item_name = list(inspect.signature(verb).parameters)[1]
+            operation = KeyOperation(self.key, verb, hints[item_name], hints["return"], payload)
+            name = verb.__name__
             route = self._add(
                 path,
-                handler.__name__,
+                name,
                 access,
                 summary,
-                response,
-                _single(access, body, handler, raw),
-                json_body(body),
+                operation.answer,
+                _single(operation, access, raw),
+                json_body(operation.item),
                 hot=hot,
             )
             if raw is not None:
                 raw_route = self._add(
                     f"{path}/raw",
-                    f"{handler.__name__}_raw",
+                    f"{name}_raw",
                     access,
                     f"{summary}: raw bytes",
                     None,
-                    _single(access, body, handler, raw, raw_only=True),
+                    _single(operation, access, raw, raw_only=True),
                     raw_body(raw.body, raw.query),
                     binary_response(raw.answer),
                 )
                 route.query_names = raw_route.query_names = frozenset(raw.query.model_fields)
             if batch is not None:
-                self.batch(f"{path}/batch", f"{handler.__name__}_batch", access, batch)
-            return handler
+                prefix = self.schema_prefix + _verb_title(path)
+                body = batch_request(f"{prefix}Batch", operation.item)
+                self.batch_of(
+                    operation,
+                    f"{path}/batch",
+                    f"{name}_batch",
+                    access=access,
+                    summary=batch,
+                    body=body,
+                    items=_items,
+                    keep_nulls=keep_nulls,
+                )
+            return operation
 
         return declare
 
-    def batch(self, path: str, name: str, access: Access, form: BatchForm[Any, Any]) -> None:
-        """Declare a batch-shaped operation: one request of many items, run in a thread."""
-        self._add(
-            path,
-            name,
-            access,
-            form.summary,
-            form.response,
-            _batch(access, form),
-            json_body(form.body),
-        )
+    def batch_of(
+        self,
+        operation: KeyOperation[KeyT, ItemT],
+        path: str,
+        name: str,
+        *,
+        access: Access,
+        summary: str,
+        body: type[BaseModel],
+        items: Callable[[Any], Sequence[ItemT]],
+        keep_nulls: bool = False,
+        shared: Callable[[Any, KeyT], Awaitable[None]] | None = None,
+    ) -> None:
+        """Declare a batch of `operation` at `path`: `items(body)` are its items, for a batch
+        whose request shares fields between its items (one functional key against many
+        ciphertexts); `shared(body, key)` checks those once, before any item."""
+        prefix = self.schema_prefix + _verb_title(path.removesuffix("/batch"))
+        results = BatchResults.of(prefix, operation.answer)
+        handler = _batch(operation, access, body, items, results, keep_nulls, shared)
+        self._add(path, name, access, summary, results.response, handler, json_body(body))
+
+    def keyless(
+        self, path: str, *, access: Operation, summary: str
+    ) -> Callable[[Callable[[ItemT], Awaitable[BaseModel]]], Callable[..., Any]]:
+        """Declare `async def verb(item) -> answer` as the operation at `path` that uses no
+        stored key (a public key given in the request), for a token allowed `access` without
+        one; its item and answer models are read from its annotations."""
+
+        def declare(verb: Callable[[ItemT], Awaitable[BaseModel]]) -> Callable[..., Any]:
+            hints = get_type_hints(verb)
+            item = hints[next(iter(inspect.signature(verb).parameters))]
+
+            async def endpoint(request: Request) -> Response:
+                body = await read_json(request, item)  # after the token check
+                return json_response(await verb(body))
+
+            endpoint.__name__ = verb.__name__
+            self.router.post(
+                path,
+                response_model=hints["return"],
+                summary=summary,
+                openapi_extra=json_body(item),
+                dependencies=[service_access(access)],
+            )(endpoint)
+            return endpoint
+
+        return declare
 
 
-def install_routes(app: FastAPI, routers: Sequence[APIRouter]) -> None:
-    """The app's route table: every route in the order of `routers`, then the documentation
-    routes FastAPI put in the table (/openapi.json, /docs, /redoc); the OpenAPI document in the
-    same order.
-
-    Routes join the app's own table: `include_router` would keep each router as a node that
-    FastAPI searches on every request.
-    """
-    documentation: list[BaseRoute] = list(app.router.routes)
-    routes: list[BaseRoute] = [route for router in routers for route in router.routes]
-    for route in routes + documentation:
-        if isinstance(route, Route):
-            route.app = _known_query_only(route.app, _query_names(route))
-    app.router.routes[:] = routes + documentation
-    install_openapi(app, routes + documentation)
+def _verb_title(path: str) -> str:
+    """`Encrypt` for `/{name}/encrypt`; nothing for `/{name}` (a family of one verb)."""
+    verb = path.rsplit("/", 1)[1]
+    return "" if verb == "{name}" else verb.title()
 
 
-def _query_names(route: Route) -> frozenset[str]:
-    """The query parameters `route` declares: its dependencies' (a model's fields for a query
-    model), or a key operation's raw form's."""
-    if isinstance(route, KeyOperationRoute):
-        return route.query_names
-    if not isinstance(route, APIRoute):
-        return frozenset()
-    names: set[str] = set()
-    dependants = [route.dependant]
-    while dependants:
-        dependant = dependants.pop()
-        dependants.extend(dependant.dependencies)
-        for param in dependant.query_params:
-            annotation = param.field_info.annotation
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-                names.update(f.alias or n for n, f in annotation.model_fields.items())
-            else:
-                names.add(param.alias)
-    return frozenset(names)
-
-
-def _known_query_only(app: ASGIApp, known: frozenset[str]) -> ASGIApp:
-    """`app`, refusing a request whose query names a parameter the route does not take (422):
-    a misspelt or invented option (`DELETE /v1/keys/k?version=1`) must not be silently ignored
-    while the request goes on to do something else."""
-
-    async def checked(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["query_string"]:
-            unknown = sorted(set(QueryParams(scope["query_string"]).keys()) - known)
-            if unknown:
-                raise RequestValidationError(
-                    [
-                        {
-                            "type": "extra_forbidden",
-                            "loc": ("query", name),
-                            "msg": "Extra inputs are not permitted"
-                            + (f"; this route takes {', '.join(sorted(known))}" if known else ""),
-                            "input": None,
-                        }
-                        for name in unknown
-                    ]
-                )
-        await app(scope, receive, send)
-
-    return checked
+def _items(batch: Any) -> Sequence[BaseModel]:
+    items: Sequence[BaseModel] = batch.items
+    return items

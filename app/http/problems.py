@@ -16,6 +16,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.http.body import OCTET_STREAM
 from app.http.deps import audit_note
+from app.http.framework import methods_at
+from app.http.vault import speaks_vault, vault_error
 from app.ops.errors import (
     KNOWN_ERRORS,
     RETRY_AFTER_SECONDS,
@@ -57,7 +59,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 class BodyTooLarge(StarletteHTTPException):
     """The request body is over CIPHERD_MAX_JSON_BODY_BYTES, or, for a route that reads raw
-    bytes (`BodyLimit.allow_raw` in `app.http.middleware`), over CIPHERD_MAX_BODY_BYTES.
+    bytes (`BodyBudget.allow_raw` in `app.http.middleware`), over CIPHERD_MAX_BODY_BYTES.
 
     An HTTPException, so that FastAPI lets it through when it reads a body parameter (it turns
     any other exception raised there into a 400 "error parsing the body").
@@ -89,9 +91,12 @@ def problem_response(
     headers: dict[str, str] | None = None,
     request: Request | None = None,
 ) -> JSONResponse:
-    """The answer to `problem`; its type is noted for the audit record of `request`."""
+    """The answer to `problem`; its type is noted for the audit record of `request`. At Vault's
+    paths it is Vault's error answer instead (`app.http.vault`)."""
     if request is not None:
         audit_note(request.scope).problem = problem.slug
+        if speaks_vault(request.scope):
+            return vault_error(problem, headers)
     body = problem.body() | (extra or {})
     headers = {
         **(headers or {}),
@@ -123,11 +128,7 @@ def _allowed_methods(request: Request) -> str:
     """Every method some route takes at this path. Starlette's 405 names only the first route
     that matched the path (`PUT /v1/keys` got `Allow: POST`, though GET lists the keys); HEAD
     goes wherever GET does (`app.http.middleware`)."""
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        regex, route_methods = getattr(route, "path_regex", None), getattr(route, "methods", None)
-        if regex is not None and route_methods and regex.match(request.scope["path"]):
-            methods |= route_methods
+    methods = methods_at(request.app.routes, request.scope["path"])
     if "GET" in methods:
         methods.add("HEAD")
     return ", ".join(sorted(methods))
@@ -169,7 +170,8 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(BodyMemoryFull)
     async def _memory_full(request: Request, exc: BodyMemoryFull) -> JSONResponse:
-        return problem_response(Problem(503, "overloaded", "Overloaded", exc.detail))
+        problem = Problem(503, "overloaded", "Overloaded", exc.detail)
+        return problem_response(problem, request=request)
 
     async def _known(request: Request, exc: Exception) -> JSONResponse:
         problem = problem_for(exc)

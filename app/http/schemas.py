@@ -3,7 +3,7 @@ request body that refuses unknown fields, a key version."""
 
 import base64
 import binascii
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from pydantic import (
     BaseModel,
@@ -15,6 +15,8 @@ from pydantic import (
     StrictInt,
     WithJsonSchema,
 )
+
+from app.ops.envelope import Sealed
 
 
 def _decode_base64(value: Any) -> bytes:
@@ -77,7 +79,6 @@ EncryptionVersion = Annotated[
         "min_encryption_version; default: the latest",
     ),
 ]
-RAW_ENCRYPTION_VERSION = "the key version to encrypt under; default: the latest"
 
 
 class DatakeyRequest(RequestBody):
@@ -85,3 +86,45 @@ class DatakeyRequest(RequestBody):
     plaintext: StrictBool = Field(
         True, description="false: only the wrapped form, for a key to be opened later"
     )
+
+
+class DatakeyAnswer(BaseModel):
+    ciphertext: Base64Bytes = Field(description="the data key, encrypted as by encrypt")
+    plaintext: Base64Bytes | None = Field(None, description="the data key; null if not asked")
+    key_version: int
+
+    @classmethod
+    def of(cls, data_key: bytes, sealed: Sealed, request: DatakeyRequest) -> Self:
+        """The data key sealed, and itself only if the request asks for it."""
+        return cls(
+            ciphertext=sealed.data,
+            plaintext=data_key if request.plaintext else None,
+            key_version=sealed.version,
+        )
+
+
+class CiphertextAnswer(BaseModel):
+    # No docstring: it would describe every family's subclass in the document.
+    ciphertext: Base64Bytes
+    key_version: int
+
+    @classmethod
+    def of(cls, sealed: Sealed) -> Self:
+        return cls(ciphertext=sealed.data, key_version=sealed.version)
+
+    def raw(self) -> tuple[bytes, int]:
+        """The bytes and the key version of a raw (application/octet-stream) answer."""
+        return self.ciphertext, self.key_version
+
+
+class PlaintextAnswer(BaseModel):
+    plaintext: Base64Bytes
+    key_version: int
+
+    @classmethod
+    def of(cls, opened: Sealed) -> Self:
+        return cls(plaintext=opened.data, key_version=opened.version)
+
+    def raw(self) -> tuple[bytes, int]:
+        """The bytes and the key version of a raw (application/octet-stream) answer."""
+        return self.plaintext, self.key_version

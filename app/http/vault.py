@@ -1,0 +1,331 @@
+"""Vault's wire conventions, for the routes cipherd serves at Vault's paths (`/v1/transit/...`,
+`/v1/sys/mounts`, `/v1/sys/health`, ...), so that Vault's clients (hvac, the `vault` and `bao`
+commands) work unchanged:
+
+* routes declared on a `vault_router` are `VaultRoute`s: their errors are `{"errors": [...]}`
+  with Vault's statuses (a missing or invalid token is 403 `permission denied`, invalid input
+  400), where the native API answers problem documents;
+* the token comes in `X-Vault-Token`, or as the native API's `Authorization: Bearer`; the admin
+  token acts as Vault's root token;
+* an answer is Vault's envelope, `{"request_id", "lease_id", "renewable", "lease_duration",
+  "data", "wrap_info", "warnings", "auth"}` (`answer`), or 204 without a body;
+* Vault's `LIST` method is a GET with `list=true` (`listing`; the server reads the method LIST
+  as that GET, `app.server.uvicorn_internals`), durations are seconds or Go durations
+  (`"1h30m"`), and lists may be comma-separated strings.
+"""
+
+import functools
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Annotated, Any, TypeVar
+
+from fastapi import APIRouter, Query, Request, Response, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from fastapi.security import APIKeyHeader
+from pydantic import BaseModel, ValidationError
+from starlette.types import Scope
+
+from app.http.body import EXTRA_SCHEMA_MODELS, header
+from app.http.deps import admin_access, bearer, bearer_token, principal_of, services
+from app.http.framework import ROUTE, HandlerRoute
+from app.ops.auth import AdminOperation, Principal
+from app.ops.errors import Problem
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+MountT = TypeVar("MountT")
+
+# Paths whose unmatched requests (no route took them) are answered in Vault's shape.
+VAULT_PREFIXES = (
+    "/v1/sys/mounts",
+    "/v1/sys/health",
+    "/v1/sys/seal-status",
+    "/v1/transit/",
+    "/v1/sys/wrapping",
+    "/v1/sys/auth",
+    "/v1/sys/policies",
+    "/v1/auth/",
+)
+
+
+class VaultRoute(APIRoute):
+    """A route at one of Vault's paths, answered in Vault's shapes."""
+
+
+class VaultHandlerRoute(HandlerRoute, VaultRoute):
+    """A Vault route whose requests go to a handler of its own, without FastAPI's dependency
+    solving: for the calls whose own work is a few microseconds (Transit's encrypt)."""
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def handled(
+    router: APIRouter, path: str, summary: str, body: type[BaseModel]
+) -> Callable[[Handler], Handler]:
+    """Declare `async def handler(request) -> Response` as the POST route at `path` (its path
+    parameters in `request.path_params`), documented with the JSON body `body`."""
+    from app.http.operation import operation_id
+
+    def declare(handler: Handler) -> Handler:
+        async def endpoint(**_: str) -> None:
+            """Never called: the route's handler serves it."""
+
+        parameters = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=str)
+            for name in re.findall(r"{(\w+)}", path)
+        ]
+        endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        endpoint.__doc__ = None
+        route = VaultHandlerRoute(
+            router.prefix + path,
+            endpoint,
+            handler,
+            dependencies=list(router.dependencies),
+            methods=["POST"],
+            name=handler.__name__,
+            summary=summary,
+            tags=list(router.tags),
+            openapi_extra=vault_body(body),
+            generate_unique_id_function=operation_id,
+        )
+        router.routes.append(route)
+        return handler
+
+    return declare
+
+
+# The OpenAPI document's scheme for Vault's token header (`vault_token` reads it).
+_VAULT_TOKEN = APIKeyHeader(
+    name="X-Vault-Token",
+    scheme_name="VaultToken",
+    auto_error=False,
+    description="a token, as Vault's clients send it (the bearer scheme is taken too)",
+)
+
+
+def vault_router(prefix: str, tag: str, token: bool = True) -> APIRouter:
+    """A router of Vault routes; documented as taking Vault's token header or the bearer one,
+    unless `token` is false (Vault's health paths)."""
+    # Imported here: the problem answers import this module, and the operations import them.
+    from app.http.operation import operation_id
+
+    return APIRouter(
+        prefix=prefix,
+        tags=[tag],
+        route_class=VaultRoute,
+        generate_unique_id_function=operation_id,
+        dependencies=[Security(_VAULT_TOKEN), Security(bearer)] if token else [],
+    )
+
+
+def at_vault_path(path: str) -> bool:
+    """Whether `path` is under one of Vault's (`/v1/sys/wrapping/...`, not
+    `/v1/sys/wrapping-key`)."""
+    return any(
+        path.startswith(prefix)
+        if prefix.endswith("/")
+        else path in (prefix, prefix + "/") or path.startswith(prefix + "/")
+        for prefix in VAULT_PREFIXES
+    )
+
+
+def speaks_vault(scope: Scope) -> bool:
+    """Whether a request's errors are Vault's: its route is a VaultRoute, or, when no route
+    took it, its path is under one of Vault's."""
+    route = scope.get(ROUTE)
+    if route is not None:
+        return isinstance(route, VaultRoute)
+    return at_vault_path(str(scope.get("path", "")))
+
+
+# A problem's status as Vault answers it.
+_STATUS = {401: 403, 409: 400, 415: 400, 422: 400}
+
+
+def vault_error(problem: Problem, headers: dict[str, str] | None = None) -> JSONResponse:
+    """A problem as Vault's error answer."""
+    status = _STATUS.get(problem.status, problem.status)
+    denied = problem.status in (401, 403)
+    errors = ["permission denied", problem.detail] if denied else [problem.detail]
+    headers = dict(headers or {})
+    if problem.status in (429, 503):
+        headers["Retry-After"] = str(problem.retry_after or 1)
+    return JSONResponse({"errors": errors}, status_code=status, headers=headers)
+
+
+def vault_token(scope: Scope) -> str | None:
+    """The token of a request at Vault's paths: `X-Vault-Token`, else `Authorization: Bearer`."""
+    value = header(scope, b"x-vault-token")
+    if value:
+        return value.decode("latin-1").strip() or None
+    return bearer_token(scope)
+
+
+async def caller(request: Request) -> Principal:
+    """Any valid token (as a dependency: `Annotated[Principal, Depends(caller)]`)."""
+    return await principal_of(request.scope, services(request).auth, vault_token(request.scope))
+
+
+async def vault_admin(
+    request: Request, operation: AdminOperation, change: bool = False
+) -> Principal:
+    """The caller by Vault's token header, if allowed the admin operation `operation` (403);
+    for a `change`, only once the audit trail can take its record (503 otherwise)."""
+    return await admin_access(request, operation, change, vault_token(request.scope))
+
+
+async def read_body(request: Request, model: type[ModelT]) -> ModelT:
+    """A Vault request's JSON body as `model` (an empty body, or `null` as `bao write -f` sends,
+    is `{}`, as Vault takes it). As Vault, the answer will warn of the fields the route does
+    not take and of those its path gives (`warnings`)."""
+    body = await request.body()
+    if body.strip() == b"null":
+        body = b""
+    try:
+        parsed = model.model_validate_json(body) if body.strip() else model.model_validate({})
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]
+        ) from None
+    if body.strip():
+        given = set(json.loads(body)) if body.lstrip().startswith(b"{") else set()
+        _note_ignored(request, given, model)
+    return parsed
+
+
+def _note_ignored(request: Request, given: set[str], model: type[BaseModel]) -> None:
+    taken = {field.alias or name for name, field in model.model_fields.items()}
+    from_path = sorted(given & set(request.path_params))
+    ignored = sorted(given - taken - set(request.path_params))
+    notes = []
+    if from_path:
+        notes.append(
+            "Endpoint replaced the value of these parameters with the values captured from "
+            f"the endpoint's path: [{' '.join(from_path)}]"
+        )
+    if ignored:
+        notes.append(f"Endpoint ignored these unrecognized parameters: [{' '.join(ignored)}]")
+    if notes:
+        request.state.vault_warnings = notes
+
+
+def envelope(
+    request: Request,
+    data: dict[str, Any] | None = None,
+    auth: dict[str, Any] | None = None,
+    warnings: list[str] | None = None,
+    wrap_info: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    noted = [*(warnings or []), *(getattr(request.state, "vault_warnings", None) or [])]
+    return {
+        "request_id": request.state.request_id,
+        "lease_id": "",
+        "renewable": False,
+        "lease_duration": 0,
+        "data": data,
+        "wrap_info": wrap_info,
+        "warnings": noted or None,
+        "auth": auth,
+    }
+
+
+async def answer(
+    request: Request,
+    data: dict[str, Any] | None = None,
+    auth: dict[str, Any] | None = None,
+    warnings: list[str] | None = None,
+) -> Response:
+    """Vault's envelope around `data` (and a login's or a token creation's `auth`)."""
+    return JSONResponse(envelope(request, data, auth, warnings))
+
+
+def mount_table(
+    request: Request, table: Mapping[str, MountT], entry: Callable[[MountT], dict[str, Any]]
+) -> Response:
+    """A table of mounts (`sys/mounts`, `sys/auth`), each path's `entry`: Vault answers it both
+    at the top level and under data."""
+    data = {f"{path}/": entry(mount) for path, mount in table.items()}
+    return JSONResponse({**data, **envelope(request, data)})
+
+
+def no_content() -> Response:
+    return Response(status_code=204)
+
+
+_ListFlag = Annotated[bool, Query(description="true: list (Vault's method LIST)")]
+
+
+def listing(
+    router: APIRouter, path: str, summary: str, name: str | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a Vault list, `GET path?list=true`, named `name` (else its function's name).
+    Vault's clients send the method LIST, which the server reads as this GET
+    (`app.server.uvicorn_internals`)."""
+
+    def declare(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        async def get(**arguments: Any) -> Any:
+            if not arguments.pop("list"):
+                request = arguments.get("request")
+                if isinstance(request, Request):
+                    await caller(request)  # a valid token before anything else is said
+                raise Problem(405, "unsupported", "Unsupported operation", "use list=true")
+            return await function(**arguments)
+
+        signature = inspect.signature(function)
+        flag = inspect.Parameter(
+            "list", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=_ListFlag
+        )
+        get.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[*signature.parameters.values(), flag]
+        )
+        declared = router.get(
+            path, name=name, summary=f"{summary} (the method LIST, or GET with list=true)"
+        )
+        declared(get)
+        return get
+
+    return declare
+
+
+def written(
+    router: APIRouter,
+    path: str,
+    endpoint: Callable[..., Awaitable[Response]],
+    *,
+    methods: Sequence[str],
+    summary: str,
+    name: str,
+    body: type[BaseModel],
+) -> None:
+    """Declare `endpoint` as a write answered 204 at `path`, once for each of `methods` (Vault's
+    clients write with PUT or POST), named `<name>_<method>`."""
+    for method in methods:
+        router.add_api_route(
+            path,
+            endpoint,
+            methods=[method],
+            status_code=204,
+            summary=summary,
+            name=f"{name}_{method.lower()}",
+            openapi_extra=vault_body(body),
+        )
+
+
+def keys_of(names: Sequence[str]) -> dict[str, Any]:
+    """A Vault list's data; a list with nothing in it is Vault's 404."""
+    if not names:
+        raise Problem(404, "not-found", "Not found", "nothing to list")
+    return {"keys": list(names)}
+
+
+def vault_body(model: type[BaseModel]) -> dict[str, Any]:
+    """`openapi_extra` declaring the JSON body a Vault route reads with `read_body` (optional:
+    Vault takes an empty body as `{}`)."""
+    EXTRA_SCHEMA_MODELS.append(model)
+    schema = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {"requestBody": {"required": False, "content": {"application/json": {"schema": schema}}}}

@@ -1,3 +1,6 @@
 """cipherd's HTTP service: settings, auth, key store, one router per family."""
 
-__version__ = "0.1.0"
+from importlib.metadata import version
+
+# The distribution's, which it reads from client/VERSION: one version for service and client.
+__version__ = version("cipherd")

@@ -7,28 +7,58 @@ directory; none generates key material of its own.
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 
 from fastapi import FastAPI
 
 from app import __version__
+from app.http import kms
+from app.http.console import install_console
 from app.http.docs import install_docs
+from app.http.framework import check_releases, install_routes
 from app.http.middleware import ObserveMiddleware
-from app.http.operation import install_routes
+from app.http.openapi import install_openapi
 from app.http.problems import install_handlers
 from app.http.stack import ServiceApp
+from app.http.transit import native_segments
 from app.ops import Services
-from app.routers import aez, audit, ecies, fe, health, hmac, keys, random, sign, sys, tokens
-from app.server.bootstrap import load_admin_token, root_key
+from app.routers import (
+    aead,
+    aez,
+    approle,
+    audit,
+    auth_cert,
+    auth_jwt,
+    ecies,
+    fe,
+    health,
+    hmac,
+    hpke,
+    jwt,
+    keys,
+    policies,
+    random,
+    rsa,
+    sign,
+    sys,
+    tokens,
+    transit_crypto,
+    transit_keys,
+    vault_auth,
+    vault_mounts,
+    vault_policies,
+    vault_tokens,
+    vault_wrapping,
+)
+from app.server.bootstrap import load_admin_token, open_configured_store
 from app.server.logs import capture_native_output, configure_logging
 from app.settings import Settings, get_settings
-from app.store import open_store
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
+    check_releases()
     settings = settings or get_settings()
     configure_logging(settings.log_format, settings.log_level)
-    store = open_store(settings.resolved_database_url, partial(root_key, settings))
+    store = open_configured_store(settings)
     services = Services.build(settings, store, load_admin_token(settings))
 
     @asynccontextmanager
@@ -47,8 +77,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        openapi_url=None,
     )
     install_docs(app)
+    install_console(app, settings.documentation_url)
     app.state.services = services
     install_handlers(app)
     app.add_middleware(
@@ -58,14 +90,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         body_memory=settings.body_memory_bytes,
         audit=services.audit,
     )
-    install_routes(
+    routes = install_routes(
         app,
         [
-            *(family.router for family in (ecies, aez, fe, hmac)),
+            *(family.router for family in (ecies, aez, aead, hpke, rsa, fe, hmac)),
             *sign.routers,
-            *(family.router for family in (random, keys, tokens, sys, audit, health)),
+            jwt.router,
+            *(family.router for family in (random, keys, tokens, policies, sys, audit, health)),
+            vault_mounts.router,
+            vault_auth.router,
+            auth_jwt.router,
+            auth_cert.router,
+            approle.router,
+            vault_policies.router,
+            vault_tokens.router,
+            vault_mounts.health_router,
+            transit_keys.router,
+            transit_crypto.router,
+            vault_wrapping.router,
+            kms.router,
         ],
     )
+    services.mounts.reserved = native_segments(routes)
+    install_openapi(app, routes)
     return app
 
 

@@ -1,4 +1,5 @@
-"""AEZ routes: encrypt and decrypt with a server-held key, JSON or raw, single or in batches.
+"""AEZ routes: encrypt, decrypt, data keys and rewrap with a server-held key, JSON or raw,
+single or in batches.
 
 The parameters are the node package `aez`'s (`app.ops.aez`).
 """
@@ -8,26 +9,23 @@ from typing import Annotated
 from fastapi import APIRouter
 from pydantic import BaseModel, Field, StrictBool
 
-from app.http.batch import Items, run_each
-from app.http.operation import BatchForm, Family, KeyCall, RawForm, RawQuery
-from app.http.problems import ProblemDetail
+from app.http.operation import RawQuery
 from app.http.schemas import (
-    RAW_ENCRYPTION_VERSION,
     Base64Bytes,
+    CiphertextAnswer,
     DatakeyRequest,
     EncryptionVersion,
     PayloadVersion,
+    PlaintextAnswer,
     RequestBody,
 )
-from app.ops.aez import MAX_TAU
-from app.ops.auth import Operation
-
-family = Family("aez")
-router: APIRouter = family.router
+from app.http.sealing import SealingFamily
+from app.ops.aez import MAX_TAU, AezKey
 
 Tau = Annotated[int, Field(ge=0, le=MAX_TAU, description="expansion in bytes")]
 # In JSON, tau must be a number: "16", 16.0 and true are refused rather than converted.
 StrictTau = Annotated[int, Field(ge=0, le=MAX_TAU, strict=True, description="expansion in bytes")]
+BARE = "false: the bare bytes the npm package aez reads"
 
 
 class AezParams(RequestBody):
@@ -42,8 +40,7 @@ class AezEncryptRequest(AezParams):
     plaintext: Base64Bytes
     envelope: StrictBool = Field(
         True,
-        description="the ciphertext in the envelope that names its key version; false: the "
-        "bare bytes the npm package aez reads",
+        description="the ciphertext in the envelope that names its key version; " + BARE,
     )
     key_version: EncryptionVersion = None
 
@@ -54,9 +51,7 @@ class AezDecryptRequest(AezParams):
 
 
 class AezRewrapRequest(AezDecryptRequest):
-    envelope: StrictBool = Field(
-        True, description="false: the bare bytes the npm package aez reads"
-    )
+    envelope: StrictBool = Field(True, description=BARE)
 
 
 class AezDatakey(BaseModel):
@@ -77,240 +72,59 @@ class AezParamsQuery(RawQuery):
     tau: Tau = 16
 
 
-class AezQuery(AezParamsQuery):
-    """The parameters of a raw encryption."""
-
-    envelope: bool = Field(True, description="false: the bare bytes the npm package aez reads")
-    key_version: int | None = Field(None, ge=1, description=RAW_ENCRYPTION_VERSION)
-
-    def request(self, data: bytes) -> BaseModel:
-        return AezEncryptRequest.model_construct(
-            nonce=self.nonce,
-            ad=self.ad,
-            tau=self.tau,
-            plaintext=data,
-            envelope=self.envelope,
-            key_version=self.key_version,
-        )
+class AezCiphertext(CiphertextAnswer):
+    pass
 
 
-class AezDecryptQuery(AezParamsQuery):
-    """The parameters of a raw decryption."""
-
-    key_version: int | None = Field(
-        None, ge=1, description="default: the envelope's, or tried from the latest down"
-    )
-
-    def request(self, data: bytes) -> BaseModel:
-        return AezDecryptRequest.model_construct(
-            nonce=self.nonce,
-            ad=self.ad,
-            tau=self.tau,
-            ciphertext=data,
-            key_version=self.key_version,
-        )
+class AezPlaintext(PlaintextAnswer):
+    pass
 
 
-class AezCiphertext(BaseModel):
-    ciphertext: Base64Bytes
-    key_version: int
-
-    def raw(self) -> tuple[bytes, int]:
-        return self.ciphertext, self.key_version
-
-
-class AezPlaintext(BaseModel):
-    plaintext: Base64Bytes
-    key_version: int
-
-    def raw(self) -> tuple[bytes, int]:
-        return self.plaintext, self.key_version
-
-
-class AezEncryptBatch(RequestBody):
-    items: Items[AezEncryptRequest]
-
-
-class AezDecryptBatch(RequestBody):
-    items: Items[AezDecryptRequest]
-
-
-class AezEncryptResult(BaseModel):
-    ciphertext: Base64Bytes | None = None
-    key_version: int | None = None
-    error: ProblemDetail | None = None
-
-
-class AezDecryptResult(BaseModel):
-    plaintext: Base64Bytes | None = None
-    key_version: int | None = None
-    error: ProblemDetail | None = None
-
-
-class AezEncryptBatchResponse(BaseModel):
-    results: list[AezEncryptResult]
-
-
-class AezDecryptBatchResponse(BaseModel):
-    results: list[AezDecryptResult]
-
-
-class AezDatakeyBatch(RequestBody):
-    items: Items[DatakeyRequest]
-
-
-class AezRewrapBatch(RequestBody):
-    items: Items[AezRewrapRequest]
-
-
-class AezDatakeyResult(BaseModel):
-    ciphertext: Base64Bytes | None = None
-    plaintext: Base64Bytes | None = None
-    nonce: Base64Bytes | None = None
-    tau: int | None = None
-    key_version: int | None = None
-    error: ProblemDetail | None = None
-
-
-class AezDatakeyBatchResponse(BaseModel):
-    results: list[AezDatakeyResult]
-
-
-def _encrypt_batch(call: KeyCall, batch: AezEncryptBatch) -> AezEncryptBatchResponse:
-    encrypt = call.services.aez.encryptor(call.name)
-
-    def one(item: AezEncryptRequest) -> AezEncryptResult:
-        sealed = encrypt(item, item.plaintext, item.envelope, item.key_version)
-        return AezEncryptResult(ciphertext=sealed.data, key_version=sealed.version)
-
-    return AezEncryptBatchResponse(results=run_each(batch.items, one, AezEncryptResult))
-
-
-def _decrypt_batch(call: KeyCall, batch: AezDecryptBatch) -> AezDecryptBatchResponse:
-    decrypt = call.services.aez.decryptor(call.name)
-
-    def one(item: AezDecryptRequest) -> AezDecryptResult:
-        opened = decrypt(item, item.ciphertext, item.key_version)
-        return AezDecryptResult(plaintext=opened.data, key_version=opened.version)
-
-    return AezDecryptBatchResponse(results=run_each(batch.items, one, AezDecryptResult))
-
-
-def _datakey_batch(call: KeyCall, batch: AezDatakeyBatch) -> AezDatakeyBatchResponse:
-    datakey = call.services.aez.datakeys(call.name)
-
-    def one(item: DatakeyRequest) -> AezDatakeyResult:
-        key, params, sealed = datakey(item.bytes)
-        return AezDatakeyResult(
-            ciphertext=sealed.data,
-            plaintext=key if item.plaintext else None,
-            nonce=params.nonce,
-            tau=params.tau,
-            key_version=sealed.version,
-        )
-
-    return AezDatakeyBatchResponse(results=run_each(batch.items, one, AezDatakeyResult))
-
-
-def _rewrap_batch(call: KeyCall, batch: AezRewrapBatch) -> AezEncryptBatchResponse:
-    rewrap = call.services.aez.rewrapper(call.name)
-
-    def one(item: AezRewrapRequest) -> AezEncryptResult:
-        sealed = rewrap(item, item.ciphertext, item.key_version, item.envelope)
-        return AezEncryptResult(ciphertext=sealed.data, key_version=sealed.version)
-
-    return AezEncryptBatchResponse(results=run_each(batch.items, one, AezEncryptResult))
-
-
-@family.operation(
-    "/{name}/encrypt",
-    access=Operation.ENCRYPT,
-    summary="Encrypt with a server-held AEZ key",
-    body=AezEncryptRequest,
-    response=AezCiphertext,
-    raw=RawForm(
-        AezQuery, "the plaintext; parameters in the query", "the ciphertext, for a raw request"
-    ),
-    batch=BatchForm(
-        "Encrypt many plaintexts with a server-held AEZ key",
-        AezEncryptBatch,
-        AezEncryptBatchResponse,
-        _encrypt_batch,
-    ),
-    hot=True,
+family = SealingFamily(
+    "aez",
+    lambda call: call.services.aez.key(call.name),
+    params=AezParamsQuery,
+    bare=BARE,
+    sealed="ciphertext",
 )
-async def encrypt(call: KeyCall, body: AezEncryptRequest) -> AezCiphertext:
-    sealed = await call.services.aez.encrypt(
-        call.name, body, body.plaintext, body.envelope, body.key_version
-    )
-    return AezCiphertext(ciphertext=sealed.data, key_version=sealed.version)
+router: APIRouter = family.router
 
 
-@family.operation(
-    "/{name}/decrypt",
-    access=Operation.DECRYPT,
-    summary="Decrypt with a server-held AEZ key",
-    body=AezDecryptRequest,
-    response=AezPlaintext,
-    raw=RawForm(
-        AezDecryptQuery,
-        "the ciphertext; parameters in the query",
-        "the plaintext, for a raw request",
-    ),
-    batch=BatchForm(
-        "Decrypt many ciphertexts with a server-held AEZ key",
-        AezDecryptBatch,
-        AezDecryptBatchResponse,
-        _decrypt_batch,
-    ),
-    hot=True,
+@family.encrypt(
+    "Encrypt with a server-held AEZ key",
+    batch="Encrypt many plaintexts with a server-held AEZ key",
 )
-async def decrypt(call: KeyCall, body: AezDecryptRequest) -> AezPlaintext:
-    opened = await call.services.aez.decrypt(call.name, body, body.ciphertext, body.key_version)
-    return AezPlaintext(plaintext=opened.data, key_version=opened.version)
+def encrypt(key: AezKey, item: AezEncryptRequest) -> AezCiphertext:
+    return AezCiphertext.of(key.encrypt(item, item.plaintext, item.envelope, item.key_version))
 
 
-@family.operation(
-    "/{name}/datakey",
-    access=Operation.ENCRYPT,
-    summary="A fresh data key and its ciphertext under a server-held AEZ key",
-    body=DatakeyRequest,
-    response=AezDatakey,
-    batch=BatchForm(
-        "Many data keys under a server-held AEZ key",
-        AezDatakeyBatch,
-        AezDatakeyBatchResponse,
-        _datakey_batch,
-    ),
-    hot=True,
+@family.decrypt(
+    "Decrypt with a server-held AEZ key",
+    batch="Decrypt many ciphertexts with a server-held AEZ key",
 )
-async def datakey(call: KeyCall, body: DatakeyRequest) -> AezDatakey:
-    key, params, sealed = await call.services.aez.datakey(call.name, body.bytes)
+def decrypt(key: AezKey, item: AezDecryptRequest) -> AezPlaintext:
+    return AezPlaintext.of(key.decrypt(item, item.ciphertext, item.key_version))
+
+
+@family.datakey(
+    "A fresh data key and its ciphertext under a server-held AEZ key",
+    batch="Many data keys under a server-held AEZ key",
+)
+def datakey(key: AezKey, item: DatakeyRequest) -> AezDatakey:
+    data_key, params, sealed = key.datakey(item.bytes)
     return AezDatakey(
         ciphertext=sealed.data,
-        plaintext=key if body.plaintext else None,
+        plaintext=data_key if item.plaintext else None,
         nonce=params.nonce,
         tau=params.tau,
         key_version=sealed.version,
     )
 
 
-@family.operation(
-    "/{name}/rewrap",
-    access=(Operation.DECRYPT, Operation.ENCRYPT),
-    summary="A ciphertext of an older version under the latest (same nonce, AD and tau), its "
+@family.rewrap(
+    "A ciphertext of an older version under the latest (same nonce, AD and tau), its "
     "plaintext kept in the service",
-    body=AezRewrapRequest,
-    response=AezCiphertext,
-    batch=BatchForm(
-        "Rewrap many ciphertexts under a server-held AEZ key's latest version",
-        AezRewrapBatch,
-        AezEncryptBatchResponse,
-        _rewrap_batch,
-    ),
+    batch="Rewrap many ciphertexts under a server-held AEZ key's latest version",
 )
-async def rewrap(call: KeyCall, body: AezRewrapRequest) -> AezCiphertext:
-    sealed = await call.services.aez.rewrap(
-        call.name, body, body.ciphertext, body.key_version, body.envelope
-    )
-    return AezCiphertext(ciphertext=sealed.data, key_version=sealed.version)
+def rewrap(key: AezKey, item: AezRewrapRequest) -> AezCiphertext:
+    return AezCiphertext.of(key.rewrap(item, item.ciphertext, item.key_version, item.envelope))

@@ -1,4 +1,5 @@
-"""The audit trail, read by the admin: `GET /v1/audit` with filters, paged (`app.ops.audit`)."""
+"""The audit trail, read and checked by the admin: `GET /v1/audit` with filters, paged, and
+`POST /v1/audit/verify` (`app.ops.audit`)."""
 
 from datetime import datetime
 from typing import Annotated, Any
@@ -83,3 +84,35 @@ def list_audit(
     )
     records, next_after = audit.listing(services.store, query)
     return AuditPage(records=[AuditRecordOut(**r) for r in records], next=next_after)
+
+
+class AuditFault(BaseModel):
+    chain: str | None = Field(description="the chain; null: the trail as a whole")
+    seq: int | None = Field(description="the first record concerned; null: not about one")
+    problem: str = Field(description="what is wrong, in words")
+
+
+class AuditAnchor(BaseModel):
+    source: str = Field(description="where the anchors were read: `file`, `audit-file` or `log`")
+    time: datetime = Field(description="when the latest of them was published")
+    chains: int = Field(description="the chains they anchor")
+
+
+class AuditVerification(BaseModel):
+    verified: bool
+    records: int = Field(description="records checked, in every chain")
+    chains: int
+    faults: list[AuditFault] = Field(description="each chain's first fault, and the trail's")
+    anchor: AuditAnchor | None = Field(
+        description="the anchors the store was compared with; null when none was found"
+    )
+
+
+@router.post(
+    "/verify",
+    response_model=AuditVerification,
+    summary="Check every chain against itself and its latest anchor (admin)",
+)
+def verify_audit(services: ServicesDep, _: Admin) -> AuditVerification:
+    services.audit.flush()  # this process's records so far, its caller's included
+    return AuditVerification(**audit.report(services.store, services.settings))

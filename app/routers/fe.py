@@ -7,17 +7,19 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field, StrictInt, model_validator
 
-from app.http.batch import Items, run_each
+from app.http.batch import Items
 from app.http.deps import KeyName, ServicesDep, key_access
-from app.http.operation import BatchForm, Family, KeyCall, operation_id
-from app.http.problems import ERROR_RESPONSES, ProblemDetail, problem_detail
+from app.http.operation import Family, operation_id
+from app.http.problems import ERROR_RESPONSES
 from app.http.schemas import Base64Bytes, KeyVersion, RequestBody
 from app.ops.auth import Operation
-from app.ops.fe_policy import KeygenRequest
+from app.ops.fe import FeKey
 from app.ops.keys import timestamp
-from app.ops.work import in_thread
 
-family = Family("fe")
+family = Family(
+    "fe",
+    lambda call: call.services.fe.key(call.name, call.principal.id, call.audit, call.batch),
+)
 router: APIRouter = family.router
 
 I64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
@@ -66,10 +68,20 @@ class FeDecryptManyRequest(RequestBody):
         description="the version the functional key and ciphertext come from (default: latest)",
     )
 
-    @property
-    def items(self) -> list[bytes]:
-        """The ciphertexts: what the batch limit counts."""
-        return self.ciphertexts
+    async def check_functional_key(self, key: FeKey) -> None:
+        await key.check_functional_key(self.functional_key, self.bounds, self.key_version)
+
+    def decryptions(self) -> list[FeDecryptRequest]:
+        """One decryption per ciphertext, each with the functional key, bounds and version."""
+        return [
+            FeDecryptRequest.model_construct(
+                functional_key=self.functional_key,
+                ciphertext=ciphertext,
+                bounds=self.bounds,
+                key_version=self.key_version,
+            )
+            for ciphertext in self.ciphertexts
+        ]
 
 
 class FeFunctionalKey(BaseModel):
@@ -86,164 +98,50 @@ class FeResult(BaseModel):
     result: int | None = Field(description="the value, or null when it is outside the bounds")
 
 
-class FeKeygenBatch(RequestBody):
-    items: Items[FeKeygenRequest]
-
-
-class FeEncryptBatch(RequestBody):
-    items: Items[FeEncryptRequest]
-
-
-class FeDecryptBatch(RequestBody):
-    items: Items[FeDecryptRequest]
-
-
-class FeKeygenResult(BaseModel):
-    functional_key: Base64Bytes | None = None
-    key_version: int | None = None
-    error: ProblemDetail | None = None
-
-
-class FeEncryptResult(BaseModel):
-    ciphertext: Base64Bytes | None = None
-    key_version: int | None = None
-    error: ProblemDetail | None = None
-
-
-class FeDecryptResult(BaseModel):
-    result: int | None = None
-    error: ProblemDetail | None = None
-
-
-class FeKeygenBatchResponse(BaseModel):
-    results: list[FeKeygenResult]
-
-
-class FeEncryptBatchResponse(BaseModel):
-    results: list[FeEncryptResult]
-
-
-class FeDecryptBatchResponse(BaseModel):
-    results: list[FeDecryptResult]
-
-
-def _wanted(call: KeyCall, item: FeKeygenRequest) -> KeygenRequest:
-    return KeygenRequest(call.name, item.y, item.f, item.key_version)
-
-
-def _keygen_batch(call: KeyCall, batch: FeKeygenBatch) -> FeKeygenBatchResponse:
-    fe = call.services.fe
-    fe.charge(call.name, makes=len(batch.items))
-    outcomes = fe.keygen_many(call.principal.id, [_wanted(call, item) for item in batch.items])
-    call.audit.details["functions"] = [fe.released(i.y, i.f) for i in batch.items]
-    call.audit.change = True  # the ledger took these functions
-    return FeKeygenBatchResponse(
-        results=[
-            FeKeygenResult(error=problem_detail(outcome))
-            if isinstance(outcome, Exception)
-            else FeKeygenResult(functional_key=outcome.data, key_version=outcome.version)
-            for outcome in outcomes
-        ]
-    )
-
-
-def _encrypt_one(call: KeyCall, item: FeEncryptRequest) -> FeEncryptResult:
-    ciphertext = call.services.fe.encrypt(call.name, item.x, item.y, item.key_version)
-    return FeEncryptResult(ciphertext=ciphertext.data, key_version=ciphertext.version)
-
-
-def _encrypt_batch(call: KeyCall, batch: FeEncryptBatch) -> FeEncryptBatchResponse:
-    call.services.fe.charge(call.name, makes=len(batch.items))
-    return FeEncryptBatchResponse(
-        results=run_each(batch.items, lambda item: _encrypt_one(call, item), FeEncryptResult)
-    )
-
-
-def _decrypt_batch(call: KeyCall, batch: FeDecryptBatch) -> FeDecryptBatchResponse:
-    fe = call.services.fe
-    fe.charge(call.name, decrypts=[item.bounds for item in batch.items])
-
-    def one(item: FeDecryptRequest) -> FeDecryptResult:
-        decrypt = fe.decryptor(call.name, item.functional_key, item.bounds, item.key_version)
-        return FeDecryptResult(result=decrypt(item.ciphertext))
-
-    return FeDecryptBatchResponse(results=run_each(batch.items, one, FeDecryptResult))
-
-
-def _decrypt_many(call: KeyCall, body: FeDecryptManyRequest) -> FeDecryptBatchResponse:
-    call.services.fe.charge(call.name, decrypts=[body.bounds] * len(body.items))
-    decrypt = call.services.fe.decryptor(
-        call.name, body.functional_key, body.bounds, body.key_version
-    )
-    return FeDecryptBatchResponse(
-        results=run_each(
-            body.items, lambda ct: FeDecryptResult(result=decrypt(ct)), FeDecryptResult
-        )
-    )
-
-
 @family.operation(
     "/{name}/keygen",
     access=Operation.KEYGEN,
     summary="A functional key for y (inner product) or F (quadratic)",
-    body=FeKeygenRequest,
-    response=FeFunctionalKey,
-    batch=BatchForm("Many functional keys", FeKeygenBatch, FeKeygenBatchResponse, _keygen_batch),
+    batch="Many functional keys",
 )
-async def keygen(call: KeyCall, body: FeKeygenRequest) -> FeFunctionalKey:
-    call.audit.details.update(call.services.fe.released(body.y, body.f))
-    call.audit.change = True  # the ledger took this function
-    key = await in_thread(call.services.fe.keygen, call.principal.id, _wanted(call, body))
-    return FeFunctionalKey(functional_key=key.data, key_version=key.version)
+async def keygen(key: FeKey, item: FeKeygenRequest) -> FeFunctionalKey:
+    sealed = await key.keygen(item.y, item.f, item.key_version)
+    return FeFunctionalKey(functional_key=sealed.data, key_version=sealed.version)
 
 
 @family.operation(
     "/{name}/encrypt",
     access=Operation.ENCRYPT,
     summary="A ciphertext of x (inner product) or of x and y (quadratic)",
-    body=FeEncryptRequest,
-    response=FeCiphertext,
-    batch=BatchForm("Many ciphertexts", FeEncryptBatch, FeEncryptBatchResponse, _encrypt_batch),
+    batch="Many ciphertexts",
 )
-async def encrypt(call: KeyCall, body: FeEncryptRequest) -> FeCiphertext:
-    ciphertext = await in_thread(
-        call.services.fe.encrypt, call.name, body.x, body.y, body.key_version
-    )
-    return FeCiphertext(ciphertext=ciphertext.data, key_version=ciphertext.version)
+async def encrypt(key: FeKey, item: FeEncryptRequest) -> FeCiphertext:
+    sealed = await key.encrypt(item.x, item.y, item.key_version)
+    return FeCiphertext(ciphertext=sealed.data, key_version=sealed.version)
 
 
 @family.operation(
     "/{name}/decrypt",
     access=Operation.DECRYPT,
     summary="The inner product or quadratic form, or null outside the bounds",
-    body=FeDecryptRequest,
-    response=FeResult,
-    batch=BatchForm(
-        "Many (functional key, ciphertext, bounds) decryptions",
-        FeDecryptBatch,
-        FeDecryptBatchResponse,
-        _decrypt_batch,
-        keep_nulls=True,
-    ),
+    batch="Many (functional key, ciphertext, bounds) decryptions",
+    keep_nulls=True,
 )
-async def decrypt(call: KeyCall, body: FeDecryptRequest) -> FeResult:
-    result = await call.services.fe.decrypt(
-        call.name, body.functional_key, body.ciphertext, body.bounds, body.key_version
-    )
+async def decrypt(key: FeKey, item: FeDecryptRequest) -> FeResult:
+    result = await key.decrypt(item.functional_key, item.ciphertext, item.bounds, item.key_version)
     return FeResult(result=result)
 
 
-family.batch(
+family.batch_of(
+    decrypt,
     "/{name}/decrypt/many",
     "decrypt_many",
-    Operation.DECRYPT,
-    BatchForm(
-        "One functional key against many ciphertexts",
-        FeDecryptManyRequest,
-        FeDecryptBatchResponse,
-        _decrypt_many,
-        keep_nulls=True,
-    ),
+    access=Operation.DECRYPT,
+    summary="One functional key against many ciphertexts",
+    body=FeDecryptManyRequest,
+    items=FeDecryptManyRequest.decryptions,
+    keep_nulls=True,
+    shared=FeDecryptManyRequest.check_functional_key,
 )
 
 

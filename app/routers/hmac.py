@@ -4,14 +4,12 @@ single or batch (`app.ops.mac`)."""
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from app.http.batch import Items, run_each
-from app.http.operation import BatchForm, Family, KeyCall
-from app.http.problems import ProblemDetail
+from app.http.operation import Family
 from app.http.schemas import Base64Bytes, PayloadVersion, RequestBody
 from app.ops.auth import Operation
-from app.ops.mac import Algorithm
+from app.ops.mac import Algorithm, MacKey
 
-family = Family("hmac")
+family = Family("hmac", lambda call: call.services.mac.key(call.name))
 router: APIRouter = family.router
 
 
@@ -39,69 +37,15 @@ class HmacVerdict(BaseModel):
     valid: bool
 
 
-class HmacBatch(RequestBody):
-    items: Items[HmacRequest]
-
-
-class HmacVerifyBatch(RequestBody):
-    items: Items[HmacVerifyRequest]
-
-
-class HmacResult(BaseModel):
-    hmac: Base64Bytes | None = None
-    key_version: int | None = None
-    error: ProblemDetail | None = None
-
-
-class HmacVerifyResult(BaseModel):
-    valid: bool | None = None
-    error: ProblemDetail | None = None
-
-
-class HmacBatchResponse(BaseModel):
-    results: list[HmacResult]
-
-
-class HmacVerifyBatchResponse(BaseModel):
-    results: list[HmacVerifyResult]
-
-
-def _hmac_batch(call: KeyCall, batch: HmacBatch) -> HmacBatchResponse:
-    mac = call.services.mac.hasher(call.name)
-
-    def one(item: HmacRequest) -> HmacResult:
-        sealed = mac(item.message, item.algorithm)
-        return HmacResult(hmac=sealed.data, key_version=sealed.version)
-
-    return HmacBatchResponse(results=run_each(batch.items, one, HmacResult))
-
-
-def _verify_batch(call: KeyCall, batch: HmacVerifyBatch) -> HmacVerifyBatchResponse:
-    verify = call.services.mac.verifier(call.name)
-
-    def one(item: HmacVerifyRequest) -> HmacVerifyResult:
-        valid = verify(item.message, item.hmac, item.algorithm, item.key_version)
-        return HmacVerifyResult(valid=valid)
-
-    return HmacVerifyBatchResponse(results=run_each(batch.items, one, HmacVerifyResult))
-
-
 @family.operation(
     "/{name}",
     access=Operation.HMAC,
     summary="HMAC of a message with a server-held hmac key",
-    body=HmacRequest,
-    response=Hmac,
-    batch=BatchForm(
-        "HMACs of many messages with a server-held hmac key",
-        HmacBatch,
-        HmacBatchResponse,
-        _hmac_batch,
-    ),
+    batch="HMACs of many messages with a server-held hmac key",
     hot=True,
 )
-async def hmac(call: KeyCall, body: HmacRequest) -> Hmac:
-    sealed = await call.services.mac.hmac(call.name, body.message, body.algorithm)
+def hmac(key: MacKey, item: HmacRequest) -> Hmac:
+    sealed = key.hmac(item.message, item.algorithm)
     return Hmac(hmac=sealed.data, key_version=sealed.version)
 
 
@@ -109,18 +53,9 @@ async def hmac(call: KeyCall, body: HmacRequest) -> Hmac:
     "/{name}/verify",
     access=Operation.HMAC,
     summary="Verify an HMAC with a server-held hmac key (constant time)",
-    body=HmacVerifyRequest,
-    response=HmacVerdict,
-    batch=BatchForm(
-        "Verify many HMACs with a server-held hmac key",
-        HmacVerifyBatch,
-        HmacVerifyBatchResponse,
-        _verify_batch,
-    ),
+    batch="Verify many HMACs with a server-held hmac key",
+    payload="hmac",
     hot=True,
 )
-async def verify(call: KeyCall, body: HmacVerifyRequest) -> HmacVerdict:
-    valid = await call.services.mac.verify(
-        call.name, body.message, body.hmac, body.algorithm, body.key_version
-    )
-    return HmacVerdict(valid=valid)
+def verify(key: MacKey, item: HmacVerifyRequest) -> HmacVerdict:
+    return HmacVerdict(valid=key.verify(item.message, item.hmac, item.algorithm, item.key_version))

@@ -1,29 +1,40 @@
 """Key lifecycle routes: create, list, read, rotate, delete, public part, export (`app.ops.keys`),
 backup and import (`app.ops.backup`)."""
 
-from typing import Annotated
+import base64
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response, status
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from app.http.body import json_body, read_json
 from app.http.deps import (
-    Admin,
-    AdminChange,
+    EVERY_OPERATION,
+    Caller,
     KeyName,
     ServicesDep,
+    admit_change,
     audit_note,
     key_access,
+    key_change,
     service_access,
 )
 from app.http.operation import operation_id
 from app.http.schemas import Base64Bytes
-from app.ops import backup, keys
+from app.ops import backup, jwt, keys
 from app.ops.auth import Operation, Principal
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyOut, KeyTypeName
+from app.ops.keytypes import PublicFormat
 from app.ops.work import in_thread
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"], generate_unique_id_function=operation_id)
+
+
+# The caller, allowed an operation on the path's key, about to change it.
+Rotating = Annotated[Principal, key_change(Operation.ROTATE)]
+Deleting = Annotated[Principal, key_change(Operation.DELETE)]
+Configuring = Annotated[Principal, key_change(Operation.CONFIGURE)]
+BackingUp = Annotated[Principal, key_change(EVERY_OPERATION)]
 MAX_PAGE = 1000
 
 
@@ -40,10 +51,12 @@ class PublicKeyOut(BaseModel):
     name: str
     type: str
     version: int
-    public_key: Base64Bytes = Field(
-        description="ECIES and signatures: the public key (SEC1 uncompressed for secp256k1 and "
-        "ecdsa-secp256k1, 32 bytes for x25519 and ed25519); QFE: the scheme's public key; tao: "
-        "its decryption base"
+    format: PublicFormat
+    public_key: Base64Bytes | str | dict[str, str] = Field(
+        description="raw (base64): the public key (SEC1 uncompressed for secp256k1 and "
+        "ecdsa-secp256k1, 32 bytes for x25519 and ed25519), QFE's the scheme's public key, "
+        "tao's its decryption base; der (base64): the SubjectPublicKeyInfo; pem: the "
+        "SubjectPublicKeyInfo in PEM, as text; jwk: the JSON Web Key, an object"
     )
 
 
@@ -81,8 +94,19 @@ class KeyImport(BaseModel):
     wrapped_material: Base64Bytes | None = Field(
         None,
         description="the secret (32 bytes for the ECIES types, ecdsa-secp256k1 and ed25519, 48 "
-        "for aez, 64 for hmac) ECIES-encrypted to the wrapping key with eciespy's default "
-        "configuration",
+        "for aez, 32 to 512 for hmac, 16 for aes128-gcm, 32 for aes256-gcm and "
+        "chacha20-poly1305, the 32-byte private key for hpke-x25519, the 64-byte ML-KEM seed "
+        "and the 32-byte X25519 private key for hpke-mlkem768-x25519; PKCS#8 DER for "
+        "ecdsa-p256, -p384, -p521, the RSA and the ML-DSA types, or an ML-DSA key's 32-byte "
+        "seed) ECIES-encrypted to the wrapping key with eciespy's default configuration",
+    )
+    derived: StrictBool = Field(
+        False,
+        description="BYOK of an AEAD key: every call gives a context, the key used derived from "
+        "it (as at creation); a next version's must match its key's",
+    )
+    convergent: StrictBool = Field(
+        False, description="BYOK of an AEAD key, with derived: convergent encryption"
     )
 
     @model_validator(mode="after")
@@ -90,6 +114,8 @@ class KeyImport(BaseModel):
         if self.backup is not None:
             if self.type is not None or self.wrapped_material is not None:
                 raise ValueError("a backup takes only name besides it")
+            if self.derived or self.convergent:
+                raise ValueError("a backup keeps its key's derivation: no derived or convergent")
         elif self.name is None or self.type is None or self.wrapped_material is None:
             raise ValueError("give backup, or name, type and wrapped_material")
         return self
@@ -99,13 +125,14 @@ class KeyImport(BaseModel):
     "",
     status_code=status.HTTP_201_CREATED,
     response_model=KeyOut,
-    summary="Create a named key (admin)",
+    summary="Create a named key (admin, or a token with create for its name)",
     responses={409: {"description": "a key of that name exists already"}},
     openapi_extra=json_body(KeyCreate),
 )
-async def create_key(request: Request, services: ServicesDep, _: AdminChange) -> KeyOut:
+async def create_key(request: Request, services: ServicesDep, principal: Caller) -> KeyOut:
     body = await read_json(request, KeyCreate)  # after the token check
     audit_note(request.scope).key = body.name
+    await admit_change(request, principal, Operation.CREATE, body.name)
     return await in_thread(keys.create, services.store, body, services.settings)
 
 
@@ -114,7 +141,7 @@ async def create_key(request: Request, services: ServicesDep, _: AdminChange) ->
     status_code=status.HTTP_201_CREATED,
     response_model=KeyOut,
     summary="Import a backup, or key material made elsewhere (BYOK) as a new key or a new "
-    "version (admin)",
+    "version (admin, or a token with create, and rotate for BYOK, for its name)",
     responses={
         200: {"model": KeyOut, "description": "the material became a new version of the key"},
         409: {"description": "the name is taken (backup), or by a key of another type (BYOK)"},
@@ -123,20 +150,27 @@ async def create_key(request: Request, services: ServicesDep, _: AdminChange) ->
     openapi_extra=json_body(KeyImport),
 )
 async def import_key(
-    request: Request, response: Response, services: ServicesDep, _: AdminChange
+    request: Request, response: Response, services: ServicesDep, principal: Caller
 ) -> KeyOut:
     body = await read_json(request, KeyImport)
     note = audit_note(request.scope)
     note.key = body.name
     if body.backup is not None:
         note.details["form"] = "backup"
-        document = await in_thread(backup.open_backup, services.store, body.backup)
-        note.key = body.name or document["name"]
-        key = await in_thread(backup.restore, services.store, document, body.name)
+        document, signer = await in_thread(
+            backup.open_backup, services.store, services.settings, body.backup
+        )
+        note.key = body.name or document.key.name
+        note.details["signer"] = base64.b64encode(signer).decode()
+        await admit_change(request, principal, Operation.CREATE, note.key)
+        key = await in_thread(
+            backup.restore, services.store, services.settings, document, body.name
+        )
     else:
         assert body.name is not None and body.type is not None
         assert body.wrapped_material is not None
         note.details["form"] = "byok"
+        await admit_change(request, principal, (Operation.CREATE, Operation.ROTATE), body.name)
         key, new = await in_thread(
             backup.import_material,
             services.store,
@@ -144,6 +178,7 @@ async def import_key(
             body.name,
             body.type,
             body.wrapped_material,
+            (body.derived, body.convergent),
         )
         if not new:
             response.status_code = status.HTTP_200_OK
@@ -183,10 +218,10 @@ def get_key(name: KeyName, services: ServicesDep) -> KeyOut:
 @router.post(
     "/{name}/rotate",
     response_model=KeyOut,
-    summary="Add a new version; older versions still decrypt (admin)",
+    summary="Add a new version; older versions still decrypt (admin, or a token with rotate)",
     responses={409: {"description": "the key was deleted or replaced during the rotation"}},
 )
-def rotate_key(request: Request, name: KeyName, services: ServicesDep, _: AdminChange) -> KeyOut:
+def rotate_key(request: Request, name: KeyName, services: ServicesDep, _: Rotating) -> KeyOut:
     key = keys.rotate(services.store, services.keyring, name)
     audit_note(request.scope).key_version = key.latest_version
     return key
@@ -196,7 +231,8 @@ def rotate_key(request: Request, name: KeyName, services: ServicesDep, _: AdminC
     "/{name}",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=keys.DeletionScheduled,
-    summary="Schedule the key's destruction; until then every use of it is refused (admin)",
+    summary="Schedule the key's destruction; until then every use of it is refused (admin, or "
+    "a token with delete)",
     responses={
         409: {"description": "the key is pending deletion already, or has deletion_protection"}
     },
@@ -204,7 +240,7 @@ def rotate_key(request: Request, name: KeyName, services: ServicesDep, _: AdminC
 def delete_key(
     name: KeyName,
     services: ServicesDep,
-    _: AdminChange,
+    _: Deleting,
     window_seconds: Annotated[
         int | None,
         Query(
@@ -221,21 +257,22 @@ def delete_key(
 @router.post(
     "/{name}/restore",
     response_model=KeyOut,
-    summary="Cancel a scheduled deletion: the key is back with every version (admin)",
+    summary="Cancel a scheduled deletion: the key is back with every version (admin, or a "
+    "token with delete)",
     responses={409: {"description": "the key is not pending deletion"}},
 )
-def restore_key(name: KeyName, services: ServicesDep, _: AdminChange) -> KeyOut:
+def restore_key(name: KeyName, services: ServicesDep, _: Deleting) -> KeyOut:
     return keys.restore(services.store, name)
 
 
 @router.patch(
     "/{name}",
     response_model=KeyOut,
-    summary="Change the key's policies (admin)",
+    summary="Change the key's policies (admin, or a token with configure)",
     openapi_extra=json_body(keys.KeyPatch),
 )
 async def patch_key(
-    request: Request, name: KeyName, services: ServicesDep, _: AdminChange
+    request: Request, name: KeyName, services: ServicesDep, _: Configuring
 ) -> KeyOut:
     body = await read_json(request, keys.KeyPatch)  # after the token check
     audit_note(request.scope).details.update(body.model_dump(exclude_none=True, mode="json"))
@@ -245,9 +282,10 @@ async def patch_key(
 @router.post(
     "/{name}/trim",
     response_model=KeyOut,
-    summary="Destroy the versions below min_decryption_version, for good (admin)",
+    summary="Destroy the versions below min_decryption_version, for good (admin, or a token "
+    "with delete)",
 )
-def trim_key(request: Request, name: KeyName, services: ServicesDep, _: AdminChange) -> KeyOut:
+def trim_key(request: Request, name: KeyName, services: ServicesDep, _: Deleting) -> KeyOut:
     key, destroyed = keys.trim(services.store, services.keyring, name)
     audit_note(request.scope).details["destroyed_versions"] = destroyed
     return key
@@ -260,25 +298,52 @@ Version = Annotated[int | None, Query(ge=1, description="key version; default: t
     "/{name}/public",
     response_model=PublicKeyOut,
     summary="A key's public part",
-    responses={409: {"description": "the key's type has no public part"}},
+    responses={409: {"description": "the key's type has no public part, or none in that format"}},
     dependencies=[key_access(Operation.PUBLIC)],
 )
-def public_key(name: KeyName, services: ServicesDep, version: Version = None) -> PublicKeyOut:
-    material = keys.public_part(services.keyring, name, version)
-    assert material.public is not None
+def public_key(
+    name: KeyName,
+    services: ServicesDep,
+    version: Version = None,
+    format: Annotated[
+        PublicFormat | None,
+        Query(
+            description="raw, der (SubjectPublicKeyInfo), pem or jwk; default raw, or der "
+            "for a type with no raw form (RSA)"
+        ),
+    ] = None,
+) -> PublicKeyOut:
+    material, form, encoded = keys.public_part(services.keyring, name, version, format)
     return PublicKeyOut(
-        name=name, type=material.type, version=material.version, public_key=material.public
+        name=name, type=material.type, version=material.version, format=form, public_key=encoded
     )
+
+
+class JsonWebKeySet(BaseModel):
+    keys: list[dict[str, Any]] = Field(
+        description="one JSON Web Key per live version, the newest first (at most 100): kid "
+        "<name>:v<N>, use sig, and alg except for RSA keys"
+    )
+
+
+@router.get(
+    "/{name}/jwks",
+    response_model=JsonWebKeySet,
+    summary="The JSON Web Key Set (RFC 7517) of a signing key's live versions",
+    responses={409: {"description": "the key is not a signing key"}},
+    dependencies=[key_access(Operation.PUBLIC)],
+)
+def jwks(name: KeyName, services: ServicesDep) -> JsonWebKeySet:
+    return JsonWebKeySet(keys=jwt.jwks(services.keyring, name))
 
 
 @router.get(
     "/{name}/export",
     response_model=KeyExport,
-    summary="The secret material of an exportable key (admin)",
+    summary="The secret material of an exportable key (admin, or a token with every operation)",
+    dependencies=[key_access(EVERY_OPERATION)],
 )
-def export_key(
-    name: KeyName, services: ServicesDep, _: Admin, version: Version = None
-) -> KeyExport:
+def export_key(name: KeyName, services: ServicesDep, version: Version = None) -> KeyExport:
     material = keys.export(services.store, name, version)
     return KeyExport(
         name=name, type=material.type, version=material.version, secret=material.secret
@@ -289,12 +354,12 @@ def export_key(
     "/{name}/backup",
     response_model=KeyBackup,
     summary="Every version and policy of a key created with allow_backup, encrypted to "
-    "another instance's wrapping key (admin)",
+    "another instance's wrapping key (admin, or a token with every operation)",
     responses={403: {"description": "the key was not created with allow_backup"}},
     openapi_extra=json_body(KeyBackupRequest),
 )
 async def backup_key(
-    request: Request, name: KeyName, services: ServicesDep, _: AdminChange
+    request: Request, name: KeyName, services: ServicesDep, _: BackingUp
 ) -> KeyBackup:
     body = await read_json(request, KeyBackupRequest)
     blob = await in_thread(backup.backup, services.store, name, body.wrapping_key)

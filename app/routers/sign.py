@@ -1,44 +1,65 @@
-"""Signature routes: sign and verify with a server-held ecdsa-secp256k1 or ed25519 key (single
-or batch), and verify against a public key given in the request (`app.ops.sign`)."""
+"""Signature routes: sign and verify with a server-held signing key (ECDSA, Ed25519, RSA,
+ML-DSA; single or batch), and verify against a public key given in the request
+(`app.ops.sign`)."""
 
-from fastapi import APIRouter, Request, Response
+from collections.abc import Awaitable
+
+from fastapi import APIRouter
 from pydantic import BaseModel, Field, StrictBool
 
-from app.http.batch import Items, run_each
-from app.http.body import json_body, json_response, read_json
-from app.http.deps import ServicesDep, service_access
-from app.http.operation import BatchForm, Family, KeyCall, operation_id
-from app.http.problems import ERROR_RESPONSES, ProblemDetail
+from app.http.operation import Family, KeyCall
 from app.http.schemas import Base64Bytes, PayloadVersion, RequestBody
 from app.ops import sign as signatures
 from app.ops.auth import Operation
+from app.ops.sign import SigningKey
 
-signing = Family("sign")
-verifying = Family("verify")
+
+def _signing_key(call: KeyCall) -> Awaitable[SigningKey]:
+    return call.services.signer.key(call.name)
+
+
+signing = Family("sign", _signing_key)
+verifying = Family("verify", _signing_key)
 routers: tuple[APIRouter, ...] = (signing.router, verifying.router)
 
 
 class SignOptions(RequestBody):
     hash: signatures.Hash | None = Field(
-        None, description="ecdsa-secp256k1 only: the message's hash; default sha256"
+        None,
+        description="the message's hash: ecdsa-secp256k1 sha256 (default) or keccak256; "
+        "ecdsa-p256, -p384 and -p521 sha256, sha384 or sha512 (default: sha256, sha384 and "
+        "sha512 respectively); RSA sha256 (default), sha384 or sha512",
     )
     prehashed: StrictBool | None = Field(
         None,
-        description="ecdsa-secp256k1 only: the message is itself the 32-byte digest; default false",
+        description="ECDSA and RSA: the message is itself the hash's digest (32, 48 or 64 "
+        "bytes); default false",
     )
     format: signatures.Format | None = Field(
         None,
-        description="ecdsa-secp256k1 only: DER (the default), compact r ‖ s (64 bytes) or "
-        "recoverable r ‖ s ‖ v (65 bytes, v the recovery id 0 or 1)",
+        description="ECDSA: DER (the default), compact r ‖ s (each the curve's size: 32, 48 or "
+        "66 bytes) or, ecdsa-secp256k1 only, recoverable r ‖ s ‖ v (65 bytes, v the recovery "
+        "id 0 or 1)",
+    )
+    padding: signatures.Padding | None = Field(
+        None,
+        description="RSA: pss (the default; MGF1 with the message's hash, a salt as long as "
+        "the digest) or pkcs1v15",
+    )
+    mu: StrictBool | None = Field(
+        None,
+        description="ML-DSA: the message is μ, FIPS 204's 64-byte message representative "
+        "computed by the caller (as AWS KMS's EXTERNAL_MU); default false",
     )
 
 
 class SignRequest(SignOptions):
     message: Base64Bytes
-    envelope: StrictBool = Field(
-        False,
+    envelope: StrictBool | None = Field(
+        None,
         description="true: the signature in the envelope that names its key version "
-        "(cipherd:v<N>:); false: the bare signature that other libraries verify",
+        "(cipherd:v<N>:); false: the bare signature that other libraries verify. Default: "
+        "bare for ecdsa-secp256k1 and ed25519, in the envelope for the other types",
     )
 
 
@@ -51,7 +72,9 @@ class VerifyRequest(SignOptions):
 class PublicVerifyRequest(SignOptions):
     type: signatures.SigningType
     public_key: Base64Bytes = Field(
-        description="ecdsa-secp256k1: SEC1, 33 or 65 bytes (or 64, X ‖ Y); ed25519: 32 bytes"
+        description="raw, or a SubjectPublicKeyInfo (DER) for every type: ecdsa-secp256k1 "
+        "SEC1, 33 or 65 bytes (or 64, X ‖ Y); ecdsa-p256, -p384, -p521 SEC1; ed25519 32 bytes; "
+        "ML-DSA FIPS 204's encoding; RSA the SubjectPublicKeyInfo only"
     )
     message: Base64Bytes
     signature: Base64Bytes
@@ -66,65 +89,15 @@ class Verdict(BaseModel):
     valid: bool
 
 
-class SignBatch(RequestBody):
-    items: Items[SignRequest]
-
-
-class VerifyBatch(RequestBody):
-    items: Items[VerifyRequest]
-
-
-class SignResult(BaseModel):
-    signature: Base64Bytes | None = None
-    key_version: int | None = None
-    error: ProblemDetail | None = None
-
-
-class VerifyResult(BaseModel):
-    valid: bool | None = None
-    error: ProblemDetail | None = None
-
-
-class SignBatchResponse(BaseModel):
-    results: list[SignResult]
-
-
-class VerifyBatchResponse(BaseModel):
-    results: list[VerifyResult]
-
-
-def _sign_batch(call: KeyCall, batch: SignBatch) -> SignBatchResponse:
-    sign = call.services.signer.signer(call.name)
-
-    def one(item: SignRequest) -> SignResult:
-        signed = sign(item.message, item, item.envelope)
-        return SignResult(signature=signed.data, key_version=signed.version)
-
-    return SignBatchResponse(results=run_each(batch.items, one, SignResult))
-
-
-def _verify_batch(call: KeyCall, batch: VerifyBatch) -> VerifyBatchResponse:
-    verify = call.services.signer.verifier(call.name)
-
-    def one(item: VerifyRequest) -> VerifyResult:
-        return VerifyResult(valid=verify(item.message, item.signature, item, item.key_version))
-
-    return VerifyBatchResponse(results=run_each(batch.items, one, VerifyResult))
-
-
 @signing.operation(
     "/{name}",
     access=Operation.SIGN,
-    summary="Sign with a server-held ecdsa-secp256k1 or ed25519 key",
-    body=SignRequest,
-    response=Signature,
-    batch=BatchForm(
-        "Sign many messages with a server-held key", SignBatch, SignBatchResponse, _sign_batch
-    ),
+    summary="Sign with a server-held signing key (ECDSA, Ed25519, RSA, ML-DSA)",
+    batch="Sign many messages with a server-held key",
     hot=True,
 )
-async def sign(call: KeyCall, body: SignRequest) -> Signature:
-    signed = await call.services.signer.sign(call.name, body.message, body, body.envelope)
+def sign(key: SigningKey, item: SignRequest) -> Signature:
+    signed = key.sign(item.message, item, item.envelope)
     return Signature(signature=signed.data, key_version=signed.version)
 
 
@@ -132,35 +105,21 @@ async def sign(call: KeyCall, body: SignRequest) -> Signature:
     "/{name}",
     access=Operation.VERIFY,
     summary="Verify a signature with a server-held key (verify or public scope)",
-    body=VerifyRequest,
-    response=Verdict,
-    batch=BatchForm(
-        "Verify many signatures with a server-held key",
-        VerifyBatch,
-        VerifyBatchResponse,
-        _verify_batch,
-    ),
+    batch="Verify many signatures with a server-held key",
+    payload="signature",
     hot=True,
 )
-async def verify(call: KeyCall, body: VerifyRequest) -> Verdict:
-    valid = await call.services.signer.verify(
-        call.name, body.message, body.signature, body, body.key_version
+def verify(key: SigningKey, item: VerifyRequest) -> Verdict:
+    return Verdict(valid=key.verify(item.message, item.signature, item, item.key_version))
+
+
+@verifying.keyless(
+    "",
+    access=Operation.VERIFY,
+    summary="Verify a signature against a public key given in the request (no stored key)",
+)
+async def verify_with_public_key(item: PublicVerifyRequest) -> Verdict:
+    valid = await signatures.verify_with(
+        item.type, item.public_key, item.message, item.signature, item
     )
     return Verdict(valid=valid)
-
-
-@verifying.router.post(
-    "",
-    response_model=Verdict,
-    summary="Verify a signature against a public key given in the request (no stored key)",
-    openapi_extra=json_body(PublicVerifyRequest),
-    responses=ERROR_RESPONSES,
-    dependencies=[service_access(Operation.VERIFY)],
-    generate_unique_id_function=operation_id,
-)
-async def verify_with_public_key(request: Request, services: ServicesDep) -> Response:
-    body = await read_json(request, PublicVerifyRequest)  # after the token check
-    valid = await signatures.verify_with(
-        body.type, body.public_key, body.message, body.signature, body
-    )
-    return json_response(Verdict(valid=valid))

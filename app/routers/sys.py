@@ -4,20 +4,28 @@
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from app.http.deps import Admin, ServicesDep, audit_note
+from app.http.deps import Admin, AdminChange, ServicesDep, audit_note
 from app.http.operation import operation_id
 from app.http.schemas import Base64Bytes
-from app.ops import backup, root
+from app.ops import admin_token, backup, root
 from app.ops.root import KeyringOut
 from app.ops.work import in_thread
 
 router = APIRouter(prefix="/v1/sys", tags=["sys"], generate_unique_id_function=operation_id)
 
 
+class AdminToken(BaseModel):
+    admin_token: str = Field(description="the new admin token; shown only in this answer")
+
+
 class WrappingKey(BaseModel):
     public_key: Base64Bytes = Field(
         description="this instance's wrapping key: SEC1 secp256k1 (65 bytes); backups and BYOK "
         "material for it are ECIES-encrypted to it"
+    )
+    signing_key: Base64Bytes = Field(
+        description="the Ed25519 public key (32 bytes) that signs this instance's backups: "
+        "another instance imports them once its CIPHERD_BACKUP_SIGNERS names it"
     )
 
 
@@ -27,7 +35,9 @@ class WrappingKey(BaseModel):
     summary="The public key that backups and key material are encrypted to (admin)",
 )
 async def wrapping_key(services: ServicesDep, _: Admin) -> WrappingKey:
-    return WrappingKey(public_key=await in_thread(backup.wrapping_public_key, services.store))
+    public_key = await in_thread(backup.wrapping_public_key, services.store)
+    signing_key = await in_thread(backup.signing_public_key, services.store)
+    return WrappingKey(public_key=public_key, signing_key=signing_key)
 
 
 @router.get("/keyring", response_model=KeyringOut, summary="The keyring's newest term (admin)")
@@ -46,3 +56,13 @@ async def rotate_keyring(request: Request, services: ServicesDep, _: Admin) -> K
     audit_note(request.scope).details["term"] = rotated.term
     services.rewrap.wake()
     return rotated
+
+
+@router.post(
+    "/admin-token/rotate",
+    response_model=AdminToken,
+    summary="Replace the admin token: the former one is refused on every replica from its next "
+    "request (admin)",
+)
+async def rotate_admin_token(services: ServicesDep, _: AdminChange) -> AdminToken:
+    return AdminToken(admin_token=await in_thread(admin_token.rotate, services.store))

@@ -1,51 +1,126 @@
-"""Scoped-token routes: issue, list, revoke (admin only; `app.ops.tokens`)."""
+"""Token routes: make, list, look up, renew and revoke tokens (the admin operation `tokens`),
+and a token's own: look itself up, renew and revoke itself (`app.ops.tokens`)."""
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, status
 from pydantic import BaseModel
 
 from app.http.body import json_body, read_json
-from app.http.deps import Admin, AdminChange, ServicesDep, audit_note
+from app.http.deps import Caller, ServicesDep, admin_of, audit_note
+from app.http.identity import note_token
 from app.http.operation import operation_id
-from app.ops import tokens
-from app.ops.tokens import TokenCreate, TokenCreated, TokenOut
+from app.ops import Services, tokens
+from app.ops.auth import AdminOperation, Principal
+from app.ops.tokens import TokenCreate, TokenCreated, TokenOut, TokenRenew
 from app.ops.work import in_thread
 
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"], generate_unique_id_function=operation_id)
+TokenId = Annotated[str, Path(pattern=r"^[0-9a-f]{16}$", description="the token's id (accessor)")]
+Manager = Annotated[Principal, admin_of(AdminOperation.TOKENS)]
+Changer = Annotated[Principal, admin_of(AdminOperation.TOKENS, change=True)]
 
 
 class TokenList(BaseModel):
     tokens: list[TokenOut]
 
 
+async def _renew(request: Request, services: Services, find: tokens.TokenLookup) -> TokenOut:
+    """Renew the token `find` finds by the body's increment (the body read after the token
+    check, the token found after the body), and audit the renewal."""
+    body = await read_json(request, TokenRenew)
+    record = await in_thread(find, services.store)
+    renewed = await in_thread(tokens.renew, services.store, record, body.increment_seconds)
+    note_token(audit_note(request.scope), "renew", renewed)
+    return tokens.token_out(renewed)
+
+
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
     response_model=TokenCreated,
-    summary="Issue a scoped token (admin)",
+    response_model_exclude_unset=True,  # the AWS key pair only when asked for
+    summary="Make a token: named policies, an inline rule, a life (admin operation tokens)",
     openapi_extra=json_body(TokenCreate),
 )
-async def create_token(request: Request, services: ServicesDep, _: AdminChange) -> TokenCreated:
+async def create_token(request: Request, services: ServicesDep, maker: Changer) -> TokenCreated:
     body = await read_json(request, TokenCreate)  # after the token check
-    created = await in_thread(tokens.issue, services.store, body)
+    issued = await in_thread(tokens.issue, services.store, services.token_limits, maker, body)
+    note_token(audit_note(request.scope), "create", issued.record)
     audit_note(request.scope).details.update(
-        token=created.id, keys=created.keys, operations=[op.value for op in created.operations]
+        keys=list(issued.record.key_patterns),
+        operations=list(issued.record.operations),
     )
+    created = tokens.created_out(issued)
+    if body.aws_credentials:
+        created = await in_thread(tokens.with_aws_credentials, services.store, created)
+        audit_note(request.scope).details["aws_access_key_id"] = created.aws_access_key_id
     return created
 
 
-@router.get("", response_model=TokenList, summary="List scoped tokens (admin)")
-def list_tokens(services: ServicesDep, _: Admin) -> TokenList:
-    return TokenList(tokens=list(tokens.listing(services.store)))
+@router.get("", response_model=TokenList, summary="List tokens (admin operation tokens)")
+async def list_tokens(services: ServicesDep, _: Manager) -> TokenList:
+    return TokenList(tokens=list(await in_thread(tokens.listing, services.store)))
+
+
+@router.get("/self", response_model=TokenOut, summary="The calling token (any token)")
+async def lookup_self(services: ServicesDep, caller: Caller) -> TokenOut:
+    return tokens.token_out(await in_thread(tokens.own, services.store, caller))
+
+
+@router.post(
+    "/self/renew",
+    response_model=TokenOut,
+    summary="Renew the calling token (any renewable token)",
+    openapi_extra=json_body(TokenRenew),
+)
+async def renew_self(request: Request, services: ServicesDep, caller: Caller) -> TokenOut:
+    return await _renew(request, services, partial(tokens.own, caller=caller))
 
 
 @router.delete(
-    "/{token_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Revoke a scoped token (admin)"
+    "/self",
+    status_code=status.HTTP_204_NO_CONTENT,
+    summary="Revoke the calling token and its children (any token)",
 )
-def delete_token(
-    token_id: Annotated[str, Path(pattern=r"^[0-9a-f]{16}$")],
-    services: ServicesDep,
-    _: AdminChange,
+async def revoke_self(request: Request, services: ServicesDep, caller: Caller) -> None:
+    record = await in_thread(tokens.own, services.store, caller)
+    await services.audit.ensure_writable()
+    audit_note(request.scope).change = True
+    revoked = await in_thread(tokens.revoke, services.store, record.id)
+    note_token(audit_note(request.scope), "revoke", record)
+    audit_note(request.scope).details["revoked"] = len(revoked)
+
+
+@router.get(
+    "/{token_id}", response_model=TokenOut, summary="A token by its id (admin operation tokens)"
+)
+async def lookup_token(token_id: TokenId, services: ServicesDep, _: Manager) -> TokenOut:
+    return tokens.token_out(await in_thread(tokens.by_id, services.store, token_id))
+
+
+@router.post(
+    "/{token_id}/renew",
+    response_model=TokenOut,
+    summary="Renew a token by its id (admin operation tokens)",
+    openapi_extra=json_body(TokenRenew),
+)
+async def renew_token(
+    request: Request, token_id: TokenId, services: ServicesDep, _: Changer
+) -> TokenOut:
+    return await _renew(request, services, partial(tokens.by_id, token_id=token_id))
+
+
+@router.delete(
+    "/{token_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    summary="Revoke a token and its children, at once on every replica (admin operation tokens)",
+)
+async def delete_token(
+    request: Request, token_id: TokenId, services: ServicesDep, _: Changer
 ) -> None:
-    tokens.revoke(services.store, services.auth, token_id)
+    revoked = await in_thread(tokens.revoke, services.store, token_id)
+    audit_note(request.scope).details.update(
+        token=token_id, token_action="revoke", revoked=len(revoked)
+    )

@@ -1,0 +1,365 @@
+"""Transit's data paths (`encrypt`, `decrypt`, `rewrap`, `datakey`, `hmac`, `sign`, `verify`,
+`hash`, `random`) in Vault's shapes: each the native family's verb on the key, with the native
+operation's scope and audit record; `batch_input` runs it on every item, a single call on one.
+"""
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, StrictInt
+
+from app.http.batch import check_batch_size
+from app.http.deps import audit_note
+from app.http.transit import TransitCall, transit_call
+from app.http.vault import envelope, handled, read_body, vault_body, vault_router
+from app.ops.auth import Operation
+from app.ops.hpke import HpkeKey
+from app.ops.rsa import RsaKey
+from app.ops.transit import crypto, keys
+from app.ops.transit.crypto import TransitItem
+from app.ops.transit.keys import TransitKeyCreate
+from app.ops.versioned import VersionedKey
+from app.ops.work import in_thread
+from app.routers.transit_keys import TransitName
+
+router = vault_router("/v1/transit", "transit")
+
+
+class TransitDataRequest(TransitItem):
+    """A data verb's body: one item's fields, or `batch_input`, and the verb's options."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    batch_input: list[TransitItem] | None = None
+    type: str | None = None
+    convergent_encryption: bool = False
+    partial_failure_response_code: StrictInt | None = None
+    bits: StrictInt = 256
+    algorithm: str | None = None
+    hash_algorithm: str | None = None
+    prehashed: bool = False
+    signature_algorithm: str | None = None
+    marshaling_algorithm: str = "asn1"
+    salt_length: str | int | None = None
+
+
+async def _items(call: TransitCall, body: TransitDataRequest) -> list[TransitItem]:
+    items: list[TransitItem] = body.batch_input if body.batch_input is not None else [body]
+    check_batch_size(len(items), call.services.settings.max_batch_items)
+    call.services.auth.admit_batch(call.principal, len(items))
+    return items
+
+
+async def _run(
+    request: Request,
+    call: TransitCall,
+    body: TransitDataRequest,
+    run: Any,
+    single_fields: tuple[str, ...],
+) -> Response:
+    """`run(item)` on the body's items in a thread: a batch's `batch_results` (400 if an item
+    failed, or `partial_failure_response_code` when some did not), a single call's fields."""
+    items = await _items(call, body)
+    results, failed = await in_thread(crypto.run_items, items, run)
+    note_versions(request, results)
+    if body.batch_input is not None:
+        status = 200
+        if failed:
+            succeeded = any("error" not in r for r in results)
+            code = body.partial_failure_response_code
+            status = code if succeeded and code and 1 <= code <= 599 else 400
+        return JSONResponse(envelope(request, {"batch_results": results}), status_code=status)
+    result = results[0]
+    if "error" in result:
+        raise crypto.user_error(result["error"])
+    return JSONResponse(envelope(request, {f: result[f] for f in single_fields if f in result}))
+
+
+def note_versions(request: Request, results: list[dict[str, Any]]) -> None:
+    audit_note(request.scope).versions([r.get("key_version") for r in results])
+
+
+async def _upserted(call: TransitCall, body: TransitDataRequest) -> None:
+    """Transit creates a missing key on its first encryption, for a caller who may create
+    keys (the admin token): of the body's `type`, derived when the items carry a context."""
+    items = body.batch_input if body.batch_input is not None else [body]
+    create = TransitKeyCreate(
+        type=body.type or "aes256-gcm96",
+        derived=bool(items and items[0].context),
+        convergent_encryption=body.convergent_encryption,
+    )
+    services = call.services
+    if call.principal.admin:
+        await services.audit.ensure_writable()
+    await in_thread(
+        keys.upsert, services.store, call.name, create, call.principal.admin, services.settings
+    )
+
+
+async def _sealing_key(request: Request, call: TransitCall, operation: str) -> VersionedKey:
+    """The key that encrypts; for an RSA or HPKE key, the record names that family's own
+    operation (rewrap, which neither has natively, keeps its name)."""
+    key = await call.services.transit.key(call.name, sealing=True)
+    if isinstance(key, RsaKey | HpkeKey) and operation:
+        family = "rsa" if isinstance(key, RsaKey) else "hpke"
+        audit_note(request.scope).operation = f"{family}_{operation}"
+    return key
+
+
+@handled(
+    router,
+    "/encrypt/{name}",
+    "Encrypt (Transit): vault:v<N>: and the base64 of nonce, ciphertext and tag",
+    TransitDataRequest,
+)
+async def encrypt(request: Request) -> Response:
+    name = request.path_params["name"]
+    call = await transit_call(request, "aead_encrypt", Operation.ENCRYPT, name)
+    body = await read_body(request, TransitDataRequest)
+    await _upserted(call, body)
+    key = await _sealing_key(request, call, "encrypt")
+    return await _run(
+        request, call, body, lambda item: crypto.encrypt(key, item), ("ciphertext", "key_version")
+    )
+
+
+@handled(router, "/decrypt/{name}", "Decrypt (Transit)", TransitDataRequest)
+async def decrypt(request: Request) -> Response:
+    name = request.path_params["name"]
+    call = await transit_call(request, "aead_decrypt", Operation.DECRYPT, name)
+    body = await read_body(request, TransitDataRequest)
+    key = await _sealing_key(request, call, "decrypt")
+    return await _run(request, call, body, lambda item: crypto.decrypt(key, item), ("plaintext",))
+
+
+@router.post(
+    "/rewrap/{name}",
+    summary="Rewrap under the latest version (Transit)",
+    openapi_extra=vault_body(TransitDataRequest),
+)
+async def rewrap(request: Request, name: TransitName) -> Response:
+    access = (Operation.DECRYPT, Operation.ENCRYPT)
+    call = await transit_call(request, "aead_rewrap", access, name)
+    body = await read_body(request, TransitDataRequest)
+    key = await _sealing_key(request, call, "")
+    return await _run(
+        request, call, body, lambda item: crypto.rewrap(key, item), ("ciphertext", "key_version")
+    )
+
+
+async def _datakey(request: Request, kind: str, name: str, bits: int | None) -> Response:
+    call = await transit_call(request, "aead_datakey", Operation.ENCRYPT, name)
+    body = await read_body(request, TransitDataRequest)
+    if kind not in ("plaintext", "wrapped"):
+        raise crypto.user_error(f"invalid type {kind}")
+    key = await call.services.transit.key(call.name)
+    size = bits or body.bits
+    fields = ("ciphertext", "key_version", "plaintext")
+    body.batch_input = None
+    return await _run(
+        request,
+        call,
+        body,
+        lambda item: crypto.datakey(key, item, size, kind == "plaintext"),
+        fields,
+    )
+
+
+@router.post(
+    "/datakey/{kind}/{name}",
+    summary="A data key, with its plaintext or wrapped only (Transit)",
+    openapi_extra=vault_body(TransitDataRequest),
+)
+async def datakey(request: Request, kind: str, name: TransitName) -> Response:
+    return await _datakey(request, kind, name, None)
+
+
+def _hash_in_body_or_path(
+    verb: str,
+    run: Callable[[Request, str, str | None], Awaitable[Response]],
+    summary: str,
+    summary_with: str,
+) -> None:
+    """Declare the data verb `run(request, name, algorithm)` at `/<verb>/{name}`, the hash named
+    in the body (`algorithm` None), and at `/<verb>/{name}/{algorithm}`, as Vault's paths have
+    it; the routes are named `<verb>` and `<verb>_with`."""
+
+    @router.post(
+        f"/{verb}/{{name}}",
+        name=verb,
+        summary=summary,
+        openapi_extra=vault_body(TransitDataRequest),
+    )
+    async def hash_in_body(request: Request, name: TransitName) -> Response:
+        return await run(request, name, None)
+
+    @router.post(
+        f"/{verb}/{{name}}/{{algorithm}}",
+        name=f"{verb}_with",
+        summary=summary_with,
+        openapi_extra=vault_body(TransitDataRequest),
+    )
+    async def hash_in_path(request: Request, name: TransitName, algorithm: str) -> Response:
+        return await run(request, name, algorithm)
+
+
+async def _hmac(request: Request, name: str, algorithm: str | None) -> Response:
+    call = await transit_call(request, "hmac_hmac", Operation.HMAC, name)
+    body = await read_body(request, TransitDataRequest)
+    chosen = crypto.algorithm_of(algorithm or body.algorithm)
+    key = await call.services.transit.key(call.name, any_type=True)
+    assert isinstance(key, crypto.TransitKey)
+    return await _run(
+        request,
+        call,
+        body,
+        lambda item: crypto.hmac_item(key, item, chosen),
+        ("hmac", "key_version"),
+    )
+
+
+_hash_in_body_or_path(
+    "hmac", _hmac, "HMAC (Transit)", "HMAC with a hash named in the path (Transit)"
+)
+
+
+async def _sign(request: Request, name: str, algorithm: str | None) -> Response:
+    call = await transit_call(request, "sign_sign", Operation.SIGN, name)
+    body = await read_body(request, TransitDataRequest)
+    key = await call.services.transit.key(call.name)
+    options = _sign_options(key.latest.type, body, algorithm)
+    return await _run(
+        request,
+        call,
+        body,
+        lambda item: crypto.sign_item(key, item, options),
+        ("signature", "key_version"),
+    )
+
+
+def _sign_options(
+    key_type: str, body: TransitDataRequest, algorithm: str | None
+) -> crypto.SignOptions:
+    chosen = crypto.algorithm_of(algorithm or body.hash_algorithm)
+    return crypto.sign_options(
+        key_type,
+        chosen,
+        body.prehashed,
+        body.marshaling_algorithm,
+        body.signature_algorithm,
+        body.salt_length,
+    )
+
+
+_hash_in_body_or_path(
+    "sign", _sign, "Sign (Transit)", "Sign with a hash named in the path (Transit)"
+)
+
+
+async def _verify(request: Request, name: str, algorithm: str | None) -> Response:
+    # A valid token first; what it must be allowed depends on the body: an HMAC or a signature.
+    call = await transit_call(request, "verify_verify", (), name)
+    body = await read_body(request, TransitDataRequest)
+    is_hmac = body.hmac is not None or any(i.hmac is not None for i in body.batch_input or [])
+    if is_hmac:
+        audit_note(request.scope).operation = "hmac_verify"
+    call.allow(Operation.HMAC if is_hmac else Operation.VERIFY)
+    chosen = crypto.algorithm_of(algorithm or body.algorithm or body.hash_algorithm)
+    key = await call.services.transit.key(call.name, any_type=is_hmac)
+    options = crypto.SignOptions() if is_hmac else _sign_options(key.latest.type, body, algorithm)
+    return await _run(
+        request,
+        call,
+        body,
+        lambda item: crypto.verify_item(key, item, chosen, options),
+        ("valid",),
+    )
+
+
+_hash_in_body_or_path(
+    "verify",
+    _verify,
+    "Verify a signature or an HMAC (Transit)",
+    "Verify with a hash named in the path (Transit)",
+)
+
+
+class TransitHashRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    input: str = ""
+    algorithm: str | None = None
+    format: str = "hex"
+
+
+async def _hash(request: Request, algorithm: str | None) -> Response:
+    await transit_call(request, "transit_hash", ())  # any valid token
+    body = await read_body(request, TransitHashRequest)
+    chosen = crypto.algorithm_of(algorithm or body.algorithm)
+    data = crypto.decoded(body.input, "input")
+    return JSONResponse(envelope(request, {"sum": crypto.hash_sum(data, chosen, body.format)}))
+
+
+@router.post("/hash", summary="A hash (Transit)", openapi_extra=vault_body(TransitHashRequest))
+async def hash_data(request: Request) -> Response:
+    return await _hash(request, None)
+
+
+@router.post(
+    "/hash/{algorithm}",
+    summary="A hash named in the path (Transit)",
+    openapi_extra=vault_body(TransitHashRequest),
+)
+async def hash_with(request: Request, algorithm: str) -> Response:
+    return await _hash(request, algorithm)
+
+
+class TransitRandomRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    bytes: StrictInt = 32
+    format: str = "base64"
+    source: str = "platform"
+
+
+async def _random(request: Request, source: str | None, count: str | None) -> Response:
+    await transit_call(request, "random_random", ())  # any valid token
+    body = await read_body(request, TransitRandomRequest)
+    chosen = source or body.source
+    if chosen not in ("platform", "seal", "all"):
+        raise crypto.user_error(f"unsupported entropy source {chosen}")
+    try:
+        size = int(count) if count is not None else body.bytes
+    except ValueError:
+        raise crypto.user_error(f"error parsing bytes from path: {count!r}") from None
+    data = {"random_bytes": crypto.random_bytes(size, body.format)}
+    return JSONResponse(envelope(request, data))
+
+
+@router.post(
+    "/random", summary="Random bytes (Transit)", openapi_extra=vault_body(TransitRandomRequest)
+)
+async def random(request: Request) -> Response:
+    return await _random(request, None, None)
+
+
+@router.post(
+    "/random/{part}",
+    summary="Random bytes: a source or a count in the path (Transit)",
+    openapi_extra=vault_body(TransitRandomRequest),
+)
+async def random_one(request: Request, part: str) -> Response:
+    if part in ("platform", "seal", "all"):
+        return await _random(request, part, None)
+    return await _random(request, None, part)
+
+
+@router.post(
+    "/random/{source}/{count}",
+    summary="Random bytes of a source, a count in the path (Transit)",
+    openapi_extra=vault_body(TransitRandomRequest),
+)
+async def random_two(request: Request, source: str, count: str) -> Response:
+    return await _random(request, source, count)

@@ -1,0 +1,181 @@
+"""Transit's key paths (`keys`, `config`, `rotate`, `trim`, `export`, `backup`, `restore`) at
+`/v1/transit/...` and every other Transit mount, in Vault's shapes, on the service's keys: each
+the native operation of `POST /v1/keys` and its siblings, with its scope and audit record."""
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import Path, Request, Response
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
+
+from app.http.deps import audit_note
+from app.http.transit import TransitCall, transit_call
+from app.http.vault import answer, keys_of, listing, no_content, read_body, vault_body, vault_router
+from app.ops.auth import Operation
+from app.ops.transit import backup, keys
+from app.ops.transit.keys import TransitKeyConfig, TransitKeyCreate, checked_name
+from app.ops.transit.mounts import native_name
+from app.ops.work import in_thread
+
+router = vault_router("/v1/transit", "transit")
+
+# A Transit key name: the mount's prefix and it make a native key name (checked then).
+TransitName = Annotated[str, Path(description="the key's name in its mount", max_length=128)]
+
+
+@router.post(
+    "/keys/{name}",
+    summary="Create a key (Transit); an existing key is left as it is",
+    openapi_extra=vault_body(TransitKeyCreate),
+)
+async def create_key(request: Request, name: TransitName) -> Response:
+    call = await transit_call(request, "keys_create_key", name=name, change=True)
+    body = await read_body(request, TransitKeyCreate)
+    store, settings = call.services.store, call.services.settings
+    info, made = await in_thread(keys.create, store, call.name, body, settings)
+    data = await in_thread(keys.key_data, store, info, name)
+    warnings = None if made else ["the key exists already; it was left as it is"]
+    return await answer(request, data, warnings=warnings)
+
+
+@router.get("/keys/{name}", summary="A key's settings and versions (Transit)")
+async def read_key(request: Request, name: TransitName) -> Response:
+    call = await transit_call(request, "keys_get_key", Operation.READ, name)
+    store = call.services.store
+    info = await in_thread(store.keys.get, call.name)
+    if info.state != "active":
+        return await answer(request, None)  # Vault's answer for a key it does not have
+    return await answer(request, await in_thread(keys.key_data, store, info, name))
+
+
+@listing(router, "/keys", "The keys of the mount (Transit)")
+async def list_keys(request: Request) -> Response:
+    call = await transit_call(request, "keys_list_keys", Operation.READ)
+    mounts = call.services.mounts
+    others = await in_thread(mounts.other_prefixes)
+    names = await in_thread(keys.listed, call.services.store, call.mount, others)
+    prefix = call.mount.key_prefix
+    readable = [n for n in names if call.principal.allows(Operation.READ, prefix + n)]
+    return await answer(request, keys_of(readable))
+
+
+@router.delete(
+    "/keys/{name}", summary="Delete a key (Transit): its deletion is scheduled", status_code=204
+)
+async def delete_key(request: Request, name: TransitName) -> Response:
+    call = await transit_call(request, "keys_delete_key", name=name, change=True)
+    services = call.services
+    await in_thread(keys.delete, services.store, services.keyring, call.name, services.settings)
+    return no_content()
+
+
+async def _changed(
+    request: Request, call: TransitCall, name: str, change: Callable[..., Any], *args: object
+) -> Response:
+    """The key changed, `change(store, keyring, its native name, *args)`, then shown as Transit
+    shows it, under its `name` in the mount."""
+    services = call.services
+    info = await in_thread(change, services.store, services.keyring, call.name, *args)
+    return await answer(request, await in_thread(keys.key_data, services.store, info, name))
+
+
+@router.post(
+    "/keys/{name}/config",
+    summary="Change a key's settings (Transit)",
+    openapi_extra=vault_body(TransitKeyConfig),
+)
+async def configure_key(request: Request, name: TransitName) -> Response:
+    call = await transit_call(request, "keys_patch_key", name=name, change=True)
+    body = await read_body(request, TransitKeyConfig)
+    return await _changed(request, call, name, keys.configure, body)
+
+
+@router.post("/keys/{name}/rotate", summary="Rotate a key (Transit)")
+async def rotate_key(request: Request, name: TransitName) -> Response:
+    call = await transit_call(request, "keys_rotate_key", name=name, change=True)
+    return await _changed(request, call, name, keys.rotate)
+
+
+class TransitTrimRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    min_available_version: StrictInt
+
+
+@router.post(
+    "/keys/{name}/trim",
+    summary="Destroy a key's versions below min_available_version (Transit)",
+    openapi_extra=vault_body(TransitTrimRequest),
+)
+async def trim_key(request: Request, name: TransitName) -> Response:
+    call = await transit_call(request, "keys_trim_key", name=name, change=True)
+    body = await read_body(request, TransitTrimRequest)
+    return await _changed(request, call, name, keys.trim, body.min_available_version)
+
+
+async def _export(request: Request, key_type: str, name: str, version: str | None) -> Response:
+    call = await transit_call(request, "keys_export_key", name=name)
+    transit_type, exported = await in_thread(
+        keys.export, call.services.store, call.name, key_type, version
+    )
+    return await answer(request, {"name": name, "type": transit_type, "keys": exported})
+
+
+@router.get("/export/{key_type}/{name}", summary="Export a key's versions (Transit)")
+async def export_key(request: Request, key_type: str, name: TransitName) -> Response:
+    return await _export(request, key_type, name, None)
+
+
+@router.get("/export/{key_type}/{name}/{version}", summary="Export one version (Transit)")
+async def export_key_version(
+    request: Request, key_type: str, name: TransitName, version: str
+) -> Response:
+    return await _export(request, key_type, name, version)
+
+
+@router.get("/backup/{name}", summary="Back a key up in Transit's format")
+async def backup_key(request: Request, name: TransitName) -> Response:
+    call = await transit_call(request, "keys_backup_key", name=name)
+    made = await in_thread(backup.make, call.services.store, call.name, name)
+    return await answer(request, {"backup": made})
+
+
+class TransitRestoreRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    backup: str
+    force: StrictBool = False
+    name: str | None = None
+
+
+async def _restore(request: Request, name: str | None) -> Response:
+    # The admin token first; the name may come from the body, or from the backup in it.
+    call = await transit_call(request, "keys_import_key", name=name, change=True)
+    body = await read_body(request, TransitRestoreRequest)
+    if name is None:
+        call.name = checked_name(
+            native_name(call.mount, body.name or backup.backup_name(body.backup))
+        )
+        audit_note(request.scope).key = call.name
+    await in_thread(backup.restore, call.services.store, call.name, body.backup, {})
+    return no_content()
+
+
+@router.post(
+    "/restore",
+    summary="Restore a key from a Transit backup, under the name it carries",
+    status_code=204,
+    openapi_extra=vault_body(TransitRestoreRequest),
+)
+async def restore_key(request: Request) -> Response:
+    return await _restore(request, None)
+
+
+@router.post(
+    "/restore/{name}",
+    summary="Restore a key from a Transit backup (OpenBao's or Vault's too)",
+    status_code=204,
+    openapi_extra=vault_body(TransitRestoreRequest),
+)
+async def restore_key_named(request: Request, name: TransitName) -> Response:
+    return await _restore(request, name)

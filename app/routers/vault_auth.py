@@ -1,0 +1,74 @@
+"""Vault's `sys/auth`: the auth methods mounted, enabled and disabled (the admin operation
+`auth`; `app.ops.auth_mounts`), in Vault's shapes."""
+
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.http.deps import audit_note, services
+from app.http.vault import (
+    envelope,
+    mount_table,
+    no_content,
+    read_body,
+    vault_admin,
+    vault_body,
+    vault_router,
+)
+from app.ops.auth import AdminOperation
+from app.ops.auth_mounts import auth_entry
+from app.ops.work import in_thread
+
+router = vault_router("/v1/sys", "sys-auth")
+
+
+@router.get("/auth", summary="The auth methods mounted (Vault's sys/auth)")
+async def list_auth_methods(request: Request) -> Response:
+    await vault_admin(request, AdminOperation.AUTH)
+    table = await in_thread(services(request).auth_mounts.table)
+    return mount_table(request, table, auth_entry)
+
+
+@router.get("/auth/{path:path}", summary="One auth method's mount")
+async def read_auth_method(request: Request, path: str) -> Response:
+    await vault_admin(request, AdminOperation.AUTH)
+    mount = await in_thread(services(request).auth_mounts.find, path)
+    return JSONResponse(envelope(request, auth_entry(mount)))
+
+
+class VaultAuthEnable(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: str = Field(max_length=64)
+    description: str | None = Field(None, max_length=1024)
+    config: dict[str, Any] | None = None
+
+
+@router.post(
+    "/auth/{path:path}",
+    summary="Enable an auth method at a path: approle, jwt (or oidc), cert",
+    status_code=204,
+    openapi_extra=vault_body(VaultAuthEnable),
+)
+async def enable_auth_method(request: Request, path: str) -> Response:
+    await vault_admin(request, AdminOperation.AUTH, change=True)
+    body = await read_body(request, VaultAuthEnable)
+    mount = await in_thread(
+        services(request).auth_mounts.enable, path, body.type, body.description or "", {}
+    )
+    audit_note(request.scope).details.update(auth_mount=mount.path, type=mount.type)
+    return no_content()
+
+
+@router.delete(
+    "/auth/{path:path}",
+    summary="Disable an auth method: every token it issued is revoked",
+    status_code=204,
+)
+async def disable_auth_method(request: Request, path: str) -> Response:
+    await vault_admin(request, AdminOperation.AUTH, change=True)
+    removed = await in_thread(services(request).auth_mounts.disable, path)
+    audit_note(request.scope).details.update(auth_mount=path.strip("/")[:128], found=bool(removed))
+    return no_content()

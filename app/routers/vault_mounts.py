@@ -1,0 +1,113 @@
+"""Vault's `sys/mounts` (the Transit engines and their paths), `sys/health` and
+`sys/seal-status`, in Vault's shapes: what Vault's clients read before they use Transit."""
+
+import time
+
+from fastapi import Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
+
+from app.http.deps import audit_note, services
+from app.http.transit import transit_call
+from app.http.vault import envelope, mount_table, no_content, read_body, vault_body, vault_router
+from app.ops import health, transit
+from app.ops.transit.mounts import OPENBAO_RELEASE, mount_entry
+from app.ops.work import in_thread
+
+router = vault_router("/v1/sys", "sys-mounts")
+health_router = vault_router("/v1/sys", "sys-mounts", token=False)
+CLUSTER = {"cluster_name": "cipherd", "cluster_id": "00000000-0000-0000-0000-000000000000"}
+
+
+@router.get("/mounts", summary="The secrets engines mounted (Vault's sys/mounts)")
+async def list_mounts(request: Request) -> Response:
+    call = await transit_call(request, "sys_list_mounts")
+    table = await in_thread(call.services.mounts.table)
+    return mount_table(request, table, mount_entry)
+
+
+@router.get("/mounts/{path:path}", summary="One mount's settings")
+async def read_mount(request: Request, path: str) -> Response:
+    call = await transit_call(request, "sys_read_mount")
+    table = await in_thread(call.services.mounts.table)
+    mount = table.get(path.strip("/"))
+    if mount is None:
+        raise transit.mounts.not_mounted(path)
+    return JSONResponse(envelope(request, mount_entry(mount)))
+
+
+class VaultMountRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    description: str | None = None
+
+
+@router.post(
+    "/mounts/{path:path}",
+    summary="Enable a Transit engine at a path",
+    status_code=204,
+    openapi_extra=vault_body(VaultMountRequest),
+)
+async def enable_mount(request: Request, path: str) -> Response:
+    call = await transit_call(request, "sys_enable_mount", change=True)
+    body = await read_body(request, VaultMountRequest)
+    mount = await in_thread(
+        call.services.mounts.enable, path, body.type, (body.description or "")[:1024]
+    )
+    audit_note(request.scope).details.update(mount=mount.path, key_prefix=mount.key_prefix)
+    return no_content()
+
+
+@router.delete(
+    "/mounts/{path:path}",
+    summary="Disable a mount: its keys go to pending deletion, its path is free at once",
+    status_code=204,
+)
+async def disable_mount(request: Request, path: str) -> Response:
+    call = await transit_call(request, "sys_disable_mount", change=True)
+    services = call.services
+    scheduled = await in_thread(
+        transit.mounts.disable, services.mounts, services.keyring, path, services.settings
+    )
+    audit_note(request.scope).details.update(mount=path.strip("/")[:128], keys=len(scheduled))
+    return no_content()
+
+
+async def _ready(request: Request) -> bool:
+    return await health.ready(services(request).store)
+
+
+@health_router.get("/health", summary="Health as Vault answers it (no token): 200 ready, 503 not")
+async def vault_health(request: Request) -> Response:
+    ready = await _ready(request)
+    body = {
+        "initialized": True,
+        "sealed": False,
+        "standby": False,
+        "replication_performance_mode": "disabled",
+        "replication_dr_mode": "disabled",
+        "server_time_utc": int(time.time()),
+        "version": OPENBAO_RELEASE,
+        **CLUSTER,
+    }
+    return JSONResponse(body, status_code=200 if ready else 503)
+
+
+@health_router.get("/seal-status", summary="Seal status as Vault answers it (no token): unsealed")
+async def seal_status(request: Request) -> Response:
+    body = {
+        "type": "shamir",
+        "initialized": True,
+        "sealed": False,
+        "t": 1,
+        "n": 1,
+        "progress": 0,
+        "nonce": "",
+        "recovery_seal": False,
+        "version": OPENBAO_RELEASE,
+        "migration": False,
+        **CLUSTER,
+        "storage_type": services(request).settings.resolved_database_url.split(":", 1)[0],
+    }
+    return JSONResponse(body)

@@ -1,0 +1,129 @@
+"""Vault's `sys/wrapping`: look up, unwrap and rewrap a wrapping token, and wrap data of the
+caller's own (`app.ops.wrapping`; any answer is wrapped with `X-Vault-Wrap-TTL`,
+`app.http.wrapping`).
+
+The wrapping token is given in the body (`token`), the caller then authenticating with a token
+of its own, or as the request's token itself. A wrapping token that is unknown, used or expired
+counts, as a failed login does, toward the failed-authentication throttle of the client's
+address.
+"""
+
+import json
+from typing import Any
+
+from fastapi import Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.http.deps import audit_note, services
+from app.http.vault import answer, caller, read_body, vault_body, vault_router, vault_token
+from app.http.wrapping import answered_wrapped, wrap_ttl, wrapped_answer
+from app.ops.errors import Problem, invalid_input
+from app.ops.work import in_thread
+from app.ops.wrapping import is_wrapping_token
+
+router = vault_router("/v1/sys/wrapping", "sys-wrapping")
+
+
+class WrappingToken(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    token: str = Field("", max_length=256, description="the wrapping token")
+
+
+def _refused(request: Request, problem: Problem) -> Problem:
+    client = request.scope.get("client")
+    return services(request).auth.refusal(client[0] if client else None, problem)
+
+
+async def _wrapping_token(request: Request, lookup: bool = False) -> str:
+    """The wrapping token a request names: its body's `token` (the caller then needs a valid
+    token of its own, but for a lookup), else the request's own token."""
+    body = await read_body(request, WrappingToken)
+    if body.token:
+        if not lookup:
+            await caller(request)
+        return body.token
+    own = vault_token(request.scope)
+    if is_wrapping_token(own):
+        return str(own)
+    if lookup:
+        raise invalid_input("missing token")
+    raise _refused(request, invalid_input("wrapping token is not valid or does not exist"))
+
+
+@router.post(
+    "/lookup",
+    summary="What a wrapping token wraps: its creation path, time and TTL (no token needed)",
+    openapi_extra=vault_body(WrappingToken),
+)
+async def lookup(request: Request) -> Response:
+    token = await _wrapping_token(request, lookup=True)
+    try:
+        data = await in_thread(services(request).wrapping.lookup, token)
+    except Problem as problem:
+        raise _refused(request, problem) from None
+    return await answer(request, data)
+
+
+@router.post(
+    "/unwrap",
+    summary="The answer a wrapping token wraps, once: the token is spent",
+    openapi_extra=vault_body(WrappingToken),
+)
+async def unwrap(request: Request) -> Response:
+    token = await _wrapping_token(request)
+    try:
+        record, wrapped = await in_thread(services(request).wrapping.unwrap, token)
+    except Problem as problem:
+        raise _refused(request, problem) from None
+    audit_note(request.scope).details.update(
+        wrapping_accessor=record.accessor, creation_path=record.creation_path
+    )
+    return Response(wrapped, media_type="application/json")
+
+
+@router.post(
+    "/rewrap",
+    summary="The same answer behind a new wrapping token with the same TTL; the old is spent",
+    openapi_extra=vault_body(WrappingToken),
+)
+async def rewrap(request: Request) -> Response:
+    token = await _wrapping_token(request)
+    await services(request).audit.ensure_writable()
+    try:
+        info = await in_thread(services(request).wrapping.rewrap, token)
+    except Problem as problem:
+        raise _refused(request, problem) from None
+    audit_note(request.scope).details["wrapping_accessor"] = info["accessor"]
+    answered_wrapped(request)
+    return wrapped_answer(info)
+
+
+class WrapData(BaseModel):
+    """Any JSON object: what the wrapping token will give back as `data`."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+async def _object(request: Request) -> dict[str, Any]:
+    """The body as a JSON object (`{}` if empty)."""
+    body = await request.body()
+    try:
+        parsed = json.loads(body) if body.strip() else {}
+    except ValueError:
+        raise invalid_input("the body is not JSON") from None
+    if not isinstance(parsed, dict):
+        raise invalid_input("the body is a JSON object of the data to wrap")
+    return parsed
+
+
+@router.post(
+    "/wrap",
+    summary="Wrap the body's data (X-Vault-Wrap-TTL required)",
+    openapi_extra=vault_body(WrapData),
+)
+async def wrap(request: Request) -> Response:
+    await caller(request)
+    if not wrap_ttl(request, services(request).wrapping):
+        raise invalid_input("endpoint requires response wrapping to be used")
+    return await answer(request, await _object(request))

@@ -7,26 +7,33 @@
         assert client.ecies.decrypt("orders", sealed.ciphertext).plaintext == b"hello"
 
 This package needs only httpx: it imports nothing of the server. `cipherd.fe_local` (local FE
-encryption and decryption) needs the `core` library, and imports it only when used.
+encryption and decryption) needs the `core` library (the extra `cipherd-client[fe]`), and
+imports it only when used.
 """
 
-from cipherd._transport import Retries
+from importlib.metadata import version
+
+from cipherd._calls import Item
+from cipherd._transport import Progress, Retries
 from cipherd.client import AsyncClient, Client
 from cipherd.errors import *  # noqa: F403 (the exception classes are part of the API)
 from cipherd.errors import CipherdError, ProblemError, UnreachableError
 from cipherd.models import (
+    AuditAnchor,
+    AuditFault,
     AuditPage,
     AuditRecord,
+    AuditVerification,
     BatchItem,
     Ciphertext,
     DataKey,
     DeletionScheduled,
     ExportedKey,
     FeFunctions,
-    FeResult,
     FunctionalKey,
     Hmac,
     IssuedToken,
+    Jwt,
     Key,
     KeyPage,
     Keyring,
@@ -39,10 +46,15 @@ from cipherd.models import (
     Token,
 )
 
+__version__ = version("cipherd-client")
+
 __all__ = [
     "AsyncClient",
+    "AuditAnchor",
+    "AuditFault",
     "AuditPage",
     "AuditRecord",
+    "AuditVerification",
     "BatchItem",
     "CipherdError",
     "Ciphertext",
@@ -51,16 +63,18 @@ __all__ = [
     "DeletionScheduled",
     "ExportedKey",
     "FeFunctions",
-    "FeResult",
     "FunctionalKey",
     "Hmac",
     "IssuedToken",
+    "Item",
+    "Jwt",
     "Key",
     "KeyPage",
     "KeyVersion",
     "Keyring",
     "Plaintext",
     "ProblemError",
+    "Progress",
     "PublicKey",
     "ReleasedFunction",
     "Retries",

@@ -14,7 +14,8 @@ from typing import Any
 from cipherd.client import Client
 from cipherd.models import Ciphertext
 from core.fe import group
-from core.fe.schemes import SCHEMES, Scheme
+from core.fe.group import DlogTable
+from core.fe.schemes import SCHEMES, Scheme, TableBase
 
 TABLES_KEPT = 8
 
@@ -26,14 +27,22 @@ def _scheme(key_type: str, curve: str | None) -> Scheme:
 
 
 @lru_cache(maxsize=TABLES_KEPT)
-def _table(key_type: str, curve: str, public: bytes | None, lo: int, hi: int) -> Any:
-    """The table over [lo, hi] for a scheme's decryption base (tao's is its public part)."""
-    scheme = _scheme(key_type, curve)
-    if scheme.base_kind == "master":
-        base = group.curve(curve).gt_from_bytes(public or b"")
-    else:
-        base = scheme.base()
-    return group.DlogTable(base, lo, hi)
+def _table(base: TableBase, lo: int, hi: int) -> DlogTable:
+    return DlogTable(base.element(), lo, hi)
+
+
+class _Kept:
+    """What local decryptions reuse: the last TABLES_KEPT tables, by base and bounds (a
+    functional key is prepared once, by the `FeDecryptor` that holds it)."""
+
+    def table(self, base: TableBase, lo: int, hi: int) -> DlogTable:
+        return _table(base, lo, hi)
+
+    def prepared_key(self, scheme: Scheme, data: bytes) -> Any:
+        return scheme.prepare(scheme.functional_key(data))
+
+
+_KEPT = _Kept()
 
 
 class QfeEncryptor:
@@ -51,6 +60,7 @@ class QfeEncryptor:
         """The encryptor of key `name` (its latest version by default), from the service."""
         key = client.keys.get(name)
         public = client.keys.public(name, version=version)
+        assert isinstance(public.public_key, bytes)  # the raw form, the default
         return cls(key.type, key.curve, public.version, public.public_key)
 
     def encrypt(self, x: Sequence[int], y: Sequence[int]) -> Ciphertext:
@@ -74,12 +84,9 @@ class FeDecryptor:
         if lo > hi:
             raise ValueError(f"bounds: lo ({lo}) is above hi ({hi})")
         self.bounds = (lo, hi)
-        self._key = self.scheme.prepare(self.scheme.functional_key(functional_key))
-        self._table = (
-            None
-            if self.scheme.base_kind == "per-pair"
-            else _table(key_type, self.scheme.curve, public, lo, hi)
-        )
+        decrypt = self.scheme.decryptor_for(_KEPT, functional_key, lo, hi, public)
+        assert decrypt is not None  # _KEPT builds what it lacks
+        self._decrypt = decrypt
 
     @classmethod
     def fetch(
@@ -95,15 +102,11 @@ class FeDecryptor:
         key = client.keys.get(name)
         public = None
         if SCHEMES.get(key.type) is not None and SCHEMES[key.type].base_kind == "master":
-            public = client.keys.public(name, version=version).public_key
+            base = client.keys.public(name, version=version).public_key
+            assert isinstance(base, bytes)  # the raw form, the default
+            public = base
         return cls(key.type, key.curve, functional_key, bounds, public)
 
     def decrypt(self, ciphertext: bytes) -> int | None:
         """The function's value on the ciphertext, or None outside the bounds."""
-        decoded = self.scheme.ciphertext(ciphertext)
-        if self._table is None:
-            lo, hi = self.bounds
-            result: int | None = self.scheme.module.decrypt(self._key, decoded, lo, hi)
-        else:
-            result = self.scheme.module.decrypt(self._table, self._key, decoded)
-        return result
+        return self._decrypt(self.scheme.ciphertext(ciphertext))

@@ -8,11 +8,11 @@ answer that gains a field never breaks a client.
 import base64
 import dataclasses
 import types
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import Any, Generic, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 from cipherd.errors import ProblemError, problem_from
 
@@ -37,9 +37,12 @@ class Key:
     dimension: int | None = None
     curve: str | None = None
     fe_policy: dict[str, Any] | None = None
+    derived: bool = False
+    convergent: bool = False
     state: str | None = None
     deletion_date: datetime | None = None
     deletion_protection: bool | None = None
+    enabled: bool = True
     min_decryption_version: int | None = None
     min_encryption_version: int | None = None
     auto_rotate_seconds: int | None = None
@@ -63,10 +66,36 @@ class KeyPage:
 
 @dataclass(frozen=True)
 class PublicKey:
+    """A key version's public part: bytes in the raw and der forms, text in pem, a dict in
+    jwk."""
+
     name: str
     type: str
     version: int
-    public_key: bytes
+    public_key: bytes | str | dict[str, Any]
+    format: str = "raw"
+
+
+@dataclass(frozen=True)
+class Jwt:
+    """A compact JWS; `key_version` is the version its kid names."""
+
+    jwt: str
+    key_version: int
+
+
+@dataclass(frozen=True)
+class Login:
+    """A login's token: `token` is its secret, shown only this once; `lease_duration` its
+    life in seconds (0: none), `metadata` what the login method noted (the role, the claims
+    a JWT role maps, a certificate's names)."""
+
+    token: str = field(repr=False)
+    accessor: str
+    policies: list[str]
+    lease_duration: int
+    renewable: bool
+    metadata: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -79,6 +108,9 @@ class ExportedKey:
 
 @dataclass(frozen=True)
 class Token:
+    """A token as the service shows it (never the token itself): its id is also its accessor;
+    `identity` is whom it was issued to, e.g. `approle:ci`."""
+
     id: str
     description: str
     keys: list[str]
@@ -86,6 +118,16 @@ class Token:
     created_at: datetime
     expires_at: datetime | None = None
     rate_per_second: float | None = None
+    policies: list[str] = field(default_factory=list)
+    identity: str = ""
+    method: str = ""
+    role: str = ""
+    parent: str | None = None
+    max_expires_at: datetime | None = None
+    renewable: bool = False
+    period_seconds: float | None = None
+    uses_left: int | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -93,6 +135,28 @@ class IssuedToken(Token):
     """A new token: `token` is its secret, shown only this once."""
 
     token: str = ""
+
+
+@dataclass(frozen=True)
+class PolicyRule:
+    """Operations on the keys whose names match one of `keys` (glob patterns)."""
+
+    keys: list[str]
+    operations: list[str]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A named policy at its version: key rules and admin operations (`tokens`, `policies`,
+    `auth`, `audit`, `backup`, `sys`)."""
+
+    name: str
+    version: int
+    description: str = ""
+    rules: list[PolicyRule] = field(default_factory=list)
+    admin: list[str] = field(default_factory=list)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -137,13 +201,6 @@ class Hmac:
 class FunctionalKey:
     functional_key: bytes
     key_version: int
-
-
-@dataclass(frozen=True)
-class FeResult:
-    """An FE decryption: the value, or None when it lies outside the bounds searched."""
-
-    result: int | None
 
 
 @dataclass(frozen=True)
@@ -195,6 +252,62 @@ class AuditPage:
 
 
 @dataclass(frozen=True)
+class AuditFault:
+    """What does not verify in the audit trail: its chain (None: the trail as a whole), the first
+    record concerned (when it is about one), and what is wrong."""
+
+    chain: str | None
+    seq: int | None
+    problem: str
+
+
+@dataclass(frozen=True)
+class AuditAnchor:
+    """The published state of the trail a verification compared the store with: where it was
+    kept (`file`, `audit-file`, `log`, `hsm`), when it was published, how many chains it holds."""
+
+    source: str
+    time: datetime
+    chains: int
+
+
+@dataclass(frozen=True)
+class AuditVerification:
+    """The service's check of every chain of its audit trail, and of the store against its latest
+    anchor (None when none is kept)."""
+
+    verified: bool
+    records: int
+    chains: int
+    faults: list[AuditFault]
+    anchor: AuditAnchor | None = None
+
+
+@dataclass(frozen=True)
+class SecretId:
+    """An AppRole secret id: `secret_id` is the secret, shown only this once; `accessor`
+    names it. `num_uses` 0: any number; `ttl` 0: no end."""
+
+    secret_id: str
+    accessor: str
+    num_uses: int
+    ttl: int
+
+
+@dataclass(frozen=True)
+class WrapInfo:
+    """A response-wrapping token (Vault's `wrap_info`): `token` redeems the wrapped answer
+    once (`client.sys.unwrap`) within `ttl` seconds."""
+
+    token: str
+    accessor: str
+    ttl: int
+    creation_time: datetime
+    creation_path: str
+    wrapped_accessor: str = ""
+
+
+@dataclass(frozen=True)
 class Streamed:
     """A raw-form call streamed into a file: the key version used and the bytes written."""
 
@@ -213,8 +326,7 @@ class BatchItem(Generic[ResultT]):
         """The result, or the item's problem raised."""
         if self.error is not None:
             raise self.error
-        assert self.result is not None
-        return self.result
+        return cast(ResultT, self.result)
 
 
 def decode(cls: type[T], data: Any) -> T:
@@ -224,16 +336,16 @@ def decode(cls: type[T], data: Any) -> T:
 
 
 def decode_batch(
-    cls: type[T], answer: Mapping[str, Any], request_id: str | None
+    decode: Callable[[Any], T], answer: Mapping[str, Any], request_id: str | None
 ) -> list[BatchItem[T]]:
-    """A batch answer (`{"results": [...]}`) item by item."""
+    """A batch answer (`{"results": [...]}`) item by item, each result read by `decode`."""
     items: list[BatchItem[T]] = []
     for item in answer["results"]:
         error = item.get("error")
         if error is not None:
             items.append(BatchItem(None, problem_from(error.get("status", 0), error, request_id)))
         else:
-            items.append(BatchItem(decode(cls, item), None))
+            items.append(BatchItem(decode(item), None))
     return items
 
 
@@ -253,7 +365,8 @@ def _convert(hint: Any, value: Any) -> Any:
     if hint is bytes:
         return base64.b64decode(value)
     if hint is datetime:
-        return datetime.fromisoformat(value)
+        # Python 3.10's fromisoformat does not read the "Z" of UTC.
+        return datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
     if origin is list:
         (inner,) = get_args(hint) or (Any,)
         return [_convert(inner, item) for item in value]

@@ -18,6 +18,11 @@ class UnreachableError(CipherdError):
     """The service could not be reached, or the connection broke before an answer came."""
 
 
+class UntrustedCertificate(UnreachableError):
+    """The service's TLS certificate is not one this client trusts (no CA it knows issued it,
+    or it names another host): no request was sent."""
+
+
 class ProblemError(CipherdError):
     """A problem document the service answered with."""
 
@@ -148,6 +153,12 @@ def problem_from(
 ) -> ProblemError:
     """The exception for an answer of `status` whose JSON body is `body` (a problem document,
     or anything else a proxy in between may have answered with)."""
+    if isinstance(body, dict) and isinstance(body.get("errors"), list) and "type" not in body:
+        # Vault's error answer, at Vault's paths (logins, AppRole, response wrapping)
+        detail = "; ".join(str(error) for error in body["errors"]) or f"HTTP {status}"
+        return ProblemError(
+            status, "about:blank", f"HTTP {status}", detail[:500], request_id, None, retry_after
+        )
     if not isinstance(body, dict) or not isinstance(body.get("type"), str):
         detail = body if isinstance(body, str) else "the answer is not a problem document"
         return ProblemError(status, "about:blank", f"HTTP {status}", detail[:500], request_id)

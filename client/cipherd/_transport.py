@@ -10,6 +10,7 @@ import email.utils
 import json
 import os
 import random
+import ssl
 import stat
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
@@ -19,7 +20,7 @@ from typing import IO, Any, Generic, TypeVar
 
 import httpx
 
-from cipherd.errors import TooManyRequests, UnreachableError, problem_from
+from cipherd.errors import TooManyRequests, UnreachableError, UntrustedCertificate, problem_from
 
 T = TypeVar("T")
 
@@ -28,6 +29,8 @@ CHUNK = 1 << 20  # bytes read from a source, and written to a sink, at a time
 RETRY_STATUSES = frozenset({429, 503})
 
 Source = bytes | IO[bytes] | Iterable[bytes] | AsyncIterable[bytes]
+# Called as a request body goes: the bytes sent so far, and the body's length when known.
+Progress = Callable[[int, int | None], None]
 
 
 @dataclass(frozen=True)
@@ -109,9 +112,7 @@ class Settings:
         return options
 
 
-def _ssl_context(ca_file: str) -> Any:
-    import ssl
-
+def _ssl_context(ca_file: str) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=ca_file)
 
 
@@ -121,7 +122,7 @@ class Call(Generic[T]):
 
     `read` gets the answer (its body already read, unless `sink` is set: then the body has gone
     into `sink` and `read` gets the answer and the length written). Only `idempotent` calls are
-    retried.
+    retried. `progress` hears of the body `content` as it is sent.
     """
 
     method: str
@@ -134,6 +135,7 @@ class Call(Generic[T]):
     sink: IO[bytes] | None = None
     idempotent: bool = False
     headers: dict[str, str] = field(default_factory=dict)
+    progress: Progress | None = None
 
     def request_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"headers": dict(self.headers)}
@@ -181,42 +183,65 @@ def raise_for_problem(answer: httpx.Response) -> None:
     raise problem
 
 
-def _sync_chunks(source: Source) -> Iterator[bytes]:
+def _sync_chunks(call: Call[Any]) -> Iterator[bytes]:
+    source = call.content
     if isinstance(source, bytes):
-        yield source
+        chunks: Iterable[bytes] = [source]
     elif hasattr(source, "read"):
-        while chunk := source.read(CHUNK):
-            yield chunk
+        chunks = iter(lambda: source.read(CHUNK), b"")  # type: ignore[union-attr]
     else:
-        yield from source  # type: ignore[misc]
+        chunks = source  # type: ignore[assignment]
+    sent = 0
+    for chunk in chunks:
+        yield chunk
+        sent += len(chunk)
+        if call.progress is not None:
+            call.progress(sent, call.content_length)
 
 
-async def _async_chunks(source: Source) -> AsyncIterator[bytes]:
-    if isinstance(source, AsyncIterable):
-        async for chunk in source:
+async def _async_chunks(call: Call[Any]) -> AsyncIterator[bytes]:
+    if not isinstance(call.content, AsyncIterable):
+        for chunk in _sync_chunks(call):
             yield chunk
-    else:
-        for chunk in _sync_chunks(source):
-            yield chunk
+        return
+    sent = 0
+    async for chunk in call.content:
+        yield chunk
+        sent += len(chunk)
+        if call.progress is not None:
+            call.progress(sent, call.content_length)
 
 
 def content_length(source: Source) -> int | None:
-    """The length of a source whose length can be known without reading it."""
+    """The length of a source whose length can be known without reading it: bytes, a regular
+    file or an in-memory one, from its position on."""
     if isinstance(source, bytes):
         return len(source)
-    fileno = getattr(source, "fileno", None)
-    if fileno is not None:
-        try:
-            status = os.fstat(fileno())
-            position: int = source.tell()  # type: ignore[union-attr]
-        except (OSError, ValueError):
-            return None
-        if stat.S_ISREG(status.st_mode):
-            return status.st_size - position
-    return None
+    seekable = getattr(source, "seekable", None)
+    if seekable is None or not seekable():
+        return None
+    file: IO[bytes] = source  # type: ignore[assignment]
+    try:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return None  # a device may seek and still have no end
+    except (OSError, ValueError):
+        pass  # no file descriptor: in memory (io.BytesIO)
+    position = file.tell()
+    end = file.seek(0, os.SEEK_END)
+    file.seek(position)
+    return end - position
 
 
 def _unreachable(settings: Settings, error: httpx.TransportError) -> UnreachableError:
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, ssl.SSLCertVerificationError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is not None:
+        reason = cause.verify_message or str(cause)
+        return UntrustedCertificate(
+            f"the TLS certificate of {settings.address} is not trusted ({reason}): give the "
+            "certificate of the CA that issued it (ca_file, CIPHERD_CA_FILE)"
+        )
     return UnreachableError(f"cannot reach {settings.address}: {error}")
 
 
@@ -252,7 +277,7 @@ def send_sync(client: httpx.Client, settings: Settings, call: Call[T]) -> T:
         options = call.request_options()
         if call.content is not None:
             rewind()
-            options["content"] = _sync_chunks(call.content)
+            options["content"] = _sync_chunks(call)
         answered = False
         try:
             with client.stream(call.method, call.path, **options) as answer:
@@ -290,7 +315,7 @@ async def send_async(client: httpx.AsyncClient, settings: Settings, call: Call[T
         options = call.request_options()
         if call.content is not None:
             rewind()
-            options["content"] = _async_chunks(call.content)
+            options["content"] = _async_chunks(call)
         answered = False
         try:
             async with client.stream(call.method, call.path, **options) as answer:

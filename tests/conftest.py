@@ -18,6 +18,9 @@ ADMIN_TOKEN = "test-admin-" + secrets.token_urlsafe(16)
 POSTGRES_URL = os.environ.get(
     "CIPHERD_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
+# The key-store backends a suite runs on: PostgreSQL's run is marked, so that
+# `-m "not postgres"` runs the rest where there is no server.
+STORES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture

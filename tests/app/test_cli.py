@@ -4,11 +4,13 @@ import base64
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 from fastapi.testclient import TestClient
@@ -16,6 +18,7 @@ from fastapi.testclient import TestClient
 from app.cli import main
 from app.settings import get_settings
 from tests.e2e.server import serve_process
+from tests.e2e.terminal import on_a_terminal, read_until
 
 
 @pytest.fixture
@@ -145,7 +148,7 @@ def test_serve_arguments_are_checked_before_anything_starts(
         ["local", "keys", "create", "orders", "aez"],
         ["local", "tokens", "list"],
         ["keyring", "status"],
-        ["audit", "verify"],
+        ["local", "audit", "verify"],
     ],
 )
 def test_commands_on_the_store_refuse_a_directory_without_one(
@@ -173,6 +176,20 @@ def test_tokens(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "local", "tokens", "list") == []
     with pytest.raises(SystemExit, match="no token"):
         main(["local", "tokens", "revoke", issued["id"]])
+
+
+def test_the_admin_token_rotates(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from app.ops.auth import hash_token
+    from app.server.bootstrap import open_configured_store
+
+    first = run(capsys, "admin-token", "rotate")["admin_token"]
+    second = run(capsys, "admin-token", "rotate")["admin_token"]
+    assert first.startswith("cda_") and first != second
+    store = open_configured_store(get_settings())
+    try:
+        assert store.auth_state.read().admin_token_hash == hash_token(second)
+    finally:
+        store.close()
 
 
 def test_openapi_dump(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -239,6 +256,15 @@ def test_serve_names_a_file_it_cannot_use(tmp_path: Path) -> None:
     assert f"cannot open the SQLite store {garbage}: file is not a database" in refusal
 
 
+def test_serve_refuses_a_root_key_file_others_may_read(tmp_path: Path) -> None:
+    root_key = tmp_path / "root-key"
+    root_key.write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
+    root_key.chmod(0o644)
+    refusal = _refused_serve(tmp_path / "data", {"CIPHERD_ROOT_KEY_FILE": str(root_key)})
+    assert f"the root key file {root_key} is open to its group or others (mode 0644)" in refusal
+    assert root_key.read_text().strip() not in refusal
+
+
 def _refused_serve(data_dir: Path, environment: dict[str, str]) -> str:
     """What `cipherd serve` says when it refuses to start: one line, exit status 1."""
     # A real process: were the check missing, `serve` would start and the timeout would fail.
@@ -262,3 +288,76 @@ def test_a_reader_that_leaves_early_is_no_error(data_dir: Path) -> None:
     os.close(write_end)
     assert finished.returncode == 1
     assert finished.stderr == b""
+
+
+def test_the_client_lists_the_services_key_types_and_operations() -> None:
+    """The command's help and completion name the service's key types and token operations:
+    a type or operation added to the service joins the client's lists."""
+    from app.ops.auth import Operation
+    from app.ops.keytypes import KEY_TYPES
+    from cipherd._declare import KEY_TYPES as CLIENT_KEY_TYPES
+    from cipherd._declare import OPERATIONS
+
+    assert sorted(CLIENT_KEY_TYPES) == sorted(KEY_TYPES)
+    assert sorted(OPERATIONS) == sorted(Operation)
+
+
+@pytest.mark.parametrize("token_from_env", [False, True], ids=["token-file", "token-in-env"])
+def test_serve_on_a_terminal_says_how_to_start(tmp_path: Path, token_from_env: bool) -> None:
+    """The address (the real port, asked for 0), /docs, where the admin token is, and an export
+    line that works as pasted; the served document names the same address."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CIPHERD_")}
+    env["CIPHERD_DATA_DIR"] = str(tmp_path / "var")
+    if token_from_env:
+        env["CIPHERD_ADMIN_TOKEN"] = "terminal-admin-" + "x" * 16
+    command = [sys.executable, "-m", "app", "serve", "--port", "0"]
+    process, controller = on_a_terminal(command, env, tmp_path)
+    try:
+        shown = read_until(controller, r"export CIPHERD_ADDR=(\S+) CIPHERD_TOKEN=(.+?)\r?\n")
+        address, token = shown.group(1), shown.group(2)
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", address) and not address.endswith(":0")
+        text = shown.string
+        assert f"listening on {address} (1 worker)" in text and f"{address}/docs" in text
+        if token_from_env:
+            assert token == '"$CIPHERD_ADMIN_TOKEN"' and "x" * 16 not in text
+        else:
+            assert "the admin token: in var/admin-token" in text
+            assert token == "$(cat var/admin-token)"
+        cipherd = Path(sys.executable).parent / "cipherd"
+        line = f"export CIPHERD_ADDR={address} CIPHERD_TOKEN={token}; {cipherd} sys ready"
+        # Printed once the address takes connections: the line works at once.
+        ready = subprocess.run(
+            ["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert ready.returncode == 0, ready.stderr
+        served = httpx.get(f"{address}/openapi.json", timeout=10).json()
+        assert served["servers"][0]["url"] == address
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+        os.close(controller)
+
+
+def test_serve_off_a_terminal_prints_no_welcome(tmp_path: Path) -> None:
+    served = serve_process(tmp_path / "data", 0)
+    try:
+        output, _ = served.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        served.terminate()
+        output, _ = served.communicate(timeout=30)
+    assert "export CIPHERD_ADDR" not in output and "listening on" not in output
+
+
+def test_one_version_for_the_service_and_its_client() -> None:
+    """client/VERSION is the version of both distributions, of `cipherd --version` and of the
+    OpenAPI document."""
+    from importlib.metadata import version
+
+    import cipherd
+    from app import __version__
+
+    written = (Path(__file__).parents[2] / "client" / "VERSION").read_text().strip()
+    assert version("cipherd") == version("cipherd-client") == written
+    assert cipherd.__version__ == __version__ == written
+    shown = subprocess.run([sys.executable, "-m", "app", "--version"], capture_output=True)
+    assert shown.stdout.decode() == f"cipherd {written}\n"

@@ -1,10 +1,10 @@
 """The Docker image, built from the repository's Dockerfile and run with podman.
 
 No Docker engine or image registry is reachable here: `../shared/containers/local-base-images.sh`
-installs podman and makes a local stand-in for `python:3.12-slim` (see "Docker" in README.md).
-The image is built unchanged and run as the README tells users to run it, with the host network
-and a free port. The compose file cannot be brought up (postgres:16 cannot be pulled), so it is
-validated with podman-compose and its cipherd service settings are run against the host's
+installs podman and makes a local stand-in for `python:3.12-slim` (see docs/operations/docker.md).
+The image is built unchanged and run as the documentation tells users to run it, with the host
+network and a free port. The compose file cannot be brought up (postgres:16 cannot be pulled), so
+it is validated with podman-compose and its cipherd service settings are run against the host's
 PostgreSQL instead.
 """
 
@@ -29,12 +29,17 @@ import psycopg
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+from tests.e2e.server import wait_for
+
+# One process runs the module, so that the image (a session fixture) is built once, not once
+# per test process.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("docker")]
 
 REPO = Path(__file__).resolve().parents[2]
 PREPARE = REPO.parent / "shared" / "containers" / "local-base-images.sh"
 COMPOSE_FILE = REPO / "docker" / "compose.yaml"
-IMAGE = "cipherd-test"
+# A tag of one's own where several checkouts build on one machine.
+IMAGE = os.environ.get("CIPHERD_TEST_IMAGE", "cipherd-test")
 UID = "10001"
 POSTGRES_URL = os.environ.get(
     "CIPHERD_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -128,8 +133,8 @@ def running(
     serve_args: tuple[str, ...] = (),
     port_in_one_word: bool = False,
 ) -> Iterator[Container]:
-    """`podman run --init --network=host IMAGE --port P [serve_args]`, as in the README (or
-    `--port=P`); removed afterwards."""
+    """`podman run --init --network=host IMAGE --port P [serve_args]`, as in
+    docs/operations/docker.md (or `--port=P`); removed afterwards."""
     token = token or "docker-admin-" + secrets.token_urlsafe(16)
     port = free_port()
     name = f"cipherd-test-{secrets.token_hex(4)}"
@@ -311,11 +316,16 @@ def test_two_workers_serve_and_stop_cleanly(image: str, volume: str) -> None:
         create_key(client, "both", "ecies-secp256k1")
         message = os.urandom(100)
         assert ecies_decrypt(client, "both", ecies_encrypt(client, "both", message)) == message
-        listening = podman("exec", container.name, "cat", "/proc/net/tcp", "/proc/net/tcp6")
         port = int(container.url.rsplit(":", 1)[1])
-        states = [line.split() for line in listening.stdout.splitlines() if ":" in line]
-        listeners = [f for f in states if f[1].endswith(f":{port:04X}") and f[3] == "0A"]
-        assert len(listeners) == 2, listeners
+
+        def listeners() -> int:
+            """Sockets listening on the port inside the container: the first worker answers
+            before the second has bound its own, so this is waited for, not read once."""
+            tcp = podman("exec", container.name, "cat", "/proc/net/tcp", "/proc/net/tcp6")
+            states = [line.split() for line in tcp.stdout.splitlines() if ":" in line]
+            return sum(1 for f in states if f[1].endswith(f":{port:04X}") and f[3] == "0A")
+
+        wait_for(lambda: listeners() == 2, 60, "a listening socket for each worker")
         podman("stop", "--time", "10", container.name)
         assert container.inspect("{{.State.ExitCode}}") == "0"
         logs = podman("logs", container.name)

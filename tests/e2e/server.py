@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +68,16 @@ def is_running(pid: int) -> bool:
         return _stat_fields(pid)[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def wait_for(check: Callable[[], object], seconds: float = 30, what: str = "the condition") -> None:
+    """Return once `check()` is true; AssertionError naming `what` after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{what}: not within {seconds} s")
 
 
 class ServerError(RuntimeError):
@@ -157,8 +167,10 @@ def start(
     port: int | None = None,
     args: Sequence[str] = (),
     client_options: Mapping[str, object] | None = None,
+    ready: bool = True,
 ) -> Server:
-    """Start `cipherd serve` on a free loopback port and wait until it is ready.
+    """Start `cipherd serve` on a free loopback port and wait until it is ready (or, with
+    `ready` False, for a server meant not to be, until it is alive).
 
     `env` adds or overrides CIPHERD_* settings; without CIPHERD_ADMIN_TOKEN in it the server
     generates one into the data directory and this reads it from there. `args` go to `serve`;
@@ -183,7 +195,7 @@ def start(
         url, "", process, data_dir, log_path, command, full_env, dict(client_options or {})
     )
     try:
-        _wait_ready(server, workers_count)
+        _wait_ready(server, workers_count, "/readyz" if ready else "/healthz")
     except BaseException:
         server.kill()
         raise
@@ -208,13 +220,13 @@ def restart(server: Server) -> Server:
     )
 
 
-def _wait_ready(server: Server, workers_count: int) -> None:
+def _wait_ready(server: Server, workers_count: int, path: str = "/readyz") -> None:
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise ServerError(f"server exited with {server.process.returncode}: {_tail(server)}")
         try:
-            answer = httpx.get(f"{server.url}/readyz", timeout=1, **server.client_options)  # type: ignore[arg-type]
+            answer = httpx.get(f"{server.url}{path}", timeout=1, **server.client_options)  # type: ignore[arg-type]
             ready = answer.status_code == 200
         except httpx.HTTPError:
             ready = False

@@ -185,7 +185,9 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
 def test_row5_a_pattern_outside_the_grammar_is_refused_at_creation(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
@@ -634,7 +636,9 @@ def _row7_servers(tmp_path: Path, backend: str, env: dict[str, str]) -> Iterator
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
 def test_row7_no_worker_encrypts_with_a_deleted_keys_material(tmp_path: Path, backend: str) -> None:
     """Two workers (SQLite) or two replicas (PostgreSQL) encrypt with a key over eight
     connections while it is deleted (no window), destroyed and made again, three times. No
@@ -867,3 +871,59 @@ def test_row12_failed_authentications_and_token_rates_are_throttled(tmp_path: Pa
         metrics = admin.get("/metrics").text
     assert _metric(metrics, "cipherd_refused_total", 'reason="auth-throttle"') == statuses[429]
     assert _metric(metrics, "cipherd_refused_total", 'reason="token-rate"') == limited
+
+
+def _forged_failures(server: Server, count: int) -> tuple[list[int], set[str]]:
+    """`count` requests with a wrong token, each claiming another X-Forwarded-For: their
+    statuses, and the clients the audit trail recorded for them."""
+    statuses = []
+    with httpx.Client(base_url=server.url, timeout=30) as guesser:
+        for index in range(count):
+            headers = {
+                "Authorization": f"Bearer cdt_{secrets.token_urlsafe(32)}",
+                "X-Forwarded-For": f"203.0.113.{index + 1}",
+            }
+            statuses.append(guesser.get("/v1/keys/row16", headers=headers).status_code)
+    with server.client() as admin:
+        records = admin.get("/v1/audit", params={"key": "row16", "limit": 1000}).json()
+    return statuses, {record["client"] for record in records["records"]}
+
+
+def test_row16_forwarded_headers_are_believed_only_from_the_proxies_named(
+    tmp_path: Path,
+) -> None:
+    """uvicorn believes X-Forwarded-For from 127.0.0.1 unless told otherwise: a local guesser
+    that claimed a new address with every request was never throttled, and the audit trail
+    recorded the addresses it made up. Without CIPHERD_TRUSTED_PROXIES the header is ignored;
+    with the proxy named, the address it gives is the client's."""
+    burst = {"CIPHERD_AUTH_FAILURES_BURST": "5", "CIPHERD_AUTH_FAILURES_PER_SECOND": "0.01"}
+    with running(tmp_path / "direct", env=burst) as direct:
+        statuses, clients = _forged_failures(direct, 10)
+    assert statuses == [401] * 5 + [429] * 5
+    assert clients == {"127.0.0.1"}
+
+    behind = {**burst, "CIPHERD_TRUSTED_PROXIES": "127.0.0.1, ::1"}
+    with running(tmp_path / "proxied", env=behind) as proxied:
+        statuses, clients = _forged_failures(proxied, 10)
+    assert statuses == [401] * 10  # ten addresses, one failure each
+    assert clients == {f"203.0.113.{index + 1}" for index in range(10)}
+
+
+def test_row17_a_tokens_rate_counts_the_items_of_a_batch(tmp_path: Path) -> None:
+    """A token with a rate of 5 requests a second sent 1,000-item batches, each counted as one
+    request. Now a batch of 20 takes the whole second's worth and leaves the token owing 15:
+    the next request waits for them (429 with Retry-After)."""
+    with running(tmp_path / "data") as started, started.client() as admin:
+        assert admin.post("/v1/keys", json={"name": "row17", "type": "aez"}).status_code == 201
+        issued = admin.post(
+            "/v1/tokens", json={"keys": ["row17"], "operations": ["encrypt"], "rate_per_second": 5}
+        ).json()
+        items = [{"plaintext": "aGk="}] * 20
+        with started.client(issued["token"]) as rated:
+            answer = rated.post("/v1/aez/row17/encrypt/batch", json={"items": items})
+            assert answer.status_code == 200 and len(answer.json()["results"]) == 20
+            refused = rated.post("/v1/aez/row17/encrypt", json={"plaintext": "aGk="})
+            assert refused.status_code == 429
+            assert refused.json()["type"] == PROBLEM + "rate-limited"
+            # 15 owed and 1 to take, at 5 a second (less what was earned since: under 3 s)
+            assert int(refused.headers["retry-after"]) >= 1

@@ -1,6 +1,6 @@
 """The audit journal survives a crash: records that a SIGKILLed server wrote but had not moved
 into the store (the store's audit table was out of reach) reach it afterwards, from the journal
-the dead process left, through `cipherd audit verify`, and so does the next server."""
+the dead process left, through `cipherd local audit verify`, and so does the next server."""
 
 import base64
 import json
@@ -67,11 +67,11 @@ def test_a_killed_servers_journal_reaches_the_store(tmp_path: Path) -> None:
     assert len(journals[0].read_bytes().splitlines()) >= REQUESTS
     _sql(server.data_dir, "ALTER TABLE audit_away RENAME TO audit")
 
-    verified = _cli(server, "audit", "verify")
+    verified = _cli(server, "local", "audit", "verify")
     assert verified.returncode == 0, verified.stderr
     assert json.loads(verified.stdout)["records"] == REQUESTS + 1  # and the key's creation
     assert list((server.data_dir / "audit-journal").iterdir()) == []  # moved, then removed
-    listed = json.loads(_cli(server, "audit", "list", "--operation", "aez_encrypt").stdout)
+    listed = json.loads(_cli(server, "local", "audit", "list", "--operation", "aez_encrypt").stdout)
     assert [r["request_id"] for r in listed["records"]] == ids
 
 
@@ -92,5 +92,5 @@ def test_the_next_server_moves_a_dead_ones_journal(tmp_path: Path) -> None:
         assert [r["request_id"] for r in records["records"]] == ids
     finally:
         server.stop()
-    verified = _cli(server, "audit", "verify")
+    verified = _cli(server, "local", "audit", "verify")
     assert verified.returncode == 0, verified.stderr

@@ -1,6 +1,7 @@
-"""Two replicas on one PostgreSQL write one audit trail: each its own chain, one `cipherd audit
-verify` over both. A replica's records reach the shared table moments after their answers (from
-its journal): a listing on another replica finds them soon, not at once."""
+"""Two replicas on one PostgreSQL write one audit trail: each its own chain, one `cipherd local
+audit verify` over both, against every chain's anchor in the directory they share. A replica's
+records reach the shared table moments after their answers (from its journal): a listing on
+another replica finds them soon, not at once."""
 
 import base64
 import json
@@ -23,6 +24,7 @@ def test_records_of_both_replicas_verify_together(tmp_path: Path, postgres_url: 
         "CIPHERD_DATABASE_URL": postgres_url,
         "CIPHERD_ROOT_KEY": base64.b64encode(secrets.token_bytes(32)).decode(),
         "CIPHERD_ADMIN_TOKEN": "replica-admin-" + secrets.token_urlsafe(16),
+        "CIPHERD_AUDIT_ANCHOR_DIR": str(tmp_path / "anchors"),
     }
     with (
         running(tmp_path / "a", env=env, workers_count=2) as first,
@@ -48,11 +50,14 @@ def test_records_of_both_replicas_verify_together(tmp_path: Path, postgres_url: 
     cli_env = {k: v for k, v in os.environ.items() if not k.startswith("CIPHERD_")}
     cli_env |= env | {"CIPHERD_DATA_DIR": str(tmp_path / "cli")}
     verified = subprocess.run(
-        [sys.executable, "-m", "app", "audit", "verify"],
+        [sys.executable, "-m", "app", "local", "audit", "verify"],
         env=cli_env,
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert verified.returncode == 0, verified.stderr
-    assert json.loads(verified.stdout)["records"] == 43 + listings  # and the last listing
+    report = json.loads(verified.stdout)
+    assert report["records"] == 43 + listings  # and the last listing
+    # Every chain anchored (the register of chains aside), both replicas' found.
+    assert report["anchor"]["chains"] == report["chains"] - 1 >= 2

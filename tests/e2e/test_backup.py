@@ -14,6 +14,7 @@ import pytest
 from ecies.keys import PrivateKey
 
 from core import aez
+from tests.app.routers.backup_documents import FORGER, document, fe_version, seal
 from tests.e2e import server as e2e
 
 
@@ -23,13 +24,17 @@ def b64(data: bytes) -> str:
 
 @pytest.fixture
 def instances(tmp_path: Path) -> Iterator[tuple[e2e.Server, e2e.Server]]:
+    """Two instances with their own root keys; B takes the backups A signs, and those signed
+    by the key the tests make forgeries with."""
     roots = [b64(secrets.token_bytes(32)) for _ in range(2)]
     assert roots[0] != roots[1]
-    with (
-        e2e.running(tmp_path / "a", env={"CIPHERD_ROOT_KEY": roots[0]}) as a,
-        e2e.running(tmp_path / "b", env={"CIPHERD_ROOT_KEY": roots[1]}) as b,
-    ):
-        yield a, b
+    with e2e.running(tmp_path / "a", env={"CIPHERD_ROOT_KEY": roots[0]}) as a:
+        with a.client() as on_a:
+            signer = on_a.get("/v1/sys/wrapping-key").json()["signing_key"]
+        signers = f"{signer},{b64(FORGER.public)}"
+        env = {"CIPHERD_ROOT_KEY": roots[1], "CIPHERD_BACKUP_SIGNERS": signers}
+        with e2e.running(tmp_path / "b", env=env) as b:
+            yield a, b
 
 
 def _wrapping_key(http: httpx.Client) -> bytes:
@@ -242,3 +247,28 @@ def test_signing_and_hmac_keys_travel_by_backup_and_byok(
         answer = on_b.post("/v1/hmac/mac", json={"message": b64(b"m")}).json()
         expected = hmac.digest(mac_key, b"m", "sha256")
         assert base64.b64decode(answer["hmac"]) == b"cipherd:v1:" + expected
+
+
+def test_a_forged_backup_is_refused_and_the_listing_still_answers(
+    instances: tuple[e2e.Server, e2e.Server],
+) -> None:
+    """A backup of an FE key whose fe_policy is not a policy, from a signer B trusts: once, it
+    was stored, and every `GET /v1/keys` after it answered 500."""
+    _, b = instances
+    with b.client() as on_b:
+        recipient = _wrapping_key(on_b)
+        key = {
+            "name": "fe",
+            "type": "ipfe-opt",
+            "dimension": 3,
+            "curve": "bls12-381",
+            "allow_backup": True,
+            "fe_policy": {"max_rank": {"$gt": 0}},
+        }
+        forged = document(recipient, key=key, versions=[fe_version(3)])
+        answer = on_b.post("/v1/keys/import", json={"backup": seal(forged, recipient)})
+        assert answer.status_code == 422, answer.text
+        assert "fe_policy" in answer.json()["detail"]
+        listing = on_b.get("/v1/keys")
+        assert listing.status_code == 200 and listing.json()["keys"] == []
+        assert on_b.get("/v1/keys/fe").status_code == 404

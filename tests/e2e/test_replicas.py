@@ -2,10 +2,13 @@
 
 Both take the root key and the admin token from the environment and share nothing but the
 database: a key made on one must work on the other, a rotation must reach the other within
-CIPHERD_KEY_CACHE_SECONDS, and rotations racing on both must all land as distinct versions.
+CIPHERD_KEY_CACHE_SECONDS, a change that narrows tokens from the next request (with
+CIPHERD_AUTH_CHECK_SECONDS set, within it, and the replica that made it at once), and rotations
+racing on both must all land as distinct versions.
 """
 
 import base64
+import json
 import os
 import secrets
 import time
@@ -17,11 +20,14 @@ import httpx
 import pytest
 
 from core import ecies
+from tests.e2e.kms import Credentials, credentials, signed_post
 from tests.e2e.server import Server, running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
 KEY_CACHE_SECONDS = 1.0
+# The default (0: the auth generation read for every request), and a bound an operator may set.
+AUTH_CHECKS = pytest.mark.parametrize("replicas", [0.0, 0.5], indirect=True, ids=["read", "0.5s"])
 # What a request may add to the cache bound on a loaded 2-core machine.
 REQUEST_SLACK_SECONDS = 0.5
 
@@ -31,12 +37,18 @@ def b64(data: bytes) -> str:
 
 
 @pytest.fixture
-def replicas(tmp_path: Path, postgres_url: str) -> Iterator[tuple[Server, Server]]:
+def replicas(
+    request: pytest.FixtureRequest, tmp_path: Path, postgres_url: str
+) -> Iterator[tuple[Server, Server]]:
+    auth_check_seconds = getattr(request, "param", 0.0)
     env = {
         "CIPHERD_DATABASE_URL": postgres_url,
         "CIPHERD_ROOT_KEY": b64(secrets.token_bytes(32)),
         "CIPHERD_ADMIN_TOKEN": "replica-admin-" + secrets.token_urlsafe(16),
         "CIPHERD_KEY_CACHE_SECONDS": str(KEY_CACHE_SECONDS),
+        "CIPHERD_AUTH_CHECK_SECONDS": str(auth_check_seconds),
+        # Long: a change that narrows a token must not wait for it.
+        "CIPHERD_TOKEN_CACHE_SECONDS": "600",
     }
     with (
         running(tmp_path / "a", env=env) as first,
@@ -160,3 +172,97 @@ def test_concurrent_rotations_on_both_replicas_give_consecutive_versions(
             assert opened.status_code == 200, opened.text
             assert base64.b64decode(opened.json()["plaintext"]) == plaintext
         assert len(publics) == rotations + 1
+
+
+def answers_within(
+    bound: float, server: Server, token: str | None, path: str, expected: int
+) -> bool:
+    """Whether `server` answers `expected` to `token` (None: the admin token) at `path` (an
+    encryption of a few bytes, or a GET): with CIPHERD_AUTH_CHECK_SECONDS at `bound` 0, to the
+    first request; above 0, within the bound and the slack."""
+    deadline = time.monotonic() + bound + REQUEST_SLACK_SECONDS if bound else 0.0
+    with server.client(token) as client:
+        while True:
+            if path.endswith("/encrypt"):
+                response = client.post(path, json={"plaintext": b64(b"order")})
+            else:
+                response = client.get(path)
+            if response.status_code == expected:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+
+
+@AUTH_CHECKS
+def test_a_policy_change_narrows_every_token_that_carries_it_on_both(
+    replicas: tuple[Server, Server], request: pytest.FixtureRequest
+) -> None:
+    """With a long token cache, a policy narrowed (then deleted) through one replica refuses
+    the tokens that carry it on their very next request to that replica, and on the other from
+    its next request too (with CIPHERD_AUTH_CHECK_SECONDS set, within it); a revocation and a
+    rotated admin token the same."""
+    a, b = replicas
+    bound = request.node.callspec.params["replicas"]
+    encrypt = "/v1/aead/orders-1/encrypt"
+    with a.client() as on_a, b.client() as on_b:
+        create_key(on_a, "orders-1", "aes256-gcm")
+        rules = [{"keys": ["orders-*"], "operations": ["encrypt", "decrypt"]}]
+        assert on_a.post("/v1/policies/checkout", json={"rules": rules}).status_code == 200
+        made = on_a.post("/v1/tokens", json={"policies": ["checkout"]})
+        assert made.status_code == 201, made.text
+        token = made.json()["token"]
+        body = {"plaintext": b64(b"order")}
+        for server in (a, b):  # each caches the token and the policy
+            with server.client(token) as user:
+                assert user.post(encrypt, json=body).status_code == 200
+        narrowed = [{"keys": ["orders-*"], "operations": ["decrypt"]}]
+        assert on_b.post("/v1/policies/checkout", json={"rules": narrowed}).status_code == 200
+        with b.client(token) as user:
+            refused = user.post(encrypt, json=body)
+            assert refused.status_code == 403, refused.text
+        assert answers_within(bound, a, token, encrypt, 403)
+        assert on_a.post("/v1/policies/checkout", json={"rules": rules}).status_code == 200
+        with a.client(token) as user:
+            assert user.post(encrypt, json=body).status_code == 200
+        assert answers_within(bound, b, token, encrypt, 200)
+        assert on_a.delete(f"/v1/tokens/{made.json()['id']}").status_code == 204
+        with a.client(token) as user:
+            assert user.post(encrypt, json=body).status_code == 401
+        assert answers_within(bound, b, token, encrypt, 401)
+        rotated = on_a.post("/v1/sys/admin-token/rotate")
+        assert rotated.status_code == 200, rotated.text
+        with a.client() as former:
+            assert former.get("/v1/policies").status_code == 401
+        assert answers_within(bound, b, None, "/v1/policies", 401)
+        for server in (a, b):
+            with server.client(rotated.json()["admin_token"]) as admin:
+                assert admin.get("/v1/policies").status_code == 200
+
+
+def kms_encrypt_status(server: Server, creds: Credentials) -> int:
+    """The status of a KMS Encrypt of a few bytes under `orders-1`, signed with `creds`."""
+    body = json.dumps({"KeyId": "orders-1", "Plaintext": b64(b"order")}).encode()
+    return signed_post(server, creds, "TrentService.Encrypt", body).status_code
+
+
+@AUTH_CHECKS
+def test_a_revoked_tokens_aws_key_pair_is_refused_on_both(
+    replicas: tuple[Server, Server], request: pytest.FixtureRequest
+) -> None:
+    """A KMS request signed with the AWS key pair of a token revoked through one replica is
+    refused by that replica on its next request, and by the other on its next request too (with
+    CIPHERD_AUTH_CHECK_SECONDS set, within it)."""
+    a, b = replicas
+    bound = request.node.callspec.params["replicas"]
+    with a.client() as on_a:
+        create_key(on_a, "orders-1", "aes256-gcm")
+    creds = credentials(a, keys=["orders-*"], operations=["encrypt"])
+    assert kms_encrypt_status(a, creds) == kms_encrypt_status(b, creds) == 200  # both cache it
+    with a.client() as on_a:
+        assert on_a.delete(f"/v1/tokens/{creds.token_id}").status_code == 204
+    assert kms_encrypt_status(a, creds) == 400  # UnrecognizedClientException
+    deadline = time.monotonic() + bound + REQUEST_SLACK_SECONDS if bound else 0.0
+    while kms_encrypt_status(b, creds) != 400:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)

@@ -43,9 +43,12 @@ def test_a_store_made_by_the_previous_layout_starts_and_serves_every_key(tmp_pat
     data = tmp_path / "data"
     data.mkdir()
     shutil.copyfile(LEGACY / "store.sqlite3", data / "cipherd.sqlite3")
+    root_key = tmp_path / "root-key"  # the service takes a root key file private to its user
+    shutil.copyfile(LEGACY / "root-key", root_key)
+    root_key.chmod(0o600)
     expected = json.loads((LEGACY / "expected.json").read_text())
     env = {
-        "CIPHERD_ROOT_KEY_FILE": str(LEGACY / "root-key"),
+        "CIPHERD_ROOT_KEY_FILE": str(root_key),
         "CIPHERD_ADMIN_TOKEN": expected["admin_token"],
     }
     with e2e.running(data, env=env) as server, server.client() as http:
@@ -201,6 +204,8 @@ def test_root_rotation_under_load_on_two_replicas(tmp_path: Path, postgres_url: 
     shutil.copyfile(root_file, old_root)
     new_root = tmp_path / "new-root-key"
     new_root.write_text(b64(secrets.token_bytes(32)) + "\n")
+    for private in (root_file, old_root, new_root):
+        private.chmod(0o600)
     env = {
         "CIPHERD_DATABASE_URL": postgres_url,
         "CIPHERD_ROOT_KEY_FILE": str(root_file),

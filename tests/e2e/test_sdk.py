@@ -17,6 +17,10 @@ from pathlib import Path
 
 import ecies as eciespy
 import pytest
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, mldsa, padding, rsa, utils
+from joserfc import jwt as joserfc_jwt
+from joserfc.jwk import KeySet
 
 import cipherd
 from cipherd.fe_local import FeDecryptor, QfeEncryptor
@@ -102,6 +106,10 @@ def test_keys_and_tokens(client: cipherd.Client, server: Server) -> None:
     assert missing.value.detail and missing.value.request_id
     audit = client.audit.list(key=name, limit=50)
     assert {"keys_create_key", "keys_rotate_key"} <= {r.operation for r in audit.records}
+    verification = client.audit.verify()
+    assert verification.verified and verification.faults == []
+    assert verification.records >= len(audit.records)
+    assert verification.anchor is not None and verification.anchor.source == "file"
 
 
 def test_ecies(client: cipherd.Client) -> None:
@@ -130,13 +138,25 @@ def test_ecies(client: cipherd.Client) -> None:
 
     message = secrets.token_bytes(3 * 1024 * 1024 + 5)
     sealed_file, opened_file = io.BytesIO(), io.BytesIO()
-    streamed = client.ecies.encrypt_stream(name, io.BytesIO(message), sealed_file)
+    sent: list[tuple[int, int | None]] = []
+    streamed = client.ecies.encrypt_stream(
+        name,
+        io.BytesIO(message),
+        sealed_file,
+        progress=lambda done, total: sent.append((done, total)),
+    )
     assert (
         streamed.key_version == 1 and streamed.length == len(PREFIX) + len(message) + 65 + 16 + 16
     )
+    # One report a chunk of the body (1 MiB), of a known length.
+    assert sent == [(min(n << 20, len(message)), len(message)) for n in range(1, 5)]
     chunks = iter([sealed_file.getvalue()[:1000], sealed_file.getvalue()[1000:]])
-    client.ecies.decrypt_stream(name, chunks, opened_file, key_version=1)
+    sent.clear()
+    client.ecies.decrypt_stream(
+        name, chunks, opened_file, key_version=1, progress=lambda d, t: sent.append((d, t))
+    )
     assert opened_file.getvalue() == message
+    assert sent == [(1000, None), (streamed.length, None)]
 
     with pytest.raises(cipherd.DecryptionFailed) as failed:
         client.ecies.decrypt(name, b"\x04" * 100)
@@ -173,6 +193,7 @@ def test_backup_and_bring_your_own_key(client: cipherd.Client) -> None:
     client.keys.create(name, "aez", allow_backup=True)
     sealed = client.aez.encrypt(name, b"kept", nonce=b"n")
     wrapping_key = client.sys.wrapping_key()
+    assert len(client.sys.signing_key()) == 32  # what another instance's signers would name
     backup = client.keys.backup(name, wrapping_key)
     restored = client.keys.import_backup(backup, name=copy)
     assert (restored.name, restored.type, restored.latest_version) == (copy, "aez", 1)
@@ -184,6 +205,60 @@ def test_backup_and_bring_your_own_key(client: cipherd.Client) -> None:
     assert imported.name == own
     outside = eciespy.encrypt(secret.public_key.format(True), b"from elsewhere")
     assert client.ecies.decrypt(own, outside).plaintext == b"from elsewhere"
+
+
+def test_openssl_signing_types_and_jwts(client: cipherd.Client) -> None:
+    """ECDSA on P-256, RSA and ML-DSA through the SDK, checked by pyca/cryptography with the
+    key from `keys.public(format="der")`; a JWT checked by joserfc against `keys.jwks`."""
+    signer = _name("sdk-p256")
+    client.keys.create(signer, "ecdsa-p256")
+    der = client.keys.public(signer, format="der")
+    assert der.format == "der" and isinstance(der.public_key, bytes)
+    public = serialization.load_der_public_key(der.public_key)
+    assert isinstance(public, ec.EllipticCurvePublicKey)
+    signed = client.signatures.sign(signer, b"m", format="compact", envelope=False)
+    r, s = int.from_bytes(signed.signature[:32]), int.from_bytes(signed.signature[32:])
+    public.verify(utils.encode_dss_signature(r, s), b"m", ec.ECDSA(hashes.SHA256()))
+    assert client.signatures.sign(signer, b"m").signature.startswith(PREFIX)
+    mine = ec.generate_private_key(ec.SECP256R1())
+    theirs = mine.sign(b"m", ec.ECDSA(hashes.SHA256()))
+    spki = mine.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    assert client.signatures.verify_with_public_key("ecdsa-p256", spki, b"m", theirs)
+    assert not client.signatures.verify(signer, b"m", theirs)
+
+    rsa_key = _name("sdk-rsa")
+    client.keys.create(rsa_key, "rsa-2048")
+    rsa_public = client.keys.public(rsa_key).public_key  # der: RSA has no raw form
+    assert isinstance(rsa_public, bytes)
+    pkcs1 = client.signatures.sign(rsa_key, b"m", padding="pkcs1v15", envelope=False).signature
+    loaded = serialization.load_der_public_key(rsa_public)
+    assert isinstance(loaded, rsa.RSAPublicKey)
+    loaded.verify(pkcs1, b"m", padding.PKCS1v15(), hashes.SHA256())
+    assert client.signatures.verify(rsa_key, b"m", pkcs1, padding="pkcs1v15")
+
+    pq = _name("sdk-mldsa")
+    client.keys.create(pq, "ml-dsa-65")
+    raw = client.keys.public(pq).public_key
+    assert isinstance(raw, bytes)
+    hasher = mldsa.MLDSAMuHasher(mldsa.MLDSA65PublicKey.from_public_bytes(raw))
+    hasher.update(b"a large file, hashed where it is")
+    mu = hasher.finalize()
+    on_mu = client.signatures.sign(pq, mu, mu=True, envelope=False).signature
+    mldsa.MLDSA65PublicKey.from_public_bytes(raw).verify(on_mu, b"a large file, hashed where it is")
+    assert client.signatures.verify(pq, mu, on_mu, mu=True)
+
+    token = client.jwt.sign(signer, {"sub": "alice"}, header={"typ": "at+jwt"})
+    assert token.key_version == 1
+    key_set = KeySet.import_key_set(client.keys.jwks(signer))
+    assert joserfc_jwt.decode(token.jwt, key_set, algorithms=["ES256"]).claims == {"sub": "alice"}
+    tokens = client.jwt.sign_batch(rsa_key, [{"n": 1}, {"n": 2}], alg="RS256")
+    rsa_set = KeySet.import_key_set(client.keys.jwks(rsa_key))
+    decoded = [joserfc_jwt.decode(t.unwrap().jwt, rsa_set, algorithms=["RS256"]) for t in tokens]
+    assert [d.claims for d in decoded] == [{"n": 1}, {"n": 2}]
+    with pytest.raises(cipherd.InvalidInput):
+        client.jwt.sign(signer, {}, alg="RS256")
 
 
 def test_signatures_hmac_data_keys_rewrap_and_random(client: cipherd.Client) -> None:
@@ -198,8 +273,12 @@ def test_signatures_hmac_data_keys_rewrap_and_random(client: cipherd.Client) -> 
     assert not client.signatures.verify(signer, b"n", signed.signature, format="recoverable")
     der = client.signatures.sign(signer, b"m").signature
     assert client.signatures.verify_with_public_key("ecdsa-secp256k1", public, b"m", der)
-    items = client.signatures.sign_batch(signer, [b"a", b"short"], prehashed=True)
-    assert items[0].error is not None and items[0].error.status == 422
+    items = client.signatures.sign_batch(signer, [b"a", b"short", b"\x00" * 32], prehashed=True)
+    assert [item.error.status if item.error else None for item in items] == [422, 422, None]
+    verdicts = client.signatures.verify_batch(
+        signer, [cipherd.Item(b"\x00" * 32, items[2].unwrap().signature), cipherd.Item(b"x", der)]
+    )
+    assert [item.unwrap() for item in verdicts] == [False, False]  # prehashed: not a message
     with pytest.raises(cipherd.InvalidInput):
         client.signatures.sign(signer, b"short", prehashed=True)
 
@@ -209,6 +288,11 @@ def test_signatures_hmac_data_keys_rewrap_and_random(client: cipherd.Client) -> 
     assert mac.hmac.startswith(PREFIX) and len(mac.hmac) == len(PREFIX) + 64
     assert client.hmac.verify(mac_key, b"m", mac.hmac, algorithm="sha512")
     assert not client.hmac.verify(mac_key, b"m", mac.hmac)
+    macs = client.hmac.compute_batch(mac_key, [b"a", b"b"])
+    checks = [
+        cipherd.Item(m, item.unwrap().hmac) for m, item in zip([b"a", b"c"], macs, strict=True)
+    ]
+    assert [i.unwrap() for i in client.hmac.verify_batch(mac_key, checks)] == [True, False]
 
     box = _name("sdk-box")
     client.keys.create(box, "aez")
@@ -227,6 +311,13 @@ def test_signatures_hmac_data_keys_rewrap_and_random(client: cipherd.Client) -> 
     assert wrapped.plaintext is None and wrapped.nonce is None
     client.keys.rotate(sealed)
     assert client.ecies.rewrap(sealed, wrapped.ciphertext).key_version == 2
+    fresh = client.ecies.datakey_batch(sealed, [cipherd.Item(size=16), cipherd.Item(size=64)])
+    assert [len(item.unwrap().plaintext or b"") for item in fresh] == [16, 64]
+    assert {item.unwrap().key_version for item in fresh} == {2}
+    moved_items = client.ecies.rewrap_batch(sealed, [wrapped.ciphertext, b"junk"])
+    assert moved_items[0].unwrap().key_version == 2 and moved_items[1].error is not None
+    boxes = client.aez.datakey_batch(box, [cipherd.Item(), cipherd.Item(plaintext=False)])
+    assert [item.unwrap().plaintext is None for item in boxes] == [False, True]
     assert len(client.sys.random(48)) == 48
 
 
@@ -238,11 +329,13 @@ def test_fe_through_the_service_and_locally(client: cipherd.Client) -> None:
     assert client.fe.decrypt(inner, key.functional_key, sealed.ciphertext, (0, 100)) == 32
     assert client.fe.decrypt(inner, key.functional_key, sealed.ciphertext, (0, 10)) is None
     many = client.fe.decrypt_many(inner, key.functional_key, [sealed.ciphertext] * 2, (0, 100))
-    assert [item.unwrap().result for item in many] == [32, 32]
+    assert [item.unwrap() for item in many] == [32, 32]
     keys = client.fe.keygen_batch(inner, [[1, 0, 0], [0, 0, 1]])
     cts = client.fe.encrypt_batch(inner, [[7, 8, 9]])
-    pairs = [(k.unwrap().functional_key, cts[0].unwrap().ciphertext) for k in keys]
-    assert [i.unwrap().result for i in client.fe.decrypt_batch(inner, pairs, (0, 20))] == [7, 9]
+    pairs = [cipherd.Item(k.unwrap().functional_key, cts[0].unwrap().ciphertext) for k in keys]
+    decrypted = client.fe.decrypt_batch(inner, pairs, bounds=(0, 20))
+    assert [item.unwrap() for item in decrypted] == [7, 9]
+    assert client.fe.decrypt_batch(inner, pairs[:1], bounds=(0, 5))[0].unwrap() is None
     ledger = client.fe.functions(inner)
     assert [f.function for f in ledger.functions] == [[1, 2, 3], [1, 0, 0], [0, 0, 1]]
     with pytest.raises(cipherd.ShapeMismatch):
@@ -259,6 +352,13 @@ def test_fe_through_the_service_and_locally(client: cipherd.Client) -> None:
     assert client.fe.decrypt(quadratic, functional, here.ciphertext, (0, 100)) == expected
     there = client.fe.encrypt(quadratic, [1, 2], y=[3, 4]).ciphertext
     assert FeDecryptor.fetch(client, quadratic, functional, (0, 100)).decrypt(there) == expected
+    # A batch item of more than its first argument: the quadratic forms' f, and x with y.
+    functionals = client.fe.keygen_batch(quadratic, [cipherd.Item(f=f)])
+    both = client.fe.encrypt_batch(quadratic, [cipherd.Item([1, 2], y=[3, 4])])
+    pair = cipherd.Item(functionals[0].unwrap().functional_key, both[0].unwrap().ciphertext)
+    assert client.fe.decrypt_batch(quadratic, [pair], bounds=(0, 100))[0].unwrap() == expected
+    with pytest.raises(ValueError, match="at least one item"):
+        client.fe.encrypt_batch(quadratic, [])
 
 
 def test_the_async_client(server: Server) -> None:
@@ -429,3 +529,43 @@ def test_a_gibibyte_streams_through_in_bounded_memory(tmp_path: Path) -> None:
     finally:
         for path in (plain, sealed, opened):
             path.unlink(missing_ok=True)
+
+
+def test_aead_hpke_and_rsa(client: cipherd.Client) -> None:
+    """The encryption families' calls: AEAD with a derived convergent key (batch, stream,
+    data key, rewrap), HPKE with a stored key and to its public key, RSA-OAEP."""
+    name = _name("sdk-aead")
+    created = client.keys.create(name, "aes256-gcm", derived=True, convergent=True)
+    assert (created.derived, created.convergent) == (True, True)
+    options = {"associated_data": b"hdr", "context": b"tenant"}
+    sealed = client.aead.encrypt(name, b"hello", **options)
+    assert sealed.ciphertext.startswith(PREFIX) and len(sealed.ciphertext) == 11 + 12 + 5 + 16
+    assert client.aead.encrypt(name, b"hello", **options) == sealed  # convergent
+    assert client.aead.decrypt(name, sealed.ciphertext, **options).plaintext == b"hello"
+    with pytest.raises(cipherd.DecryptionFailed):
+        client.aead.decrypt(name, sealed.ciphertext, context=b"other")
+    batch = client.aead.encrypt_batch(name, [b"x", b"y"], context=b"c")
+    opened = client.aead.decrypt_batch(name, [i.unwrap().ciphertext for i in batch], context=b"c")
+    assert [item.unwrap().plaintext for item in opened] == [b"x", b"y"]
+    message = secrets.token_bytes(1024 * 1024)
+    sealed_file, opened_file = io.BytesIO(), io.BytesIO()
+    client.aead.encrypt_stream(name, message, sealed_file, **options)
+    client.aead.decrypt_stream(name, sealed_file.getvalue(), opened_file, **options)
+    assert opened_file.getvalue() == message
+    key = client.aead.datakey(name, size=16, context=b"c")
+    assert client.aead.decrypt(name, key.ciphertext, context=b"c").plaintext == key.plaintext
+    client.keys.rotate(name)
+    moved = client.aead.rewrap(name, sealed.ciphertext, **options)
+    assert moved.key_version == 2
+
+    box = _name("sdk-hpke")
+    client.keys.create(box, "hpke-mlkem768-x25519")
+    sealed = client.hpke.encrypt(box, b"pq", info=b"i", aad=b"a")
+    assert client.hpke.decrypt(box, sealed.ciphertext, info=b"i", aad=b"a").plaintext == b"pq"
+    public = client.keys.public(box).public_key
+    payload = client.hpke.encrypt_to_public_key("hpke-mlkem768-x25519", public, b"to it")
+    assert client.hpke.decrypt(box, payload).plaintext == b"to it"
+    sealed_file, opened_file = io.BytesIO(), io.BytesIO()
+    client.hpke.encrypt_stream(box, message, sealed_file, info=b"i")
+    client.hpke.decrypt_stream(box, sealed_file.getvalue(), opened_file, info=b"i")
+    assert opened_file.getvalue() == message

@@ -23,6 +23,7 @@ from tests.e2e.server import (
     listeners,
     running,
     serve_process,
+    wait_for,
     workers,
 )
 
@@ -97,19 +98,10 @@ def test_each_worker_listens_and_keep_alive_connections_spread(server: Server) -
     assert min(counts.values()) >= 8, counts
 
 
-def _wait_for(check: object, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return
-        time.sleep(0.1)
-    raise AssertionError("timed out")
-
-
 def test_a_dead_worker_is_replaced_and_stop_is_clean(server: Server) -> None:
     first, second = workers(server.process.pid)
     os.kill(first, signal.SIGKILL)
-    _wait_for(lambda: first not in (now := workers(server.process.pid)) and len(now) == 2)
+    wait_for(lambda: first not in (now := workers(server.process.pid)) and len(now) == 2)
     replacement = next(pid for pid in workers(server.process.pid) if pid != second)
     port = urlsplit(server.url).port
     assert port is not None
@@ -125,7 +117,7 @@ def test_a_dead_worker_is_replaced_and_stop_is_clean(server: Server) -> None:
             connection.close()
         return min(counts.values()) > 0
 
-    _wait_for(serves_on_both)
+    wait_for(serves_on_both)
     server.stop()
     assert server.process.returncode == 0
     assert "restarting" in server.output()
@@ -136,13 +128,13 @@ def test_a_hung_worker_is_killed_and_replaced(tmp_path: Path) -> None:
     with running(tmp_path / "data", workers_count=2, env=env) as server:
         hung, healthy = workers(server.process.pid)
         os.kill(hung, signal.SIGSTOP)  # its event loop stops, its socket still listens
-        _wait_for(lambda: hung not in (now := workers(server.process.pid)) and len(now) == 2)
+        wait_for(lambda: hung not in (now := workers(server.process.pid)) and len(now) == 2)
         assert not is_running(hung)
         assert healthy in workers(server.process.pid)
         assert re.search(rf"worker {hung} unresponsive for \d+ s; killing it", server.output())
         port = urlsplit(server.url).port
         assert port is not None
-        _wait_for(lambda: listeners(port) == 2)
+        wait_for(lambda: listeners(port) == 2)
         for _ in range(20):  # new connections, hashed over both sockets, are all answered
             assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
 
@@ -166,7 +158,7 @@ def test_workers_stop_when_their_supervisor_is_killed(server: Server) -> None:
     assert listeners(port) == 2
     os.kill(server.process.pid, signal.SIGKILL)
     server.process.wait(timeout=15)
-    _wait_for(lambda: not any(is_running(pid) for pid in pids))
+    wait_for(lambda: not any(is_running(pid) for pid in pids))
     assert listeners(port) == 0
 
 
@@ -198,7 +190,7 @@ def test_a_dead_workers_cache_figures_leave_the_metrics(server: Server) -> None:
     assert _dlog_table_bytes(server.url) > 0
 
     os.kill(builder, signal.SIGKILL)
-    _wait_for(lambda: builder not in (now := workers(server.process.pid)) and len(now) == 2)
+    wait_for(lambda: builder not in (now := workers(server.process.pid)) and len(now) == 2)
     assert _dlog_table_bytes(server.url) == 0
 
 
@@ -227,8 +219,8 @@ def test_port_zero_gives_every_worker_the_same_port(tmp_path: Path) -> None:
         def both_listen() -> bool:
             return len(workers(process.pid)) == 2 and listeners(port) == 2
 
-        _wait_for(both_listen)
-        _wait_for(lambda: httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200)
+        wait_for(both_listen)
+        wait_for(lambda: httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200)
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=30)

@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from starlette.types import Message, Receive, Scope, Send
 
 from app.http.middleware import ObserveMiddleware
+from app.http.vault import VAULT_PREFIXES
 from app.main import create_app
 from app.settings import MAX_BATCH_ITEMS as MAX_ITEMS
 from app.settings import Settings
@@ -48,7 +49,7 @@ def operations_with_a_body(app: FastAPI) -> list[tuple[str, str, str]]:
     return [
         (
             method.upper(),
-            path.replace("{name}", "k"),
+            path.replace("{name}", "k").replace("{token_id}", "0" * 16),
             next(iter(operation["requestBody"]["content"])),
         )
         for path, operations in paths.items()
@@ -69,10 +70,20 @@ def test_every_body_over_the_limit_is_a_413(limited: TestClient) -> None:
             yield oversized[start : start + 1000]
 
     for method, path, media_type in operations:
+        if path == "/v1/sys/wrapping/wrap":
+            continue  # refused before its body is read, without X-Vault-Wrap-TTL (as Vault)
+        if path.startswith("/v1/auth/") and not path.startswith("/v1/auth/token/"):
+            continue  # no such auth mount in this app: refused before its body is read
         headers = {"content-type": media_type}
         for content in (oversized, chunks()):
             response = limited.request(method, path, content=content, headers=headers)
-            assert response.status_code == 413, (path, response.text)
+            assert response.status_code == (400 if path == "/" else 413), (path, response.text)
+            if path == "/":  # KMS's: the signature first (a bearer token is none), no byte read
+                assert response.json()["__type"] == "IncompleteSignatureException"
+                continue
+            if path.startswith(VAULT_PREFIXES):  # Vault's shape
+                assert "over this service's limit" in response.json()["errors"][0]
+                continue
             assert response.json()["type"] == "urn:cipherd:problem:body-too-large"
 
 

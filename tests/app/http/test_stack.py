@@ -11,9 +11,12 @@ from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
 from fastapi.testclient import TestClient
 from starlette.middleware.exceptions import ExceptionMiddleware
 
+from app.http.auth_mounts import AuthMountRouting
 from app.http.middleware import ObserveMiddleware
 from app.http.operation import KeyOperationRoute
 from app.http.stack import HotOperations
+from app.http.transit import TransitMounts
+from app.http.wrapping import ResponseWrapper
 
 HOT_PATHS = [
     "/v1/aez/{name}/encrypt",
@@ -88,7 +91,14 @@ def test_the_app_stack_is_observe_then_problems_then_hot_operations(app: FastAPI
     stack = app.build_middleware_stack()
     assert isinstance(stack, ObserveMiddleware)
     assert isinstance(stack.app, ExceptionMiddleware)
-    hot = stack.app.app
+    auth_mounts = stack.app.app
+    assert isinstance(auth_mounts, AuthMountRouting)
+    wrapper = auth_mounts.app
+    assert isinstance(wrapper, ResponseWrapper)
+    mounts = wrapper.app
+    assert isinstance(mounts, TransitMounts)
+    assert set(mounts._hot) == {"encrypt", "decrypt"}
+    hot = mounts.app
     assert isinstance(hot, HotOperations)
     assert isinstance(hot.app, AsyncExitStackMiddleware)
     declared = {

@@ -8,13 +8,12 @@ from app.ops.fe_cache import (
     INLINE_GIANT_STEPS,
     PREPARED_BYTES_PER_BYTE,
     CacheBudgets,
-    Cold,
     FeCaches,
     LruCache,
 )
 from core.fe import group
 from core.fe.dlog import MAX_BABY_STEPS
-from core.fe.schemes import SCHEMES
+from core.fe.schemes import SCHEMES, TableBase
 
 
 def test_a_failed_build_leaves_nothing_behind() -> None:
@@ -33,18 +32,18 @@ def test_a_failed_build_leaves_nothing_behind() -> None:
 
 def test_a_long_search_is_no_work_for_the_event_loop() -> None:
     """A cached table of the widest ranges still needs up to thousands of giant steps for a
-    value outside them: warm or not, that search goes to a thread (`Cold`)."""
+    value outside them: warm or not, the event loop's view of the cache has no table for it."""
     curve = group.curve(group.DEFAULT_CURVE)
     caches = FeCaches(CacheBudgets(64 << 20, 64 << 20, 4, 64 << 20))
     short = 2 * MAX_BABY_STEPS * INLINE_GIANT_STEPS
     wide = 2**32
-    base_id = f"gT:{curve.name}".encode()
-    built = caches.table(base_id, curve.gt_generator, 0, wide)
+    base = TableBase(f"gT:{curve.name}".encode(), curve.gt_generator)
+    assert caches.warm.table(base, 0, wide) is None  # not built yet
+    built = caches.table(base, 0, wide)
     assert built.baby_steps == MAX_BABY_STEPS
-    warm = caches.table(base_id, curve.gt_generator, 5, 5 + short, warm_only=True)
-    assert warm.find(curve.gt_generator() ** 7) == 7
-    with pytest.raises(Cold):
-        caches.table(base_id, curve.gt_generator, 5, 5 + wide, warm_only=True)
+    warm = caches.warm.table(base, 5, 5 + short)
+    assert warm is not None and warm.find(curve.gt_generator() ** 7) == 7
+    assert caches.warm.table(base, 5, 5 + wide) is None
 
 
 def test_functional_keys_are_bounded_in_bytes() -> None:
@@ -56,8 +55,12 @@ def test_functional_keys_are_bounded_in_bytes() -> None:
     budget = 4 * PREPARED_BYTES_PER_BYTE * len(keys[0])
     caches = FeCaches(CacheBudgets(64 << 20, budget, 1000, 64 << 20))
     for data in keys:
-        caches.functional_key(scheme, data)
-        caches.functional_key(scheme, data)
+        assert caches.warm.prepared_key(scheme, data) is None
+        assert isinstance(caches.prepared_key(scheme, data), scheme.module.Key)
+        assert caches.warm.prepared_key(scheme, data) is None  # decoded, not prepared
+        prepared = caches.prepared_key(scheme, data)
+        assert isinstance(prepared, scheme.module.PreparedKey)
+        assert caches.warm.prepared_key(scheme, data) is prepared
         assert caches.keys._weight <= budget
     assert len(caches.keys._entries) == 4
     assert caches.keys.cached(hashlib.sha256(b"ipfe-tao" + keys[-1]).digest()) is not None

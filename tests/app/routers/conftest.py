@@ -8,10 +8,10 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from tests.conftest import ADMIN_TOKEN
+from tests.conftest import ADMIN_TOKEN, STORES
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=STORES)
 def admin_on_both_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestClient]:
     """An in-process service with the admin token, once on SQLite and once on PostgreSQL."""
     url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None

@@ -11,12 +11,12 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from tests.conftest import ADMIN_TOKEN
+from tests.conftest import ADMIN_TOKEN, STORES
 
 PENDING = "urn:cipherd:problem:key-pending-deletion"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=STORES)
 def lifecycle_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
     url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
     return Settings(
@@ -138,7 +138,7 @@ def test_the_window_ends_in_destruction_once_and_the_name_is_free(
     assert admin.delete("/v1/keys/k", params={"window_seconds": 1}).status_code == 202
     _eventually(lambda: _assert_status(admin.get("/v1/keys/k").status_code, 404))
     store = admin.app.state.services.store  # type: ignore[attr-defined]
-    with store._transaction(write=False) as cursor:
+    with store.database.transaction(write=False) as cursor:
         cursor.execute("SELECT COUNT(*) FROM key_versions WHERE name = 'k'")
         assert cursor.fetchone() == (0,)  # the material is gone
     destroyed = admin.get("/v1/audit", params={"operation": "keys_destroy_key"}).json()

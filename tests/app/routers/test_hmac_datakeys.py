@@ -5,11 +5,14 @@ and bad input. SQLite and PostgreSQL where the store matters (versions)."""
 import base64
 import hashlib
 import hmac
+import os
 
 import ecies as eciespy
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+
+from tests.app.routers.encryption import byok
 
 
 def b64(data: bytes) -> str:
@@ -243,3 +246,18 @@ def test_scopes(client: TestClient, anonymous: TestClient) -> None:
         for call, (path, body) in calls.items():
             status = anonymous.post(path, json=body, headers=headers).status_code
             assert status == (200 if call in admitted else 403), (operations, call, status)
+
+
+def test_byok_takes_hmac_keys_of_32_to_512_bytes(client: TestClient) -> None:
+    """Vault's hmac keys are of 32 to 512 bytes: each size comes in and MACs as RFC 2104 says."""
+    for size in (32, 64, 100, 512):
+        secret = os.urandom(size)
+        assert byok(client, f"h{size}", "hmac", secret).status_code == 201
+        answer = ok(client.post(f"/v1/hmac/h{size}", json={"message": b64(b"ledger")}))
+        expected = hmac.digest(secret, b"ledger", hashlib.sha256)
+        assert unb64(answer["hmac"]).removeprefix(b"cipherd:v1:") == expected
+    for size in (31, 513):
+        refused = byok(client, f"bad{size}", "hmac", os.urandom(size))
+        assert refused.status_code == 422
+        assert f"an hmac key of 32 to 512 bytes, not {size}" in refused.json()["detail"]
+        assert client.get(f"/v1/keys/bad{size}").status_code == 404

@@ -7,7 +7,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.ops.keys import KEY_TYPES
+from app.ops.keytypes import KEY_TYPES
 
 PROBLEM = "application/problem+json"
 

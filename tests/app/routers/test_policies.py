@@ -13,10 +13,10 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from tests.conftest import ADMIN_TOKEN
+from tests.conftest import ADMIN_TOKEN, STORES
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=STORES)
 def admin(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestClient]:
     url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
     settings = Settings(
@@ -148,6 +148,16 @@ def test_fe_policy_is_changed_with_patch(admin: TestClient) -> None:
     assert _patch(admin, "f", fe_policy={"max_rank": 1})["fe_policy"]["max_rank"] == 1
     assert admin.post("/v1/fe/f/keygen", json={"y": [1, 0, 0]}).status_code == 200
     assert admin.post("/v1/fe/f/keygen", json={"y": [0, 1, 0]}).status_code == 403
+
+
+def test_a_patch_refused_in_part_changes_nothing(admin: TestClient) -> None:
+    """The policy columns and the FE policy change in one transaction: an FE policy of the
+    wrong shape leaves the deletion protection asked for beside it unset too."""
+    admin.post("/v1/keys", json={"name": "f", "type": "ipfe-opt", "dimension": 3})
+    wrong = {"allowed_functions": [[1, 2]]}
+    _patch(admin, "f", 422, deletion_protection=True, fe_policy=wrong)
+    key = admin.get("/v1/keys/f").json()
+    assert key["deletion_protection"] is False and key.get("fe_policy") is None
 
 
 def test_automatic_rotation(admin: TestClient) -> None:

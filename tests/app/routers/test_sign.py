@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from app.settings import Settings
 from core.sign.ecdsa import keccak256
+from tests.core.sign.small_order import FORGERIES
 from tests.core.sign.wycheproof import ECDSA_DER, ECDSA_P1363, ED25519
 
 
@@ -191,6 +192,23 @@ def test_every_wycheproof_case_through_the_service(client: TestClient) -> None:
         assert client.post("/v1/verify", json=body).json() == {"valid": case.valid}, case.id
         matched += 1
     assert matched == 879
+
+
+def test_small_order_forgeries_are_not_valid(client: TestClient) -> None:
+    """A and R of small order with S = 0 (the identity's verifies every message without the
+    checks), in every encoding: against a key in the request, and as a stored key's signature."""
+    for forgery in FORGERIES:
+        body = {
+            "type": "ed25519",
+            "public_key": b64(forgery.public_key),
+            "message": b64(b"pay mallory"),
+            "signature": b64(forgery.signature),
+        }
+        assert client.post("/v1/verify", json=body).json() == {"valid": False}, forgery.id
+    create(client, "small", "ed25519")
+    for forgery in FORGERIES[:14]:  # A the identity: R each of the 14 encodings
+        response = verify(client, "small", b"pay mallory", forgery.signature)
+        assert response.json() == {"valid": False}, forgery.id
 
 
 @pytest.mark.parametrize(

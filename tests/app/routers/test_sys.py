@@ -27,7 +27,10 @@ def test_keyring_rotation_is_admin_only_and_audited(client: TestClient) -> None:
     assert client.get("/v1/sys/keyring").json()["term"] == 2
     records = client.get("/v1/audit", params={"operation": "sys_rotate_keyring"}).json()
     outcomes = [(r["principal"], r["status"], r["details"]) for r in records["records"]]
-    assert outcomes == [("admin", 200, {"term": 2}), (scoped["id"], 403, {})]
+    assert outcomes == [
+        ("admin", 200, {"term": 2}),
+        (scoped["id"], 403, {"identity": "token:admin"}),
+    ]
 
 
 @pytest.fixture
@@ -62,15 +65,16 @@ def test_the_commands_rotate_the_keyring_and_the_root_and_audit_both(
     old_root = (data_dir / "root-key").read_text()
     new_root = tmp_path / "new-root"
     new_root.write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
+    new_root.chmod(0o600)
     rotated = _run(capsys, "root", "rotate", "--new-root-key-file", str(new_root))
     assert rotated["terms_rewrapped"] == 2  # type: ignore[index]
     # The generated root key file now holds the new key, and the store opens under it.
     assert (data_dir / "root-key").read_text() == new_root.read_text() != old_root
     assert _run(capsys, "local", "keys", "rotate", "k")["latest_version"] == 2  # type: ignore[index]
 
-    main(["audit", "verify"])
+    main(["local", "audit", "verify"])
     capsys.readouterr()
-    records = _run(capsys, "audit", "list")["records"]  # type: ignore[index]
+    records = _run(capsys, "local", "audit", "list")["records"]  # type: ignore[index]
     operations = [(r["operation"], r["principal"], r["details"]) for r in records]
     assert ("sys_rotate_keyring", "cli", {"term": 2}) in operations
     assert ("sys_rotate_root", "cli", {"new_root_key": "file", "terms_rewrapped": 2}) in operations
@@ -90,8 +94,10 @@ def test_a_term_under_a_root_this_process_lacks_is_a_503_not_a_500(
         settings.resolved_database_url, lambda: KeyWrapper(load_root_key(settings))
     )
     try:
-        operator.rotate_root(KeyWrapper(os.urandom(32)))  # the generated file keeps the old one
-        operator.rotate_keyring()
+        operator.keyring.rotate_root(
+            KeyWrapper(os.urandom(32))
+        )  # the generated file keeps the old one
+        operator.keyring.rotate()
     finally:
         operator.close()
     answer = client.post("/v1/keys", json={"name": "k2", "type": "aez"})

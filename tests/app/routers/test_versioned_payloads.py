@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.ops import envelope
 from app.settings import Settings
-from tests.conftest import ADMIN_TOKEN
+from tests.conftest import ADMIN_TOKEN, STORES
 
 INTEROP = Path(__file__).resolve().parents[2] / "interop"
 
@@ -26,7 +26,7 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=STORES)
 def settings_for(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
     url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
     return Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, database_url=url)

@@ -31,3 +31,19 @@ def test_a_refused_write_is_an_oserror_with_its_errno(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert refused.value.errno == errno.EBADF
+
+
+def test_a_journal_begins_retires_and_follows_segments(tmp_path: Path) -> None:
+    directory = tmp_path / "journal"
+    kept = journal.Journal(directory, reserve=1 << 16)
+    first = kept.begin("rchain", 1)
+    assert kept.current is first and first.path == directory / "rchain.1.journal"
+    assert directory.stat().st_mode & 0o777 == 0o700
+    first.append(b"line\n", sync=True)
+    assert kept.follow(first, 2)  # the next of its chain; the first removed
+    second = kept.current
+    assert second is not None and second.path.name == "rchain.2.journal"
+    assert [path.name for path in directory.iterdir()] == ["rchain.2.journal"]
+    kept.retire()
+    assert (kept.current, kept.retired) == (None, [second])
+    second.remove()

@@ -20,8 +20,8 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.ops.keyring import Keyring
 from app.settings import Settings
-from app.store import KeyWrapper, StoreUnavailableError, postgres
-from app.store.postgres import STORE_WAIT_SECONDS, PostgresKeyStore
+from app.store import KeyStore, KeyWrapper, StoreUnavailableError, postgres
+from app.store.postgres import STORE_WAIT_SECONDS, PostgresDatabase
 from tests.conftest import ADMIN_TOKEN
 
 pytestmark = pytest.mark.postgres
@@ -110,9 +110,9 @@ def _eventually(check: object, seconds: float = 60) -> None:
 
 
 def test_connections_the_server_dropped_are_replaced(postgres_url: str) -> None:
-    store = PostgresKeyStore(postgres_url, lambda: KeyWrapper(ROOT_KEY))
+    store = KeyStore(PostgresDatabase(postgres_url), lambda: KeyWrapper(ROOT_KEY))
     try:
-        store.create("orders", "aez", {}, False, b"s" * 48, None)
+        store.keys.create("orders", "aez", {}, False, b"s" * 48, None)
         database = urlsplit(postgres_url).path.lstrip("/")
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             dropped = admin.execute(
@@ -122,26 +122,28 @@ def test_connections_the_server_dropped_are_replaced(postgres_url: str) -> None:
             ).fetchone()
         assert dropped is not None and dropped[0] >= 1
         # The first call after the drop succeeds: the pool checks before it lends.
-        assert store.material("orders").secret == b"s" * 48
+        assert store.keys.material("orders").secret == b"s" * 48
     finally:
         store.close()
 
 
 def test_an_outage_is_store_unavailable_and_passes(postgres_url: str, forwarder: Forwarder) -> None:
-    store = PostgresKeyStore(_through(postgres_url, forwarder), lambda: KeyWrapper(ROOT_KEY))
+    store = KeyStore(
+        PostgresDatabase(_through(postgres_url, forwarder)), lambda: KeyWrapper(ROOT_KEY)
+    )
     try:
-        created = store.create("orders", "aez", {}, False, b"s" * 48, None)
+        created = store.keys.create("orders", "aez", {}, False, b"s" * 48, None)
         forwarder.cut()
         started = time.monotonic()
         with pytest.raises(StoreUnavailableError, match="retry"):
-            store.material("orders")
+            store.keys.material("orders")
         assert time.monotonic() - started < STORE_WAIT_SECONDS + 10
         with pytest.raises(StoreUnavailableError):
-            store.rotate("orders", b"t" * 48, None, created.created_at)
+            store.keys.rotate("orders", b"t" * 48, None, created.created_at)
 
         forwarder.restore()
-        _eventually(lambda: store.material("orders"))
-        assert store.material("orders").version == 1  # the failed rotation left nothing
+        _eventually(lambda: store.keys.material("orders"))
+        assert store.keys.material("orders").version == 1  # the failed rotation left nothing
     finally:
         store.close()
 
@@ -177,7 +179,7 @@ def test_a_lock_held_too_long_is_store_unavailable(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(postgres, "LOCK_WAIT_SECONDS", 0.5)
-    store = PostgresKeyStore(postgres_url, lambda: KeyWrapper(ROOT_KEY))
+    store = KeyStore(PostgresDatabase(postgres_url), lambda: KeyWrapper(ROOT_KEY))
     locked, released = threading.Event(), threading.Event()
 
     def hold_the_row() -> None:
@@ -189,14 +191,14 @@ def test_a_lock_held_too_long_is_store_unavailable(
 
     holder = threading.Thread(target=hold_the_row)
     try:
-        created = store.create("orders", "aez", {}, False, b"s" * 48, None)
+        created = store.keys.create("orders", "aez", {}, False, b"s" * 48, None)
         holder.start()
         assert locked.wait(30)
         with pytest.raises(StoreUnavailableError):
-            store.rotate("orders", b"t" * 48, None, created.created_at)
+            store.keys.rotate("orders", b"t" * 48, None, created.created_at)
         released.set()
         holder.join(30)
-        assert store.rotate("orders", b"t" * 48, None, created.created_at).latest_version == 2
+        assert store.keys.rotate("orders", b"t" * 48, None, created.created_at).latest_version == 2
     finally:
         released.set()
         store.close()
@@ -206,13 +208,15 @@ def test_a_session_frozen_in_a_transaction_is_ended_and_frees_its_locks(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(postgres, "IDLE_IN_TRANSACTION_SECONDS", 1.0)
-    frozen, other = (PostgresKeyStore(postgres_url, lambda: KeyWrapper(ROOT_KEY)) for _ in range(2))
+    frozen, other = (
+        KeyStore(PostgresDatabase(postgres_url), lambda: KeyWrapper(ROOT_KEY)) for _ in range(2)
+    )
     rotated, locked = threading.Event(), threading.Event()
     outcome: list[BaseException] = []
 
     def freeze_mid_rotation() -> None:
         try:
-            with frozen._transaction(write=True) as cursor:
+            with frozen.database.transaction(write=True) as cursor:
                 cursor.execute("SELECT name FROM keys WHERE name = ? FOR UPDATE", ("orders",))
                 locked.set()
                 rotated.wait(30)  # frozen, holding the row, until the other replica got through
@@ -220,12 +224,12 @@ def test_a_session_frozen_in_a_transaction_is_ended_and_frees_its_locks(
             outcome.append(exc)
 
     try:
-        created = frozen.create("orders", "aez", {}, False, b"s" * 48, None)
+        created = frozen.keys.create("orders", "aez", {}, False, b"s" * 48, None)
         thread = threading.Thread(target=freeze_mid_rotation)
         thread.start()
         assert locked.wait(30)
         # Waits on the frozen session's lock until PostgreSQL ends that session.
-        assert other.rotate("orders", b"t" * 48, None, created.created_at).latest_version == 2
+        assert other.keys.rotate("orders", b"t" * 48, None, created.created_at).latest_version == 2
         rotated.set()
         thread.join(30)
         assert len(outcome) == 1 and isinstance(outcome[0], StoreUnavailableError)
@@ -238,11 +242,13 @@ def test_a_session_frozen_in_a_transaction_is_ended_and_frees_its_locks(
 def test_keys_unwrapped_lately_serve_through_an_outage_for_the_grace_only(
     postgres_url: str, forwarder: Forwarder
 ) -> None:
-    store = PostgresKeyStore(_through(postgres_url, forwarder), lambda: KeyWrapper(ROOT_KEY))
+    store = KeyStore(
+        PostgresDatabase(_through(postgres_url, forwarder)), lambda: KeyWrapper(ROOT_KEY)
+    )
     keyring = Keyring(store, cache_seconds=0.2, grace_seconds=2.0)
     try:
-        store.create("hot", "aez", {}, False, b"h" * 48, None)
-        store.create("cold", "aez", {}, False, b"c" * 48, None)
+        store.keys.create("hot", "aez", {}, False, b"h" * 48, None)
+        store.keys.create("cold", "aez", {}, False, b"c" * 48, None)
         assert keyring.material("hot").secret == b"h" * 48
         unwrapped = time.monotonic()
         forwarder.cut()

@@ -1,0 +1,110 @@
+"""Reading the trail: filters and pages of `GET /v1/audit`, for the admin only, and the command
+line's `audit list` and `audit verify`."""
+
+import json
+import time
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.ops.audit import chain, query
+from app.ops.audit.record import AuditRecord
+from app.ops.errors import Problem
+from app.settings import Settings
+from app.store import AuditQuery, KeyStore
+from tests.app.ops.audit.support import cli, execute, listed
+
+
+def test_pages_follow_each_other_without_the_register_of_chains(store: KeyStore) -> None:
+    key = store.audit.mac_key()
+    written = chain.Chain()
+    records = [
+        AuditRecord(time.time(), f"r{i}", None, "admin", "random_random", None, None, 200, None, {})
+        for i in range(5)
+    ]
+    rows, _ = written.seal(key, records)
+    chain.register(store, key, written.name)
+    store.audit.append(rows, chain.head_of(key, rows[-1]))
+    seen, after = [], None
+    while True:
+        start = None if after is None else query.page_start(store, after)
+        page, after = query.listing(store, AuditQuery(limit=2, after=start))
+        assert len(page) <= 2
+        seen += page
+        if after is None:
+            break
+    assert [record["request_id"] for record in seen] == [f"r{i}" for i in range(5)]
+    assert {record["chain"] for record in seen} == {written.name}
+    with pytest.raises(Problem) as unknown:
+        query.page_start(store, f"{written.name}.99")
+    assert unknown.value.status == 422
+
+
+def test_listing_filters_and_pages(admin: TestClient) -> None:
+    admin.post("/v1/keys", json={"name": "a", "type": "aez"})
+    admin.post("/v1/keys", json={"name": "b", "type": "aez"})
+    for name in ("a", "b", "a", "missing"):
+        admin.post(f"/v1/aez/{name}/encrypt", json={"plaintext": "AA=="})
+    assert [r["key"] for r in listed(admin, operation="aez_encrypt")] == [
+        "a",
+        "b",
+        "a",
+        "missing",
+    ]
+    assert len(listed(admin, key="a", operation="aez_encrypt")) == 2
+    assert [r["status"] for r in listed(admin, outcome="failure")] == [404]
+    assert [r["status"] for r in listed(admin, outcome="404")] == [404]
+    assert {r["principal"] for r in listed(admin, principal="admin")} == {"admin"}
+    everything = listed(admin)
+    pages, after = [], None
+    while True:
+        params: dict[str, Any] = {"limit": 2, "until": everything[-1]["time"]}
+        if after:
+            params["after"] = after
+        page = admin.get("/v1/audit", params=params).json()
+        pages.extend(page["records"])
+        after = page["next"]
+        if after is None:
+            break
+    assert [r["seq"] for r in pages] == [r["seq"] for r in everything[:-1]], (pages, everything)
+    since = everything[3]["time"]
+    assert listed(admin, since=since)[0]["seq"] == everything[3]["seq"]
+    assert admin.get("/v1/audit", params={"after": "nope.1"}).status_code == 422
+    assert admin.get("/v1/audit", params={"outcome": "maybe"}).status_code == 422
+
+
+def test_only_the_admin_reads_the_trail(admin: TestClient) -> None:
+    admin.post("/v1/keys", json={"name": "a", "type": "aez"})
+    token = admin.post(
+        "/v1/tokens", json={"keys": ["*"], "operations": ["read", "encrypt", "decrypt"]}
+    ).json()["token"]
+    answer = admin.get("/v1/audit", headers={"Authorization": f"Bearer {token}"})
+    assert answer.status_code == 403
+    assert listed(admin, operation="audit_list_audit", outcome="403")
+
+
+def test_the_cli_verifies_and_lists(admin: TestClient, audited: Settings) -> None:
+    admin.post("/v1/keys", json={"name": "a", "type": "aez"})
+    admin.post("/v1/aez/a/encrypt", json={"plaintext": "aGk="})
+    created = cli(audited, "local", "keys", "create", "b", "aez")
+    assert created.returncode == 0, created.stderr
+    done = cli(audited, "local", "audit", "verify")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["records"] == 3
+    page = json.loads(
+        cli(audited, "local", "audit", "list", "--operation", "keys_create_key").stdout
+    )
+    assert [(r["key"], r["principal"]) for r in page["records"]] == [
+        ("a", "admin"),
+        ("b", "cli"),
+    ]
+    record = page["records"][0]
+    execute(
+        audited,
+        "UPDATE audit SET key_name = 'x' WHERE chain = ? AND seq = ?",
+        (record["chain"], record["seq"]),
+    )
+    failed = cli(audited, "local", "audit", "verify")
+    assert failed.returncode == 1
+    assert f"chain {record['chain']} record {record['seq']}: its MAC" in failed.stderr

@@ -1,0 +1,365 @@
+"""Backups in process: signed by their source, pinned by the target, and as strict on import as
+a creation, a PATCH and BYOK. Every forged document is a 4xx that stores nothing and leaves
+`GET /v1/keys` answering 200; the FE ledger travels with the backup, so the budget holds.
+
+The forgeries are signed by a key the target trusts (`backup_signers`): the signature proves
+where a backup comes from, and these checks keep a trusted source's mistakes (or another
+version's documents) out of the store."""
+
+import base64
+import copy
+import json
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.ops.backup import BACKUP_MAGIC
+from app.settings import Settings
+from core import ecies
+from core.sign import ecdsa_nist, ed25519, mldsa, rsa
+from tests.app.routers.backup_documents import FORGER, b64, document, fe_version, seal
+from tests.conftest import ADMIN_TOKEN
+
+SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+
+
+def instance(tmp_path: Path, name: str, signers: Sequence[bytes] = ()) -> TestClient:
+    settings = Settings(
+        data_dir=tmp_path / name,
+        admin_token=ADMIN_TOKEN,
+        fe_processes=0,
+        fe_max_dimension=16,
+        backup_signers=",".join(b64(s) for s in signers),
+    )
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    return TestClient(create_app(settings), headers=headers)
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Iterator[TestClient]:
+    """An instance that takes backups signed by the forger's key, besides its own."""
+    with instance(tmp_path, "target", [FORGER.public]) as client:
+        yield client
+
+
+def wrapping(client: TestClient) -> dict[str, bytes]:
+    answer = client.get("/v1/sys/wrapping-key").json()
+    return {k: base64.b64decode(v) for k, v in answer.items()}
+
+
+def test_a_well_formed_document_from_a_pinned_signer_imports(target: TestClient) -> None:
+    recipient = wrapping(target)["public_key"]
+    answer = target.post("/v1/keys/import", json={"backup": seal(document(recipient), recipient)})
+    assert answer.status_code == 201, answer.text
+    assert [v["version"] for v in answer.json()["versions"]] == [1, 2]
+    record = target.get("/v1/audit", params={"operation": "keys_import_key"}).json()["records"]
+    assert record[-1]["details"]["signer"] == b64(FORGER.public)
+
+
+def _key(name: str, key_type: str = "ecies-secp256k1", **fields: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": key_type,
+        "exportable": False,
+        "allow_backup": True,
+        "deletion_protection": False,
+        **fields,
+    }
+
+
+# Drawn once: RSA keys take a while.
+KEYS = {
+    "p256": ecdsa_nist.generate("p256"),
+    "other_p256": ecdsa_nist.generate("p256"),
+    "p384": ecdsa_nist.generate("p384"),
+    "rsa2048": rsa.generate(2048),
+    "mldsa44": mldsa.generate("44"),
+}
+
+
+def _forgeries(recipient: bytes) -> dict[str, dict[str, Any]]:
+    """Each a backup that must not be stored, by what is wrong with it."""
+    good = document(recipient)
+    v1, v2 = good["versions"]
+    opt = fe_version(3)
+
+    def with_version(index: int, **fields: Any) -> dict[str, Any]:
+        versions = copy.deepcopy(good["versions"])
+        versions[index].update(fields)
+        return document(recipient, versions=versions)
+
+    def with_policies(**fields: Any) -> dict[str, Any]:
+        return document(recipient, policies={**good["policies"], **fields})
+
+    def fe(policy: Any = None, ledger: Any = (), versions: Any = None, **key: Any) -> dict:
+        fields = {"dimension": 3, "curve": "bls12-381", **key}
+        if policy is not None:
+            fields["fe_policy"] = policy
+        return document(
+            recipient,
+            key=_key("forged", "ipfe-opt", **fields),
+            versions=versions or [opt],
+            ledger=list(ledger),
+        )
+
+    def entry(function: Any, rank: int, version: int = 1) -> dict[str, Any]:
+        return {
+            "version": version,
+            "function": function,
+            "principal": "admin",
+            "time": time.time(),
+            "rank": rank,
+        }
+
+    other_secret, _ = ecies.generate_keypair("secp256k1")
+    p256, other_p256, p384 = KEYS["p256"], KEYS["other_p256"], KEYS["p384"]
+    rsa2048, mldsa44 = KEYS["rsa2048"], KEYS["mldsa44"]
+    return {
+        "fe_policy-not-a-policy": fe(policy={"max_rank": "all of it"}),
+        "fe_policy-unknown-field": fe(policy={"max_rank": 1, "leak": True}),
+        "fe_policy-wrong-shape": fe(policy={"allowed_functions": [[1, 2]]}),
+        "fe_policy-on-aez": document(
+            recipient,
+            key=_key("forged", "aez", fe_policy={"max_rank": 1}),
+            versions=[{**v1, "secret": b64(bytes(48)), "public": None}],
+        ),
+        "version-true": with_version(0, version=True),
+        "version-2**63": with_version(1, version=2**63),
+        "version-0": with_version(0, version=0),
+        "version-string": with_version(0, version="1"),
+        "versions-decreasing": document(recipient, versions=[v2, v1]),
+        "versions-repeated": document(recipient, versions=[v1, {**v2, "version": 1}]),
+        "versions-none": document(recipient, versions=[]),
+        "created_at-far-ahead": with_version(1, created_at=time.time() + 10 * 86400),
+        "created_at-negative": with_version(1, created_at=-1),
+        "auto_rotate_seconds-negative": with_policies(auto_rotate_seconds=-5),
+        "min_decryption_version-above-latest": with_policies(min_decryption_version=3),
+        "min_decryption_version-below-oldest": document(
+            recipient,
+            versions=[{**v2, "version": 5}],
+            policies={**good["policies"], "min_decryption_version": 2},
+        ),
+        "min_encryption_version-below-min_decryption": with_policies(
+            min_decryption_version=2, min_encryption_version=1
+        ),
+        "policies-smuggle-exportable": with_policies(exportable=True),
+        "secp256k1-secret-0": with_version(0, secret=b64(bytes(32))),
+        "secp256k1-secret-n": with_version(0, secret=b64(SECP256K1_N.to_bytes(32, "big"))),
+        "secp256k1-public-not-its-secret": with_version(
+            1, public=b64(ecies.public_key(other_secret, "secp256k1"))
+        ),
+        "secp256k1-public-missing": with_version(1, public=None),
+        "secp256k1-secret-short": with_version(1, secret=b64(bytes(31))),
+        "secret-not-base64": with_version(1, secret="not base64!"),
+        "aez-5-byte-key": document(
+            recipient,
+            key=_key("forged", "aez"),
+            versions=[{**v1, "secret": b64(bytes(5)), "public": None}],
+        ),
+        "aez-with-a-public-part": document(
+            recipient,
+            key=_key("forged", "aez"),
+            versions=[{**v1, "secret": b64(bytes(48))}],
+        ),
+        "ed25519-public-not-its-seed": document(
+            recipient,
+            key=_key("forged", "ed25519"),
+            versions=[{**v1, "secret": b64(bytes(32)), "public": b64(bytes(32))}],
+        ),
+        "type-unknown": document(recipient, key=_key("forged", "rsa-1024")),
+        "ecdsa-p256-public-not-its-secret": document(
+            recipient,
+            key=_key("forged", "ecdsa-p256"),
+            versions=[{**v1, "secret": b64(p256[0]), "public": b64(other_p256[1])}],
+        ),
+        "ecdsa-p256-secret-of-p384": document(
+            recipient,
+            key=_key("forged", "ecdsa-p256"),
+            versions=[{**v1, "secret": b64(p384[0]), "public": b64(p384[1])}],
+        ),
+        "rsa-3072-secret-of-2048-bits": document(
+            recipient,
+            key=_key("forged", "rsa-3072"),
+            versions=[{**v1, "secret": b64(rsa2048[0]), "public": b64(rsa2048[1])}],
+        ),
+        "ml-dsa-44-public-of-another-seed": document(
+            recipient,
+            key=_key("forged", "ml-dsa-44"),
+            versions=[{**v1, "secret": b64(bytes(32)), "public": b64(mldsa44[1])}],
+        ),
+        "name-bad": document(recipient, key=_key("../etc/passwd")),
+        "not-allow_backup": document(recipient, key=_key("forged", allow_backup=False)),
+        "exportable-a-string": document(recipient, key=_key("forged", exportable="yes")),
+        "dimension-on-ecies": document(recipient, key=_key("forged", dimension=3)),
+        "fe-dimension-over-the-maximum": fe(dimension=17),
+        "fe-master-of-another-dimension": fe(dimension=4),
+        "fe-master-of-another-curve": fe(curve="bn254"),
+        "fe-master-not-a-master-key": fe(versions=[{**opt, "secret": b64(b"CFE" + bytes(40))}]),
+        "fe-tao-base-not-its-master's": document(
+            recipient,
+            key=_key("forged", "ipfe-tao", dimension=2, curve="bls12-381"),
+            versions=[{**fe_version(2, key_type="ipfe-tao"), "public": b64(bytes(576))}],
+        ),
+        "qfe-public-key-not-its-master's": document(
+            recipient,
+            key=_key("forged", "qfe-sgp", dimension=2, curve="bls12-381"),
+            versions=[
+                {
+                    **fe_version(2, key_type="qfe-sgp"),
+                    "public": fe_version(2, key_type="qfe-sgp")["public"],
+                }
+            ],
+        ),
+        "ledger-rank-understated": fe(
+            policy={"max_rank": 1}, ledger=[entry([1, 0, 0], 1), entry([0, 1, 0], 1)]
+        ),
+        "ledger-rank-overstated": fe(ledger=[entry([1, 0, 0], 1), entry([2, 0, 0], 2)]),
+        "ledger-function-wrong-shape": fe(ledger=[entry([1, 0], 1)]),
+        "ledger-of-a-missing-version": fe(ledger=[entry([1, 0, 0], 1, version=2)]),
+        "ledger-on-ecies": document(recipient, ledger=[entry([1, 0, 0], 1)]),
+        "unknown-field": document(recipient, comment="hello"),
+    }
+
+
+FORGERY_IDS = list(_forgeries(bytes(65)))  # the ids only: the documents need the recipient
+
+
+@pytest.mark.parametrize("case", FORGERY_IDS)
+def test_a_forged_document_is_refused_and_nothing_stored(target: TestClient, case: str) -> None:
+    recipient = wrapping(target)["public_key"]
+    forged = _forgeries(recipient)[case]
+    answer = target.post("/v1/keys/import", json={"backup": seal(forged, recipient)})
+    assert 400 <= answer.status_code < 500, answer.text
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert target.get("/v1/keys/forged").status_code == 404
+    listing = target.get("/v1/keys")
+    assert listing.status_code == 200 and listing.json()["keys"] == []
+
+
+def test_origin_is_checked_before_the_document(target: TestClient, tmp_path: Path) -> None:
+    recipient = wrapping(target)["public_key"]
+    stranger = ed25519.SigningKey(bytes(32))
+    answer = target.post(
+        "/v1/keys/import", json={"backup": seal(document(recipient), recipient, stranger)}
+    )
+    assert answer.status_code == 403
+    assert answer.json()["type"] == "urn:cipherd:problem:backup-signer-not-trusted"
+    assert b64(stranger.public) in answer.json()["detail"]
+
+    # A signature over another document; an unsigned document as backups once were; a backup
+    # made for another instance and encrypted again to this one.
+    head = BACKUP_MAGIC + FORGER.public
+    body = json.dumps(document(recipient)).encode()
+    other = FORGER.sign(head + body + b" ")
+    tampered = b64(ecies.encrypt(recipient, head + other + body))
+    unsigned = b64(ecies.encrypt(recipient, body))
+    elsewhere = seal(document(wrapping(target)["public_key"][:1] + bytes(64)), recipient)
+    for blob, words in ((tampered, "signature"), (unsigned, "signed"), (elsewhere, "another")):
+        answer = target.post("/v1/keys/import", json={"backup": blob})
+        assert answer.status_code == 422 and words in answer.json()["detail"], answer.text
+    assert target.get("/v1/keys").json()["keys"] == []
+
+
+def test_instances_take_their_own_backups_and_those_of_the_signers_they_pin(
+    tmp_path: Path,
+) -> None:
+    with instance(tmp_path, "a") as a, instance(tmp_path, "unpinned") as unpinned:
+        signer_a = wrapping(a)["signing_key"]
+        assert len(signer_a) == 32
+        body = {"name": "k", "type": "aez", "allow_backup": True}
+        assert a.post("/v1/keys", json=body).status_code == 201
+        with instance(tmp_path, "pinned", [signer_a]) as pinned:
+            for target, status in ((a, 409), (unpinned, 403), (pinned, 201)):
+                to = {"wrapping_key": b64(wrapping(target)["public_key"])}
+                blob = a.post("/v1/keys/k/backup", json=to).json()["backup"]
+                answer = target.post("/v1/keys/import", json={"backup": blob})
+                assert answer.status_code == status, answer.text
+            # The signing key is the store's: a restart (another process) signs with it too.
+        with instance(tmp_path, "a") as again:
+            assert wrapping(again)["signing_key"] == signer_a
+
+
+def test_signing_keys_travel_with_every_version(tmp_path: Path) -> None:
+    """ECDSA, RSA and ML-DSA keys arrive with both versions: the target verifies what the
+    source signed with each, and shows the same public keys."""
+    with instance(tmp_path, "source") as source:
+        signer = wrapping(source)["signing_key"]
+        with instance(tmp_path, "target", [signer]) as target:
+            to = {"wrapping_key": b64(wrapping(target)["public_key"])}
+            for key_type in ("ecdsa-p521", "rsa-2048", "ml-dsa-65"):
+                body = {"name": key_type, "type": key_type, "allow_backup": True}
+                assert source.post("/v1/keys", json=body).status_code == 201
+                message = {"message": b64(b"m")}
+                first = source.post(f"/v1/sign/{key_type}", json=message).json()["signature"]
+                source.post(f"/v1/keys/{key_type}/rotate")
+                second = source.post(f"/v1/sign/{key_type}", json=message).json()["signature"]
+                blob = source.post(f"/v1/keys/{key_type}/backup", json=to).json()["backup"]
+                answer = target.post("/v1/keys/import", json={"backup": blob})
+                assert answer.status_code == 201, answer.text
+                for signature in (first, second):
+                    check = {**message, "signature": signature}
+                    assert target.post(f"/v1/verify/{key_type}", json=check).json() == {
+                        "valid": True
+                    }
+                for version in (1, 2):
+                    path = f"/v1/keys/{key_type}/public"
+                    query = {"version": version, "format": "der"}
+                    assert (
+                        target.get(path, params=query).json()
+                        == source.get(path, params=query).json()
+                    )
+
+
+def test_the_fe_ledger_travels_so_the_budget_holds(tmp_path: Path) -> None:
+    with instance(tmp_path, "source") as source:
+        policy = {"max_rank": 1, "keygen_quota": {"count": 3, "period_seconds": 3600}}
+        made = {
+            "name": "stats",
+            "type": "ipfe-opt",
+            "dimension": 3,
+            "allow_backup": True,
+            "fe_policy": policy,
+        }
+        assert source.post("/v1/keys", json=made).status_code == 201
+        assert source.post("/v1/fe/stats/keygen", json={"y": [1, 0, 0]}).status_code == 200
+        assert source.post("/v1/fe/stats/keygen", json={"y": [2, 0, 0]}).status_code == 200
+        with instance(tmp_path, "target", [wrapping(source)["signing_key"]]) as target:
+            to = {"wrapping_key": b64(wrapping(target)["public_key"])}
+            blob = source.post("/v1/keys/stats/backup", json=to).json()["backup"]
+
+            renamed = target.post("/v1/keys/import", json={"backup": blob, "name": "copy"})
+            assert renamed.status_code == 422 and "own name" in renamed.json()["detail"]
+            assert target.post("/v1/keys/import", json={"backup": blob}).status_code == 201
+
+            released = target.get("/v1/fe/stats/functions").json()
+            assert [f["function"] for f in released["functions"]] == [[1, 0, 0], [2, 0, 0]]
+            assert released["rank"] == 1
+            # Rank 1 is spent: a new direction is refused, the same one still served, and the
+            # token's (here the admin's) quota counts the source's releases.
+            refused = target.post("/v1/fe/stats/keygen", json={"y": [0, 1, 0]})
+            assert refused.status_code == 403
+            assert refused.json()["type"] == "urn:cipherd:problem:leakage-budget-exceeded"
+            assert target.post("/v1/fe/stats/keygen", json={"y": [3, 0, 0]}).status_code == 200
+            quota = target.post("/v1/fe/stats/keygen", json={"y": [4, 0, 0]})
+            assert quota.status_code == 429
+
+
+def test_a_key_without_a_policy_may_be_renamed_and_keeps_its_ledger(tmp_path: Path) -> None:
+    with instance(tmp_path, "one") as one:
+        made = {"name": "q", "type": "qfe-sgp", "dimension": 2, "allow_backup": True}
+        assert one.post("/v1/keys", json=made).status_code == 201
+        assert one.post("/v1/fe/q/keygen", json={"f": [[1, 0], [0, 1]]}).status_code == 200
+        to = {"wrapping_key": b64(wrapping(one)["public_key"])}
+        blob = one.post("/v1/keys/q/backup", json=to).json()["backup"]
+        answer = one.post("/v1/keys/import", json={"backup": blob, "name": "q2"})
+        assert answer.status_code == 201, answer.text
+        assert one.get("/v1/fe/q2/functions").json()["rank"] == 1
+        assert (
+            one.get("/v1/keys/q2/public").json()["public_key"]
+            == (one.get("/v1/keys/q/public").json()["public_key"])
+        )

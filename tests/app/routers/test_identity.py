@@ -1,0 +1,164 @@
+"""Named policies, tokens with a life and auth mounts through the native API: a policy
+change narrows its tokens on their next request, children go with their parent, uses run
+out, a token looks itself up, renews and revokes itself."""
+
+import base64
+
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+PLAINTEXT = base64.b64encode(b"x").decode()
+
+
+def make_token(client: TestClient, **body: object) -> dict:
+    response = client.post("/v1/tokens", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def as_token(app: FastAPI, token: str) -> TestClient:
+    return TestClient(app, headers={"Authorization": f"Bearer {token}"})
+
+
+def test_a_policy_change_narrows_its_tokens_on_the_next_request(
+    client: TestClient, app: FastAPI
+) -> None:
+    for name in ("orders-1", "payroll"):
+        assert client.post("/v1/keys", json={"name": name, "type": "aes256-gcm"}).status_code == 201
+    rules = [{"keys": ["orders-*"], "operations": ["encrypt", "decrypt"]}]
+    written = client.post("/v1/policies/orders", json={"rules": rules})
+    assert written.status_code == 200, written.text
+    assert written.json()["version"] == 1
+    token = make_token(client, policies=["orders"])
+    assert token["policies"] == ["default", "orders"]
+    with as_token(app, token["token"]) as user:
+        assert (
+            user.post("/v1/aead/orders-1/encrypt", json={"plaintext": PLAINTEXT}).status_code == 200
+        )
+        assert (
+            user.post("/v1/aead/payroll/encrypt", json={"plaintext": PLAINTEXT}).status_code == 403
+        )
+        narrowed = [{"keys": ["orders-*"], "operations": ["decrypt"]}]
+        changed = client.post("/v1/policies/orders", json={"rules": narrowed})
+        assert changed.json()["version"] == 2
+        assert (
+            user.post("/v1/aead/orders-1/encrypt", json={"plaintext": PLAINTEXT}).status_code == 403
+        )
+        assert client.delete("/v1/policies/orders").status_code == 204
+        assert client.get("/v1/policies/orders").status_code == 404
+        assert user.get("/v1/policies").status_code == 403
+
+
+def test_policies_grant_admin_operations_by_name(client: TestClient, app: FastAPI) -> None:
+    client.post("/v1/policies/token-maker", json={"admin": ["tokens"]})
+    maker = make_token(client, policies=["token-maker"])
+    with as_token(app, maker["token"]) as user:
+        assert user.get("/v1/tokens").status_code == 200
+        assert user.get("/v1/policies").status_code == 403
+        # It gives only what it carries itself.
+        refused = user.post("/v1/tokens", json={"policies": ["other"]})
+        assert refused.status_code == 403, refused.text
+        child = user.post("/v1/tokens", json={"policies": ["token-maker"], "ttl_seconds": 60})
+        assert child.status_code == 201, child.text
+    assert child.json()["parent"] == maker["id"]
+    assert client.delete(f"/v1/tokens/{maker['id']}").status_code == 204
+    assert client.get(f"/v1/tokens/{child.json()['id']}").status_code == 404
+
+
+def test_the_built_in_policies(client: TestClient) -> None:
+    assert client.get("/v1/policies").json()["policies"] == ["default", "root"]
+    assert client.post("/v1/policies/root", json={}).status_code == 422
+    assert client.delete("/v1/policies/default").status_code == 422
+    assert client.get("/v1/policies/root").json()["admin"] == [
+        "tokens",
+        "policies",
+        "auth",
+        "audit",
+        "backup",
+        "sys",
+    ]
+    bad = client.post("/v1/policies/p", json={"rules": [{"keys": ["a"], "operations": ["fly"]}]})
+    assert bad.status_code == 422
+
+
+def test_a_token_runs_out_of_uses(client: TestClient, app: FastAPI) -> None:
+    token = make_token(client, keys=["*"], operations=["read"], num_uses=2)
+    with as_token(app, token["token"]) as user:
+        assert user.get("/v1/keys").status_code == 200
+        assert user.get("/v1/keys").status_code == 200
+        assert user.get("/v1/keys").status_code == 401
+
+
+def test_a_token_looks_itself_up_renews_and_revokes_itself(
+    client: TestClient, app: FastAPI
+) -> None:
+    token = make_token(client, keys=["*"], operations=["read"], ttl_seconds=60, max_ttl_seconds=90)
+    with as_token(app, token["token"]) as user:
+        own = user.get("/v1/tokens/self").json()
+        assert (own["id"], own["renewable"], own["identity"]) == (token["id"], True, "token:admin")
+        renewed = user.post("/v1/tokens/self/renew", json={"increment_seconds": 3600})
+        assert renewed.status_code == 200, renewed.text
+        assert renewed.json()["expires_at"] == own["max_expires_at"]
+        assert user.delete("/v1/tokens/self").status_code == 204
+        assert user.get("/v1/tokens/self").status_code == 401
+    assert client.get("/v1/tokens/self").status_code == 422
+
+
+def test_a_periodic_token_gets_its_period_at_each_renewal(client: TestClient) -> None:
+    token = make_token(client, keys=["*"], operations=["read"], period_seconds=600)
+    renewed = client.post(f"/v1/tokens/{token['id']}/renew", json={"increment_seconds": 5})
+    assert renewed.status_code == 200
+    assert renewed.json()["period_seconds"] == 600
+    assert renewed.json()["max_expires_at"] is None
+    fixed = make_token(client, keys=["*"], operations=["read"], renewable=False, ttl_seconds=60)
+    assert client.post(f"/v1/tokens/{fixed['id']}/renew", json={}).status_code == 422
+
+
+def test_auth_methods_are_enabled_listed_and_disabled(client: TestClient) -> None:
+    assert list(client.get("/v1/sys/auth").json()["data"]) == ["token/", "approle/"]
+    # AppRole is built in at approle: enabling it there changes nothing, disabling it is refused.
+    assert client.post("/v1/sys/auth/approle", json={"type": "approle"}).status_code == 204
+    assert client.delete("/v1/sys/auth/approle").status_code == 400
+    assert client.post("/v1/sys/auth/ci", json={"type": "approle"}).status_code == 204
+    assert client.post("/v1/sys/auth/ci", json={"type": "approle"}).status_code == 400
+    assert client.post("/v1/sys/auth/x", json={"type": "ldap"}).status_code == 400
+    assert client.post("/v1/sys/auth/token2", json={"type": "token"}).status_code == 400
+    listed = client.get("/v1/sys/auth").json()
+    assert listed["ci/"]["type"] == "approle"
+    assert client.delete("/v1/sys/auth/ci").status_code == 204
+    assert client.delete("/v1/sys/auth/token").status_code == 400
+    assert list(client.get("/v1/sys/auth").json()["data"]) == ["token/", "approle/"]
+
+
+def test_the_admin_token_rotates_and_the_former_one_is_refused(client: TestClient) -> None:
+    rotated = client.post("/v1/sys/admin-token/rotate")
+    assert rotated.status_code == 200, rotated.text
+    new = rotated.json()["admin_token"]
+    assert client.get("/v1/policies").status_code == 401
+    client.headers["Authorization"] = f"Bearer {new}"
+    assert client.get("/v1/policies").status_code == 200
+    records = client.get("/v1/audit", params={"operation": "sys_rotate_admin_token"}).json()
+    assert [r["status"] for r in records["records"]] == [200]
+    assert new not in str(records)
+
+
+def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
+    for text, said in (
+        ('path "secret/data/x" { capabilities = ["read"] }', "only transit/<verb>"),
+        ('path "transit/encrypt/x" { capabilities = ["deny"] }', "deny does not map"),
+        ('path "transit/encrypt/x" { capabilities = ["update"] allowed_parameters = {} }', ""),
+    ):
+        refused = client.put("/v1/sys/policies/acl/p", json={"policy": text})
+        assert refused.status_code == 400, refused.text
+        assert said in refused.json()["errors"][0]
+    written = client.put(
+        "/v1/sys/policies/acl/p",
+        json={
+            "policy": 'path "transit/encrypt/orders-*" { capabilities = ["update"] }\n'
+            'path "auth/token/create" { capabilities = ["update"] }'
+        },
+    )
+    assert written.status_code == 204, written.text
+    native = client.get("/v1/policies/p").json()
+    assert native["rules"] == [{"keys": ["orders-*"], "operations": ["encrypt"]}]
+    assert native["admin"] == ["tokens"]

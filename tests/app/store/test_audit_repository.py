@@ -1,0 +1,138 @@
+"""The audit repository on SQLite and PostgreSQL: records stored as they come (a journal moved
+twice changes nothing), each chain's head, queries, a chain several processes extend one at a
+time, and the MAC key that outlives rotations of the keyring and the root key."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from app.store import AuditHead, AuditQuery, AuditRow, KeyStore, KeyWrapper, open_store
+from app.store import audit as store_audit
+from tests.app.store.stores import NEW_ROOT_KEY, at_once, root
+
+
+def _row(chain: str, seq: int, time: float = 1.0, **fields: Any) -> AuditRow:
+    values = {
+        "request_id": f"r{seq}", "client": "127.0.0.1", "principal": "admin",
+        "operation": "aez_encrypt", "key": "k", "key_version": "1", "status": 200,
+        "problem": None, "details": "{}", "mac": bytes([seq % 256]) * 32,
+    }  # fmt: skip
+    return AuditRow(chain, seq, time, **{**values, **fields})
+
+
+def test_audit_rows_go_in_with_a_few_fixed_statements(
+    store: KeyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any number of rows takes statements of the fixed sizes only, so the drivers' caches of
+    prepared statements hold a handful, whatever the mover's group sizes."""
+    statements: set[str] = set()
+    real_insert = store_audit._insert
+
+    def noting(cursor: Any, rows: Any, head: AuditHead) -> None:
+        class Noted:
+            def execute(self, query: str, params: Any = ()) -> Any:
+                statements.add(query)
+                return cursor.execute(query, params)
+
+        real_insert(Noted(), rows, head)
+
+    monkeypatch.setattr(store_audit, "_insert", noting)
+    seq = 0
+    for count in (1, 3, 7, 21, 64, 65, 149, 90):
+        rows = []
+        for _ in range(count):
+            seq += 1
+            rows.append(
+                AuditRow(
+                    "c1", seq, 1.0, "r", None, "admin", "op", None, None, 200, None, "{}", b"m"
+                )
+            )
+        store.audit.append(rows, AuditHead("c1", seq, b"t"))
+    inserts = [s for s in statements if s.startswith("INSERT INTO audit (")]
+    assert sorted(s.count("), (") + 1 for s in inserts) == sorted(store_audit.ROWS_PER_INSERT)
+    stored = store.audit.records(AuditQuery(limit=1000))
+    assert [row.seq for row in stored] == list(range(1, seq + 1))
+
+
+def test_a_journal_moved_again_changes_nothing(store: KeyStore) -> None:
+    first = [_row("c1", seq) for seq in (1, 2, 3)]
+    store.audit.append(first, AuditHead("c1", 3, b"t3"))
+    again = [_row("c1", seq, details='{"forged":true}') for seq in (2, 3, 4)]
+    store.audit.append(again, AuditHead("c1", 4, b"t4"))
+    assert store.audit.chain("c1", 0, 10) == [*first, again[2]]
+    # A head further on is kept when an older move comes late.
+    store.audit.append(first[:2], AuditHead("c1", 2, b"t2"))
+    assert store.audit.heads() == [AuditHead("c1", 4, b"t4")]
+
+
+def test_an_empty_move_checks_the_table_takes_writes(store: KeyStore) -> None:
+    store.audit.append([], AuditHead("c1", 0, b""))
+    assert store.audit.records(AuditQuery()) == []
+
+
+def test_records_are_found_by_every_condition_and_paged_in_order(store: KeyStore) -> None:
+    store.audit.append(
+        [
+            _row("c1", 1, 10.0),
+            _row("c1", 2, 20.0, principal="t1", status=403, problem="forbidden"),
+            _row("c1", 3, 30.0, key="other", operation="keys_rotate_key"),
+        ],
+        AuditHead("c1", 3, b"h1"),
+    )
+    store.audit.append([_row("c2", 1, 20.0), _row("c2", 2, 40.0)], AuditHead("c2", 2, b"h2"))
+    seqs = lambda query: [(r.chain, r.seq) for r in store.audit.records(query)]  # noqa: E731
+    assert seqs(AuditQuery()) == [("c1", 1), ("c1", 2), ("c2", 1), ("c1", 3), ("c2", 2)]
+    assert seqs(AuditQuery(key="other")) == [("c1", 3)]
+    assert seqs(AuditQuery(principal="t1")) == [("c1", 2)]
+    assert seqs(AuditQuery(operation="keys_rotate_key")) == [("c1", 3)]
+    assert seqs(AuditQuery(status_from=400, status_to=403)) == [("c1", 2)]
+    assert seqs(AuditQuery(since=20.0, until=40.0)) == [("c1", 2), ("c2", 1), ("c1", 3)]
+    assert seqs(AuditQuery(other_than_chain="c1")) == [("c2", 1), ("c2", 2)]
+    assert seqs(AuditQuery(limit=2)) == [("c1", 1), ("c1", 2)]
+    assert seqs(AuditQuery(after=(20.0, "c1", 2), limit=2)) == [("c2", 1), ("c1", 3)]
+    assert store.audit.record("c1", 2) == _row(
+        "c1", 2, 20.0, principal="t1", status=403, problem="forbidden"
+    )
+    assert store.audit.record("c1", 9) is None
+    assert [r[1] for r in store.audit.chain("c1", 1, 1)] == [2]
+
+
+def test_a_chain_with_records_but_no_head_shows_a_head_of_nothing(store: KeyStore) -> None:
+    store.audit.append([_row("c1", 1)], AuditHead("c1", 1, b"h"))
+    with store.database.transaction(write=True) as cursor:
+        cursor.execute("DELETE FROM audit_heads")
+    assert store.audit.heads() == [AuditHead("c1", 0, b"")]
+
+
+def test_a_shared_chain_is_extended_one_writer_at_a_time(store: KeyStore, store_url: str) -> None:
+    def extend(seen: Sequence[AuditRow]) -> tuple[list[AuditRow], AuditHead | None]:
+        seq = len(seen) + 1
+        return [_row("@shared", seq)], AuditHead("@shared", seq, b"h")
+
+    def writer(writing: KeyStore) -> None:
+        for _ in range(5):
+            writing.audit.extend_chain("@shared", extend)
+
+    at_once(store, store_url, writer)
+    assert [r[1] for r in store.audit.chain("@shared", 0, 100)] == list(range(1, 21))
+    store.audit.extend_chain("@shared", lambda seen: ([], None))  # nothing to add
+    assert store.audit.heads() == [AuditHead("@shared", 20, b"h")]
+
+
+def test_the_mac_key_is_one_for_every_process_and_outlives_rotations(
+    store: KeyStore, store_url: str
+) -> None:
+    keys = at_once(store, store_url, lambda opened: opened.audit.mac_key())
+    key = keys[0]
+    assert len(key) == 32 and keys == [key] * 4 and store.audit.mac_key() == key
+    store.keys.create("k", "aez", {}, False, b"k" * 48, None)
+    store.keyring.rotate()
+    store.keyring.rewrap(100)
+    store.keyring.rotate_root(KeyWrapper(NEW_ROOT_KEY))
+    store.close()
+    reopened = open_store(store_url, root(NEW_ROOT_KEY))
+    try:
+        assert reopened.audit.mac_key() == key
+    finally:
+        reopened.close()

@@ -1,0 +1,51 @@
+"""The KMS API's repositories on SQLite and PostgreSQL: AWS key pairs (the secret sealed, gone
+with its token) and aliases (one name for one key, gone with the key)."""
+
+import pytest
+
+from app.store import KeyExistsError, KeyNotFoundError, KeyStore, TokenRecord
+from app.store.aws_credentials import SECRET_TYPE
+
+
+def test_aws_credentials_sealed_and_revoked_with_their_token(store: KeyStore) -> None:
+    record = TokenRecord("0123456789abcdef", b"h" * 32, "", ("*",), ("read",), 1.0, None)
+    store.tokens.add(record)
+    secret = b"s3cr3t-access-key-of-forty-characters-xx"
+    store.aws_credentials.add("AKIAABCDEFGHIJKLMNOP", record.id, secret)
+    found = store.aws_credentials.get("AKIAABCDEFGHIJKLMNOP")
+    assert found is not None
+    assert (found.token, found.secret) == (record, secret)
+    assert store.aws_credentials.get("AKIAQQQQQQQQQQQQQQQQ") is None
+    with store.database.transaction(write=False) as cursor:
+        cursor.execute("SELECT sealed FROM aws_credentials")
+        row = cursor.fetchone()
+    assert row is not None and secret not in bytes(row[0])
+    assert SECRET_TYPE.encode() not in bytes(row[0])
+    store.tokens.delete(record.id)
+    assert store.aws_credentials.get("AKIAABCDEFGHIJKLMNOP") is None
+
+
+def test_aliases(store: KeyStore) -> None:
+    for name in ("k1", "k2"):
+        store.keys.create(name, "hmac", {}, False, b"x" * 64, None)
+    store.kms_aliases.add("alias/a", "k1")
+    with pytest.raises(KeyExistsError):
+        store.kms_aliases.add("alias/a", "k2")
+    with pytest.raises(KeyExistsError):  # every key is alias/<its name> already
+        store.kms_aliases.add("alias/k2", "k1")
+    with pytest.raises(KeyNotFoundError):
+        store.kms_aliases.add("alias/b", "none")
+    for i in range(3):
+        store.kms_aliases.add(f"alias/b{i}", "k2")
+    assert store.kms_aliases.point("alias/a", "k2")
+    assert not store.kms_aliases.point("alias/none", "k2")
+    alias = store.kms_aliases.get("alias/a")
+    assert alias is not None and alias.key_name == "k2"
+    assert [a.name for a in store.kms_aliases.list(None, 2)] == ["alias/a", "alias/b0"]
+    assert [a.name for a in store.kms_aliases.list("alias/b0", 10, "k2")] == [
+        "alias/b1",
+        "alias/b2",
+    ]
+    assert store.kms_aliases.delete("alias/b0") and not store.kms_aliases.delete("alias/b0")
+    store.keys.delete("k2")
+    assert store.kms_aliases.list(None, 10) == []

@@ -1,0 +1,101 @@
+"""The FE ledger repository on SQLite and PostgreSQL: a release decided on the ledger of one
+key version and stored with the basis it leaves, decisions on a version one at a time across
+processes, and the ledger going with the versions it is about."""
+
+import pytest
+
+from app.store import FunctionLedger, KeyStore
+from tests.app.store.stores import at_once, rows
+
+PARAMS = {"dimension": 2, "fe_policy": {"max_rank": 2}}
+
+
+def _fe_key(store: KeyStore, versions: int = 1) -> None:
+    created = store.keys.create("f", "ipfe-opt", PARAMS, False, b"f" * 64, b"p")
+    for _ in range(versions - 1):
+        store.keys.rotate("f", b"g" * 64, b"q", created.created_at)
+
+
+def test_a_release_is_stored_with_the_basis_it_leaves(store: KeyStore) -> None:
+    _fe_key(store)
+
+    def decide(ledger: FunctionLedger) -> str:
+        assert (ledger.basis, ledger.params) == ([], PARAMS)
+        assert ledger.released_since("alice", 0.0) == 0
+        ledger.record([1, 0], "alice", 10.0, 1)
+        ledger.record([0, 1], "alice", 11.0, 2)
+        assert ledger.released_since("alice", 10.5) == 1  # recorded here, not yet stored
+        assert ledger.released_since("bob", 0.0) == 0
+        ledger.basis = [[1, 0], [0, 1]]
+        return "released"
+
+    assert store.ledger.release("f", 1, decide) == "released"
+    released = [
+        (r.seq, r.function, r.principal, r.time, r.rank) for r in store.ledger.functions("f", 1)
+    ]
+    assert released == [(1, [1, 0], "alice", 10.0, 1), (2, [0, 1], "alice", 11.0, 2)]
+    seen = store.ledger.release(
+        "f", 1, lambda ledger: (ledger.basis, ledger.released_since("alice", 0.0))
+    )
+    assert seen == ([[1, 0], [0, 1]], 2)
+
+
+def test_a_refused_decision_stores_nothing(store: KeyStore) -> None:
+    _fe_key(store)
+
+    def refuse(ledger: FunctionLedger) -> None:
+        ledger.record([1, 1], "alice", 1.0, 1)
+        ledger.basis = [[1, 1]]
+        raise PermissionError("over the limit")
+
+    with pytest.raises(PermissionError):
+        store.ledger.release("f", 1, refuse)
+    assert store.ledger.functions("f", None) == []
+    assert store.ledger.release("f", 1, lambda ledger: ledger.basis) == []
+
+
+def test_each_version_keeps_its_own_ledger(store: KeyStore) -> None:
+    _fe_key(store, versions=2)
+    for version, function in ((2, [0, 1]), (1, [1, 0])):
+        store.ledger.release(
+            "f", version, lambda ledger, f=function: ledger.record(f, "alice", 5.0, 1)
+        )
+    assert [(r.version, r.seq, r.function) for r in store.ledger.functions("f", None)] == [
+        (1, 1, [1, 0]),
+        (2, 1, [0, 1]),
+    ]
+    assert [r.function for r in store.ledger.functions("f", 2)] == [[0, 1]]
+    # The count of a principal's releases is over the whole key.
+    assert store.ledger.release("f", 1, lambda ledger: ledger.released_since("alice", 0.0)) == 2
+
+
+def test_decisions_on_one_version_are_taken_one_at_a_time(store: KeyStore, store_url: str) -> None:
+    _fe_key(store)
+
+    def decide(ledger: FunctionLedger) -> None:
+        rank = len(ledger.basis) + 1  # what a decision seeing a stale basis would repeat
+        ledger.basis = [*ledger.basis, [rank, 0]]
+        ledger.record([rank, 0], "alice", float(rank), rank)
+
+    def releaser(releasing: KeyStore) -> None:
+        for _ in range(4):
+            releasing.ledger.release("f", 1, decide)
+
+    at_once(store, store_url, releaser)
+    released = store.ledger.functions("f", 1)
+    assert [(r.seq, r.rank) for r in released] == [(n, n) for n in range(1, 17)]
+
+
+def test_the_ledger_goes_with_its_versions(store: KeyStore) -> None:
+    _fe_key(store, versions=3)
+    for version in (1, 2, 3):
+        store.ledger.release("f", version, lambda ledger: ledger.record([1, 0], "alice", 1.0, 1))
+    store.keys.set_policy("f", lambda key: {"min_decryption_version": 3})
+    store.keys.trim("f")
+    assert [r.version for r in store.ledger.functions("f", None)] == [3]
+    assert rows(store, "SELECT version FROM fe_bases") == [(3,)]
+    store.keys.delete("f")
+    assert rows(store, "SELECT COUNT(*) FROM fe_functions") == [(0,)]
+    assert rows(store, "SELECT COUNT(*) FROM fe_bases") == [(0,)]
+    _fe_key(store)  # the name again: a ledger of its own, empty
+    assert store.ledger.functions("f", None) == []

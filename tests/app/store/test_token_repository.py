@@ -1,0 +1,87 @@
+"""The token repository on SQLite and PostgreSQL: tokens kept by their hash, revoked with
+their children, renewed, spent use by use."""
+
+from app.store import KeyStore, TokenRecord
+
+
+def test_tokens(store: KeyStore) -> None:
+    record = TokenRecord(
+        "0123456789abcdef", b"h" * 32, "ci", ("orders-*",), ("encrypt",), 1.0, None
+    )
+    store.tokens.add(record)
+    assert store.tokens.by_hash(b"h" * 32) == record
+    assert store.tokens.by_hash(b"x" * 32) is None
+    assert store.tokens.list() == [record]
+    assert store.tokens.delete(record.id) == [record.id]
+    assert store.tokens.delete(record.id) == []
+    assert store.tokens.by_hash(b"h" * 32) is None
+
+
+def test_tokens_are_listed_oldest_first_with_their_limits(store: KeyStore) -> None:
+    newer = TokenRecord("b" * 16, b"2" * 32, "", ("*",), ("read",), 2.0, 3600.0, 5.0)
+    older = TokenRecord("a" * 16, b"1" * 32, "", ("k-[0-9]",), ("encrypt", "decrypt"), 1.0, None)
+    for token in (newer, older):
+        store.tokens.add(token)
+    assert store.tokens.list() == [older, newer]
+    assert store.tokens.by_hash(b"2" * 32) == newer
+
+
+def token(
+    token_id: str, parent: str | None = None, expires_at: float | None = None, **life: object
+) -> TokenRecord:
+    return TokenRecord(
+        token_id, token_id.encode() * 2, "", (), (), 1.0, expires_at, parent_id=parent, **life
+    )  # type: ignore[arg-type]
+
+
+def test_revoking_a_token_revokes_its_children_and_theirs(store: KeyStore) -> None:
+    for record in (
+        token("p" * 16),
+        token("c" * 16, "p" * 16),
+        token("g" * 16, "c" * 16),
+        token("o" * 16),
+    ):
+        store.tokens.add(record)
+    before = store.auth_state.read().generation
+    assert sorted(store.tokens.delete("p" * 16)) == ["c" * 16, "g" * 16, "p" * 16]
+    assert [r.id for r in store.tokens.list()] == ["o" * 16]
+    assert store.auth_state.read().generation == before + 1
+
+
+def test_revoking_orphaning_keeps_the_children(store: KeyStore) -> None:
+    store.tokens.add(token("p" * 16))
+    store.tokens.add(token("c" * 16, "p" * 16))
+    assert store.tokens.delete_orphaning("p" * 16) is True
+    child = store.tokens.by_id("c" * 16)
+    assert child is not None and child.parent_id is None
+    assert store.tokens.delete_orphaning("p" * 16) is False
+
+
+def test_a_token_is_revoked_with_its_last_use(store: KeyStore) -> None:
+    store.tokens.add(token("u" * 16, uses_left=2))
+    store.tokens.add(token("c" * 16, "u" * 16))
+    assert store.tokens.use("u" * 16) is True
+    spent = store.tokens.by_id("u" * 16)
+    assert spent is not None and spent.uses_left == 1
+    assert store.tokens.use("u" * 16) is True
+    assert store.tokens.by_id("u" * 16) is None
+    assert store.tokens.by_id("c" * 16) is None
+    assert store.tokens.use("u" * 16) is False
+
+
+def test_a_renewal_moves_the_expiry(store: KeyStore) -> None:
+    store.tokens.add(token("r" * 16, renewable=True, ttl_seconds=60.0))
+    renewed = store.tokens.renew("r" * 16, 500.0, 440.0)
+    assert renewed is not None and (renewed.expires_at, renewed.renewed_at) == (500.0, 440.0)
+    assert store.tokens.renew("x" * 16, 1.0, 1.0) is None
+
+
+def test_expired_tokens_are_dropped_their_children_kept_as_orphans(store: KeyStore) -> None:
+    store.tokens.add(token("e" * 16, expires_at=10.0))
+    store.tokens.add(token("c" * 16, "e" * 16))
+    store.tokens.add(token("l" * 16, expires_at=100.0))
+    assert store.tokens.delete_expired(50.0, 10) == 1
+    assert store.tokens.by_id("e" * 16) is None
+    child = store.tokens.by_id("c" * 16)
+    assert child is not None and child.parent_id is None
+    assert store.tokens.by_id("l" * 16) is not None

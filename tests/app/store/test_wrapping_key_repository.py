@@ -1,0 +1,35 @@
+"""The wrapping key repository on SQLite and PostgreSQL: one pair per store, the same for every
+process however many ask at once, kept wrapped, and the same after the keyring and the root key
+are rotated."""
+
+import os
+
+from app.store import KeyStore, KeyWrapper, open_store
+from tests.app.store.stores import NEW_ROOT_KEY, at_once, root, rows
+
+
+def test_every_process_gets_the_one_pair_stored(store: KeyStore, store_url: str) -> None:
+    drawn: list[tuple[bytes, bytes]] = []
+
+    def generate() -> tuple[bytes, bytes]:
+        drawn.append((os.urandom(32), os.urandom(65)))
+        return drawn[-1]
+
+    pairs = at_once(store, store_url, lambda opened: opened.wrapping_key.pair(generate))
+    assert len(pairs) == 4 and len(set(pairs)) == 1 and pairs[0] in drawn
+    draws = len(drawn)
+    assert store.wrapping_key.pair(generate) == pairs[0] and len(drawn) == draws
+
+
+def test_the_secret_is_kept_wrapped_and_outlives_rotations(store: KeyStore, store_url: str) -> None:
+    secret, public = store.wrapping_key.pair(lambda: (b"S" * 32, b"P" * 65))
+    ((wrapped, stored_public),) = rows(store, "SELECT wrapped, public FROM wrapping_key")
+    assert b"S" * 32 not in bytes(wrapped) and bytes(stored_public) == public
+    store.keyring.rotate()
+    store.keyring.rotate_root(KeyWrapper(NEW_ROOT_KEY))
+    store.close()
+    reopened = open_store(store_url, root(NEW_ROOT_KEY))
+    try:
+        assert reopened.wrapping_key.pair(lambda: (b"x" * 32, b"y" * 65)) == (secret, public)
+    finally:
+        reopened.close()

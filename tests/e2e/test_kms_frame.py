@@ -1,0 +1,192 @@
+"""The KMS protocol's frame with boto3: SigV4 checked as AWS checks it (unknown key id, wrong
+secret, stale or future date, missing or incomplete signature), errors in AWS's shape, a token's
+AWS key pair revoked with it."""
+
+import datetime
+from collections.abc import Iterator
+from typing import Any
+
+import botocore.auth
+import httpx
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.e2e.kms import AMZ_JSON, credentials, error_of, kms_client, signed_post, started
+from tests.e2e.server import Server, wait_for
+
+pytestmark = pytest.mark.e2e
+LIMIT = 64 * 1024
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    yield from started(tmp_path_factory.mktemp("kms-frame"), CIPHERD_MAX_JSON_BODY_BYTES=str(LIMIT))
+
+
+def test_signed_request_lists_keys(server: Server) -> None:
+    kms = kms_client(server, credentials(server))
+    answer = kms.list_keys()
+    assert answer["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert answer["Truncated"] is False
+    assert isinstance(answer["Keys"], list)
+
+
+def test_unknown_access_key_id(server: Server) -> None:
+    kms = kms_client(server, credentials(server), aws_access_key_id="AKIA" + "A" * 16)
+    with pytest.raises(ClientError) as exc:
+        kms.list_keys()
+    assert error_of(exc) == ("UnrecognizedClientException", 400)
+    assert exc.value.response["Error"]["Message"] == (
+        "The security token included in the request is invalid."
+    )
+
+
+def test_wrong_secret(server: Server) -> None:
+    creds = credentials(server)
+    kms = kms_client(server, creds, aws_secret_access_key=creds.secret_access_key[::-1])
+    with pytest.raises(ClientError) as exc:
+        kms.list_keys()
+    assert error_of(exc) == ("InvalidSignatureException", 400)
+
+
+@pytest.mark.parametrize("shift", [-360, 360])
+def test_date_beyond_five_minutes(
+    server: Server, shift: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request signed six minutes ago (a replay) or six minutes ahead is refused; one
+    four minutes off is taken."""
+    kms = kms_client(server, credentials(server))
+    real = datetime.datetime
+
+    def moved(seconds: int) -> Any:
+        class Moved(real):
+            @classmethod
+            def utcnow(cls) -> Any:
+                return real.utcnow() + datetime.timedelta(seconds=seconds)
+
+            @classmethod
+            def now(cls, tz: Any = None) -> Any:
+                return real.now(tz) + datetime.timedelta(seconds=seconds)
+
+        return Moved
+
+    monkeypatch.setattr(botocore.auth.datetime, "datetime", moved(shift))
+    with pytest.raises(ClientError) as exc:
+        kms.list_keys()
+    assert error_of(exc) == ("InvalidSignatureException", 400)
+    assert "Signature expired" in exc.value.response["Error"]["Message"]
+    monkeypatch.setattr(botocore.auth.datetime, "datetime", moved(shift * 4 // 6))
+    assert kms.list_keys()["ResponseMetadata"]["HTTPStatusCode"] == 200
+
+
+def test_unsigned_and_incomplete(server: Server) -> None:
+    headers = {
+        "X-Amz-Target": "TrentService.ListKeys",
+        "Content-Type": "application/x-amz-json-1.1",
+    }
+    answer = httpx.post(server.url + "/", headers=headers, content=b"{}")
+    assert answer.status_code == 400
+    assert answer.headers["content-type"] == "application/x-amz-json-1.1"
+    assert answer.json()["__type"] == "MissingAuthenticationTokenException"
+    headers["Authorization"] = (
+        "AWS4-HMAC-SHA256 Credential=AKIAAAAAAAAAAAAAAAAA/20260101/x/kms/aws4_request"
+    )
+    answer = httpx.post(server.url + "/", headers=headers, content=b"{}")
+    assert answer.status_code == 400
+    assert answer.json()["__type"] == "IncompleteSignatureException"
+
+
+def test_members_checked_by_the_server(server: Server) -> None:
+    kms = kms_client(server, credentials(server), validate=False)
+    for wrong in ({"Limit": 0}, {"Limit": "10"}, {"Marker": ""}):
+        with pytest.raises(ClientError) as exc:
+            kms.list_keys(**wrong)
+        assert error_of(exc) == ("ValidationException", 400)
+        assert "1 validation error detected" in exc.value.response["Error"]["Message"]
+
+
+def test_unknown_action_member_and_body(server: Server) -> None:
+    creds = credentials(server)
+    for target, body, wanted in (
+        ("TrentService.MakeCoffee", b"{}", "UnknownOperationException"),
+        ("Other.ListKeys", b"{}", "UnknownOperationException"),
+        ("TrentService.ListKeys", b'{"Limit": 5, "Colour": "blue"}', "ValidationException"),
+        ("TrentService.ListKeys", b"[1, 2", "ValidationException"),
+    ):
+        answer = signed_post(server, creds, target, body)
+        assert answer.status_code == 400, target
+        assert answer.headers["content-type"] == AMZ_JSON
+        assert answer.json()["__type"] == wanted, (target, body)
+    answer = signed_post(server, creds, "TrentService.ListKeys", b"{}", "text/plain")
+    assert answer.json()["__type"] == "UnknownOperationException"
+
+
+def test_revoking_the_token_revokes_its_key_pair(server: Server) -> None:
+    creds = credentials(server)
+    kms = kms_client(server, creds)
+    assert kms.list_keys()["ResponseMetadata"]["HTTPStatusCode"] == 200
+    with server.client() as http:
+        assert http.delete(f"/v1/tokens/{creds.token_id}").status_code == 204
+    with pytest.raises(ClientError) as exc:
+        kms.list_keys()
+    assert error_of(exc) == ("UnrecognizedClientException", 400)
+
+
+def test_body_over_the_limit(server: Server) -> None:
+    """A signed body over the JSON body limit is refused as it arrives (413, KMS's shape)."""
+    body = b'{"Marker": "' + b"m" * LIMIT + b'"}'
+    answer = signed_post(server, credentials(server), "TrentService.ListKeys", body)
+    assert answer.status_code == 413, answer.text
+    assert answer.json()["__type"] == "ValidationException"
+
+
+def test_audited_as_the_native_operation(server: Server) -> None:
+    """Each KMS request has its audit record: the native operation, the token, the action; a
+    refused signature one too, and no record carries the secret."""
+    creds = credentials(server)
+    kms = kms_client(server, creds)
+    request_id = kms.list_keys()["ResponseMetadata"]["RequestId"]
+    wrong = kms_client(server, creds, aws_secret_access_key="x" * 40)
+    with pytest.raises(ClientError) as exc:
+        wrong.list_keys()
+    refused_id = exc.value.response["ResponseMetadata"]["RequestId"]
+    with server.client() as http:
+        records = http.get("/v1/audit", params={"limit": 1000}).json()["records"]
+    by_id = {record["request_id"]: record for record in records}
+    listed = by_id[request_id]
+    assert listed["operation"] == "keys_list_keys"
+    assert listed["principal"] == creds.token_id
+    assert listed["details"] == {"action": "ListKeys"}
+    refused = by_id[refused_id]
+    assert (refused["operation"], refused["status"]) == ("kms", 400)
+    assert refused["problem"] == "InvalidSignatureException"
+    assert creds.secret_access_key not in repr(records)
+
+
+def test_expired_token(server: Server) -> None:
+    kms = kms_client(server, credentials(server, ttl_seconds=1))
+    assert kms.list_keys()["ResponseMetadata"]["HTTPStatusCode"] == 200
+
+    def refused() -> bool:
+        try:
+            kms.list_keys()
+        except ClientError as exc:
+            assert exc.response["Error"]["Code"] == "ExpiredTokenException"
+            return True
+        return False
+
+    wait_for(refused, 10, "the token's expiry")
+
+
+def test_token_rate(server: Server) -> None:
+    """A signed request is charged to its token's rate: past it ThrottlingException."""
+    kms = kms_client(server, credentials(server, rate_per_second=1))
+    codes = []
+    for _ in range(5):
+        try:
+            kms.list_keys()
+            codes.append("ok")
+        except ClientError as exc:
+            codes.append(exc.response["Error"]["Code"])
+    assert codes[0] == "ok"
+    assert "ThrottlingException" in codes

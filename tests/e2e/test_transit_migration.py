@@ -1,0 +1,277 @@
+"""Keys moving between a real OpenBao and cipherd through Transit's backup and restore.
+
+For each key type, both ways: a key with two versions is made on one server, which encrypts,
+signs and HMACs under each version; its `transit/backup` is restored into the other server
+(`transit/restore`), which must open every ciphertext, accept every signature and HMAC, and make
+the same HMACs; then the other server encrypts, signs and HMACs under the migrated key, and the
+first one must open and accept all of it. Everything goes through hvac, as an application
+moving from one to the other would call them.
+"""
+
+import base64
+import json
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import hvac
+import pytest
+
+from tests.e2e.openbao import running_openbao
+from tests.e2e.server import running
+
+pytestmark = pytest.mark.e2e
+
+ADMIN_TOKEN = "migration-admin-" + secrets.token_urlsafe(16)
+CONTEXT = base64.b64encode(b"tenant-7").decode()
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A key type and what Transit does with it."""
+
+    transit_type: str
+    encrypts: bool = False
+    signatures: tuple[dict[str, str], ...] = ()
+    derived: bool = False
+    convergent: bool = False
+    key_size: int = 64  # an hmac key's
+
+
+KINDS = {
+    "aes256-gcm96": Kind("aes256-gcm96", encrypts=True),
+    "aes128-gcm96": Kind("aes128-gcm96", encrypts=True),
+    "chacha20-poly1305": Kind("chacha20-poly1305", encrypts=True),
+    "aes256-gcm96 derived": Kind("aes256-gcm96", encrypts=True, derived=True),
+    "aes256-gcm96 convergent": Kind("aes256-gcm96", encrypts=True, derived=True, convergent=True),
+    "ed25519": Kind("ed25519", signatures=({},)),
+    "ecdsa-p256": Kind(
+        "ecdsa-p256",
+        signatures=({}, {"marshaling_algorithm": "jws"}, {"hash_algorithm": "sha2-384"}),
+    ),
+    "ecdsa-p384": Kind("ecdsa-p384", signatures=({"hash_algorithm": "sha2-384"},)),
+    "rsa-2048": Kind(
+        "rsa-2048",
+        encrypts=True,
+        signatures=(
+            {},
+            {"salt_length": "hash"},
+            {"signature_algorithm": "pkcs1v15", "hash_algorithm": "sha2-512"},
+        ),
+    ),
+    "hmac": Kind("hmac"),
+}
+# OpenBao's hmac keys may be of 32 to 512 bytes; cipherd makes keys of 64.
+FROM_OPENBAO = {**KINDS, "hmac 32-byte": Kind("hmac", key_size=32)}
+
+
+@dataclass
+class Made:
+    """What one server made under a key: (version, plaintext, ciphertext), (options, input,
+    signature) and (input, HMAC)."""
+
+    ciphertexts: list[tuple[int, str, str]] = field(default_factory=list)
+    signatures: list[tuple[dict[str, str], str, str]] = field(default_factory=list)
+    hmacs: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Servers:
+    openbao: hvac.Client
+    cipherd: hvac.Client
+
+    def __iter__(self) -> Iterator[hvac.Client]:
+        return iter((self.openbao, self.cipherd))
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+    work = tmp_path_factory.mktemp("transit-migration")
+    env = {"CIPHERD_ADMIN_TOKEN": ADMIN_TOKEN}
+    with running(work / "cipherd", env=env) as cipherd, running_openbao(work) as openbao:
+        yield Servers(
+            hvac.Client(url=openbao.url, token=openbao.token),
+            hvac.Client(url=cipherd.url, token=ADMIN_TOKEN),
+        )
+
+
+def text(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def context(kind: Kind) -> dict[str, str]:
+    return {"context": CONTEXT} if kind.derived else {}
+
+
+def create(client: hvac.Client, name: str, kind: Kind) -> None:
+    """The key, by Transit's own path (hvac's `create_key` refuses aes128-gcm96 and hmac)."""
+    settings: dict[str, Any] = {
+        "type": kind.transit_type,
+        "exportable": True,
+        "allow_plaintext_backup": True,
+        "derived": kind.derived,
+        "convergent_encryption": kind.convergent,
+    }
+    if kind.transit_type == "hmac":
+        settings["key_size"] = kind.key_size
+    client.write_data(f"transit/keys/{name}", data=settings)
+
+
+def make(client: hvac.Client, name: str, kind: Kind, version: int, made: Made) -> None:
+    """Encrypt, sign and HMAC under `version` of the key, into `made`."""
+    transit = client.secrets.transit
+    plaintext = text(f"order {secrets.token_hex(4)} under v{version}".encode())
+    if kind.encrypts:
+        answer = transit.encrypt_data(
+            name=name, plaintext=plaintext, key_version=version, **context(kind)
+        )
+        ciphertext = answer["data"]["ciphertext"]
+        assert ciphertext.startswith(f"vault:v{version}:")
+        made.ciphertexts.append((version, plaintext, ciphertext))
+    for options in kind.signatures:
+        answer = transit.sign_data(name=name, hash_input=plaintext, key_version=version, **options)
+        made.signatures.append((options, plaintext, answer["data"]["signature"]))
+    mac = transit.generate_hmac(name=name, hash_input=plaintext, key_version=version)
+    made.hmacs.append((plaintext, mac["data"]["hmac"]))
+
+
+def made_on(client: hvac.Client, name: str, kind: Kind, versions: tuple[int, ...]) -> Made:
+    made = Made()
+    for version in versions:
+        make(client, name, kind, version, made)
+    return made
+
+
+def assert_opens(client: hvac.Client, name: str, kind: Kind, made: Made) -> None:
+    """Every ciphertext decrypts, every signature and HMAC verifies on `client`, which also
+    makes the very same HMACs (and, for a convergent key, the very same ciphertexts)."""
+    transit = client.secrets.transit
+    for version, plaintext, ciphertext in made.ciphertexts:
+        answer = transit.decrypt_data(name=name, ciphertext=ciphertext, **context(kind))
+        assert answer["data"]["plaintext"] == plaintext, (name, ciphertext)
+        if kind.convergent:
+            again = transit.encrypt_data(
+                name=name, plaintext=plaintext, key_version=version, **context(kind)
+            )
+            assert again["data"]["ciphertext"] == ciphertext
+    for options, message, signature in made.signatures:
+        verdict = transit.verify_signed_data(
+            name=name, hash_input=message, signature=signature, **options
+        )
+        assert verdict["data"]["valid"] is True, (name, options, signature)
+        other = text(b"another message")
+        verdict = transit.verify_signed_data(
+            name=name, hash_input=other, signature=signature, **options
+        )
+        assert verdict["data"]["valid"] is False, (name, options)
+    for message, mac in made.hmacs:
+        verdict = transit.verify_signed_data(name=name, hash_input=message, hmac=mac)
+        assert verdict["data"]["valid"] is True, (name, mac)
+        version = int(mac.split(":")[1][1:])
+        again = transit.generate_hmac(name=name, hash_input=message, key_version=version)
+        assert again["data"]["hmac"] == mac
+
+
+def migrate(source: hvac.Client, target: hvac.Client, name: str) -> dict[str, Any]:
+    """The key `name` backed up on `source` and restored into `target`; its settings there."""
+    backup = source.secrets.transit.backup_key(name=name)["data"]["backup"]
+    target.secrets.transit.restore_key(backup=backup, name=name)
+    return target.secrets.transit.read_key(name=name)["data"]
+
+
+def key_name(case: str) -> str:
+    return case.replace(" ", "-") + "-" + secrets.token_hex(3)
+
+
+def check_both_ways(source: hvac.Client, target: hvac.Client, kind: Kind, case: str) -> None:
+    name = key_name(case)
+    create(source, name, kind)
+    source.secrets.transit.rotate_key(name=name)
+    before = made_on(source, name, kind, (1, 2))
+
+    settings = migrate(source, target, name)
+    assert settings["type"] == kind.transit_type
+    assert settings["latest_version"] == 2
+    if kind.transit_type == "hmac":  # Transit shows an hmac key's size, not its versions
+        assert settings["key_size"] == kind.key_size
+    else:
+        assert sorted(settings["keys"]) == ["1", "2"]
+    assert settings["exportable"] is True and settings["allow_plaintext_backup"] is True
+    assert settings["derived"] is kind.derived
+    assert settings.get("convergent_encryption", False) is kind.convergent
+    assert_opens(target, name, kind, before)
+
+    after = made_on(target, name, kind, (1, 2))
+    assert_opens(source, name, kind, after)
+
+
+@pytest.mark.parametrize("case", list(FROM_OPENBAO))
+def test_an_openbao_key_moves_to_cipherd(servers: Servers, case: str) -> None:
+    check_both_ways(servers.openbao, servers.cipherd, FROM_OPENBAO[case], case)
+
+
+@pytest.mark.parametrize("case", list(KINDS))
+def test_a_cipherd_key_moves_to_openbao(servers: Servers, case: str) -> None:
+    check_both_ways(servers.cipherd, servers.openbao, KINDS[case], case)
+
+
+def test_a_key_goes_there_and_back(servers: Servers) -> None:
+    """A key made in OpenBao, moved here, rotated here and moved back keeps all three versions
+    and what each side made under them."""
+    kind, name = KINDS["aes256-gcm96"], key_name("round-trip")
+    create(servers.openbao, name, kind)
+    servers.openbao.secrets.transit.rotate_key(name=name)
+    there = made_on(servers.openbao, name, kind, (1, 2))
+    migrate(servers.openbao, servers.cipherd, name)
+    servers.cipherd.secrets.transit.rotate_key(name=name)
+    here = made_on(servers.cipherd, name, kind, (1, 2, 3))
+    backup = servers.cipherd.secrets.transit.backup_key(name=name)["data"]["backup"]
+    servers.openbao.secrets.transit.restore_key(backup=backup, name=name, force=True)
+    assert servers.openbao.secrets.transit.read_key(name=name)["data"]["latest_version"] == 3
+    assert_opens(servers.openbao, name, kind, there)
+    assert_opens(servers.openbao, name, kind, here)
+
+
+def test_a_backup_cipherd_cannot_take_is_refused(servers: Servers) -> None:
+    """A tampered backup (an ECDSA scalar off its public point) is a 400, and no key is made."""
+    kind, name = KINDS["ecdsa-p256"], key_name("tampered")
+    create(servers.openbao, name, kind)
+    backup = servers.openbao.secrets.transit.backup_key(name=name)["data"]["backup"]
+    document = json.loads(base64.b64decode(backup))
+    document["policy"]["keys"]["1"]["ec_d"] += 1
+    tampered = base64.b64encode(json.dumps(document).encode()).decode()
+    with pytest.raises(hvac.exceptions.InvalidRequest, match="ec_x and ec_y"):
+        servers.cipherd.secrets.transit.restore_key(backup=tampered, name=name)
+    with pytest.raises(hvac.exceptions.InvalidPath):
+        servers.cipherd.secrets.transit.read_key(name=name)
+
+
+@pytest.mark.parametrize("case", ["ecdsa-p256", "rsa-2048", "ed25519", "aes256-gcm96"])
+def test_exported_keys_read_as_openbaos_do(servers: Servers, case: str) -> None:
+    """A key moved here exports the material OpenBao exports for it, in OpenBao's encoding (PEM
+    of SEC1 and PKCS#1 for ECDSA and RSA, base64 for the others), for every export type
+    OpenBao gives for its type, and the same refusals for the ones it does not (a 400 here
+    where OpenBao answers some with a 500)."""
+    kind, name = KINDS[case], key_name("export-" + case)
+    create(servers.openbao, name, kind)
+    servers.openbao.secrets.transit.rotate_key(name=name)
+    migrate(servers.openbao, servers.cipherd, name)
+    for export_type in ("encryption-key", "signing-key", "hmac-key", "public-key"):
+        seen = {}
+        for server, client in (("openbao", servers.openbao), ("cipherd", servers.cipherd)):
+            refusals: tuple[type[Exception], ...] = (hvac.exceptions.InvalidRequest,)
+            if server == "openbao":
+                refusals += (hvac.exceptions.InternalServerError,)
+            try:
+                answer = client.read(f"transit/export/{export_type}/{name}")
+                seen[server] = answer["data"]["keys"]
+            except refusals:
+                seen[server] = "refused"
+        assert seen["cipherd"] == seen["openbao"], export_type
+    shown = [client.secrets.transit.read_key(name=name)["data"] for client in servers]
+    if kind.signatures:  # each version's name and public key, as OpenBao shows them
+        versions = [
+            {n: (v["name"], v["public_key"]) for n, v in data["keys"].items()} for data in shown
+        ]
+        assert versions[0] == versions[1]

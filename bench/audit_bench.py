@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from app.http.middleware import AuditGate
 from app.main import create_app
 from app.ops.audit import AuditTrail
 from app.settings import Settings
@@ -94,9 +95,9 @@ async def main() -> None:
             create = json.dumps({"name": "bench", "type": "aez"}).encode()
             assert await _call(app, "/v1/keys", create) == 201
             middleware: Any = app.middleware_stack
-            while not hasattr(middleware, "audit"):
+            while not hasattr(middleware, "audit_gate"):
                 middleware = middleware.app
-            trail = middleware.audit
+            trail = middleware.audit_gate.trail
             full = AuditTrail(trail._store, Path(work) / "full-journal", sync="full")
             rows: list[float] = []
             print("| audit | in flight | µs per request (median of runs) |")
@@ -112,13 +113,13 @@ async def main() -> None:
                 ("changes", trail, 64),
                 ("full", full, 64),
             ):
-                middleware.audit = audit
+                middleware.audit_gate = None if audit is None else AuditGate(audit)
                 await _run(app, 200, in_flight)  # warm-up
                 times = [await _run(app, args.requests, in_flight) for _ in range(args.runs)]
                 rows.append(statistics.median(times))
                 spread = f"{min(times):.1f}-{max(times):.1f}"
                 print(f"| {label} | {in_flight} | {rows[-1]:.1f} ({spread}) |")
-            middleware.audit = trail
+            middleware.audit_gate = AuditGate(trail)
             full.close()
 
 

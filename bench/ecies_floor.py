@@ -72,7 +72,7 @@ def probe_app() -> FastAPI:
 def serve(port: int) -> None:
     import uvicorn
 
-    from app.cli import uvicorn_options
+    from app.cli.serve import uvicorn_options
 
     uvicorn.run(**{**uvicorn_options(HOST, port), "app": "bench.ecies_floor:probe_app"})
 

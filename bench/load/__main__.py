@@ -34,12 +34,21 @@ from typing import Any
 
 import httpx
 
-from bench.load.report import FILE_AUDIT, write_report
+from bench.load.report import (
+    CIPHERD_TRANSIT_ENCRYPT,
+    CIPHERD_TRANSIT_ENCRYPT_FULL,
+    FILE_AUDIT,
+    KMS_ENCRYPT,
+    KMS_SIGN,
+    write_report,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 BATCH_ITEMS = 100
 FE_SCHEME, FE_DIMENSION = "ipfe-opt", 10
+# The 64 bytes every Transit encrypt row sends, to cipherd and to OpenBao alike.
+TRANSIT_PLAINTEXT = os.urandom(64)
 
 
 def free_port() -> int:
@@ -171,6 +180,25 @@ SIGN_HMAC_DATAKEY = [
 ]
 
 
+def vault_encrypt(url: str, port: int, token: str, name: str) -> dict[str, Any]:
+    """Transit's encrypt of 64 B on the key `bench` (made here, aes256-gcm96), as Vault's
+    clients send it: the very request the OpenBao rows send, to whichever server `url` is."""
+    headers = {"X-Vault-Token": token, "Content-Type": "application/json"}
+    made = httpx.post(
+        f"{url}/v1/transit/keys/bench", headers=headers, json={"type": "aes256-gcm96"}
+    )
+    made.raise_for_status()
+    return {
+        "name": name,
+        "method": "POST",
+        "path": "/v1/transit/encrypt/bench",
+        "headers": headers,
+        "body": json_body({"plaintext": b64(TRANSIT_PLAINTEXT)}),
+        "items": 1,
+        "port": port,
+    }
+
+
 def cipherd_scenarios(url: str, port: int, token: str, fe: bool) -> list[dict[str, Any]]:
     """Keys, and one ready request per operation (decrypt bodies from a real encryption)."""
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
@@ -179,6 +207,8 @@ def cipherd_scenarios(url: str, port: int, token: str, fe: bool) -> list[dict[st
     client.post("/v1/keys", json={"name": "bench-aez", "type": "aez"})
     client.post("/v1/keys", json={"name": "bench-ed25519", "type": "ed25519"})
     client.post("/v1/keys", json={"name": "bench-hmac", "type": "hmac"})
+    client.post("/v1/keys", json={"name": "bench-aes", "type": "aes256-gcm"})
+    client.post("/v1/keys", json={"name": "bench-p256", "type": "ecdsa-p256"})
 
     kib, small = os.urandom(1024), os.urandom(64)
     ecies_ct = client.post("/v1/ecies/bench-ecies/encrypt", json={"plaintext": b64(kib)}).json()
@@ -225,6 +255,18 @@ def cipherd_scenarios(url: str, port: int, token: str, fe: bool) -> list[dict[st
             "/v1/aez/bench-aez/decrypt",
             json_body({"ciphertext": aez_ct["ciphertext"], "key_version": 1}),
         ),
+        post(
+            "AES-256-GCM encrypt 64 B",
+            "/v1/aead/bench-aes/encrypt",
+            json_body({"plaintext": b64(small)}),
+        ),
+        vault_encrypt(url, port, token, CIPHERD_TRANSIT_ENCRYPT),
+        post(
+            "ECDSA P-256 sign 64 B",
+            "/v1/sign/bench-p256",
+            json_body({"message": b64(small)}),
+        ),
+        *kms_scenarios(client, small),
         *(post(name, path, json_body(body)) for name, path, body in SIGN_HMAC_DATAKEY),
         post("ECIES data key 256 bits", "/v1/ecies/bench-ecies/datakey", json_body({})),
         post(
@@ -252,6 +294,42 @@ def cipherd_scenarios(url: str, port: int, token: str, fe: bool) -> list[dict[st
     for scenario in scenarios:
         scenario["port"] = port
     return scenarios
+
+
+def kms_scenarios(client: httpx.Client, small: bytes) -> list[dict[str, Any]]:
+    """KMS Encrypt 64 B and Sign ECC_NIST_P256 at POST /, signed with SigV4 by a scoped
+    token's AWS key pair, on the keys of the native AES-256-GCM and ECDSA P-256 rows."""
+    made = client.post(
+        "/v1/tokens",
+        json={"keys": ["bench-*"], "operations": ["encrypt", "sign"], "aws_credentials": True},
+    )
+    made.raise_for_status()
+    token = made.json()
+    signer = {
+        "access_key_id": token["aws_access_key_id"],
+        "secret": token["aws_secret_access_key"],
+        "region": "us-east-1",
+    }
+    actions = [
+        (KMS_ENCRYPT, "Encrypt", {"KeyId": "bench-aes", "Plaintext": b64(small)}),
+        (
+            KMS_SIGN,
+            "Sign",
+            {"KeyId": "bench-p256", "Message": b64(small), "SigningAlgorithm": "ECDSA_SHA_256"},
+        ),
+    ]
+    return [
+        {
+            "name": name,
+            "method": "POST",
+            "path": "/",
+            "headers": {},
+            "body": json_body(members),
+            "items": 1,
+            "sigv4": {**signer, "target": f"TrentService.{action}"},
+        }
+        for name, action, members in actions
+    ]
 
 
 def fe_scenario(client: httpx.Client, post: Any) -> dict[str, Any]:
@@ -290,6 +368,7 @@ def audited_scenarios(
         t for t in transit_scenarios(bao_url, bao_port, bao_token) if "decrypt" not in t["name"]
     ]
     return [
+        vault_encrypt(url, port, token, CIPHERD_TRANSIT_ENCRYPT_FULL),
         {
             "name": "AEZ encrypt 64 B, audit sync full",
             "method": "POST",
@@ -315,7 +394,7 @@ def transit_scenarios(url: str, port: int, token: str) -> list[dict[str, Any]]:
             "method": "POST",
             "path": "/v1/transit/encrypt/bench",
             "headers": headers,
-            "body": json_body({"plaintext": b64(small)}),
+            "body": json_body({"plaintext": b64(TRANSIT_PLAINTEXT)}),
             "items": 1,
             "port": port,
         },

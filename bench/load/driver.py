@@ -5,7 +5,8 @@ CPU time is not the server's. It speaks HTTP/1.1 with keep-alive and pre-built r
 one request in flight per connection (no pipelining), on uvloop with one asyncio Protocol per
 connection: per request one write, and a search of the response head for its status and
 Content-Length (or chunked framing). That costs about 35 µs of CPU per request here, close to
-wrk's 25-45 µs and a quarter or less of what either server spends (bench/README.md).
+wrk's 25-45 µs and a quarter or less of what either server spends
+(docs/performance/history/2026-11-30.md, "CPU per request").
 Progress goes to stderr; one JSON object per scenario goes to stdout.
 """
 
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import uvloop
+
+from bench.load import sigv4
 
 WARMUP_PER_CONNECTION = 3
 
@@ -36,17 +39,25 @@ class Scenario:
     requests: int
     concurrency: int
     items: int  # work items per request (batch size), for items/s
+    # A KMS request's SigV4 signer: access_key_id, secret, region, target.
+    sigv4: dict[str, str] | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Scenario":
         return cls(**{**data, "body": bytes.fromhex(data["body"])})
 
     def wire(self) -> bytes:
+        """The request's bytes; a KMS request signed now (each round signs anew, so that a run
+        longer than AWS's five minutes of clock skew stays within them)."""
+        headers = self.headers
+        if self.sigv4 is not None:
+            host = f"{self.host}:{self.port}"
+            headers = {**headers, **sigv4.signed_headers(host=host, body=self.body, **self.sigv4)}
         lines = [
             f"{self.method} {self.path} HTTP/1.1",
             f"Host: {self.host}:{self.port}",
             f"Content-Length: {len(self.body)}",
-            *(f"{key}: {value}" for key, value in self.headers.items()),
+            *(f"{key}: {value}" for key, value in headers.items()),
         ]
         return ("\r\n".join(lines) + "\r\n\r\n").encode() + self.body
 
@@ -212,7 +223,7 @@ async def run_round(tally: Tally, requests: int) -> None:
         )
         connections.append(connection)
     try:
-        await asyncio.gather(*(warm_up(connection, scenario) for connection in connections))
+        await warm_up(connections, scenario)
         remaining = requests - len(connections)  # each connection starts with one request
         latencies, progress, expect = tally.latencies, tally.progress, scenario.expect
 
@@ -234,18 +245,28 @@ async def run_round(tally: Tally, requests: int) -> None:
             connection.close()
 
 
-async def warm_up(connection: Connection, scenario: Scenario) -> None:
-    """A few requests that must all answer the expected status before the clock starts."""
-    left = WARMUP_PER_CONNECTION
+async def warm_up(connections: list[Connection], scenario: Scenario) -> None:
+    """A few requests on each connection that must all answer the expected status before the
+    clock starts. A connection that is warm goes on sending until all are: else, while slow
+    requests warm the others, it would sit idle past the server's keep-alive timeout (uvicorn's
+    5 s) and be closed."""
+    cold = len(connections)
 
-    def check(status: int, seconds: float) -> bool:
-        nonlocal left
-        if status != scenario.expect:
-            raise ResponseError(f"{scenario.name}: status {status} during warm-up")
-        left -= 1
-        return left > 0
+    def checker() -> Callable[[int, float], bool]:
+        left = WARMUP_PER_CONNECTION
 
-    await connection.run(check)
+        def check(status: int, seconds: float) -> bool:
+            nonlocal left, cold
+            if status != scenario.expect:
+                raise ResponseError(f"{scenario.name}: status {status} during warm-up")
+            left -= 1
+            if left == 0:
+                cold -= 1
+            return left > 0 or cold > 0
+
+        return check
+
+    await asyncio.gather(*(connection.run(checker()) for connection in connections))
 
 
 async def run(scenarios: list[Scenario], rounds: int) -> list[dict[str, Any]]:

@@ -10,8 +10,14 @@ TRANSIT_ENCRYPT = "OpenBao Transit encrypt 64 B"
 AEZ_ENCRYPT_FULL = "AEZ encrypt 64 B, audit sync full"
 TRANSIT_ENCRYPT_AUDITED = "OpenBao Transit encrypt 64 B, file audit"
 FILE_AUDIT = ", file audit"
+# The same Transit request (path, header, body) sent to cipherd's Vault paths.
+CIPHERD_TRANSIT_ENCRYPT = "cipherd Transit encrypt 64 B"
+CIPHERD_TRANSIT_ENCRYPT_FULL = "cipherd Transit encrypt 64 B, audit sync full"
+KMS_ENCRYPT = "KMS Encrypt 64 B, SigV4"
+KMS_SIGN = "KMS Sign ECC_NIST_P256 64 B, SigV4"
 # cipherd's operations beside Transit's that do the same: (cipherd row, Transit row).
 TRANSIT_PEERS = (
+    ("AES-256-GCM encrypt 64 B", TRANSIT_ENCRYPT),
     ("ed25519 sign 64 B", "OpenBao Transit sign ed25519 64 B"),
     ("HMAC-SHA256 64 B", "OpenBao Transit HMAC-SHA256 64 B"),
     ("AEZ data key 256 bits", "OpenBao Transit data key 256 bits"),
@@ -50,6 +56,26 @@ def markdown(results: list[dict[str, Any]], memory: WorkerMemory | None = None) 
             None,
         ),
         ("ECIES encrypt 1 KiB / no-op", ECIES_ENCRYPT, NOOP, 0.6),
+        (
+            "cipherd Transit encrypt 64 B / OpenBao Transit encrypt 64 B",
+            CIPHERD_TRANSIT_ENCRYPT,
+            TRANSIT_ENCRYPT,
+            1.0,
+        ),
+        (
+            "cipherd Transit encrypt 64 B / OpenBao Transit encrypt 64 B with file audit",
+            CIPHERD_TRANSIT_ENCRYPT,
+            TRANSIT_ENCRYPT_AUDITED,
+            1.0,
+        ),
+        (
+            "cipherd Transit encrypt 64 B (audit sync full) / OpenBao's with file audit",
+            CIPHERD_TRANSIT_ENCRYPT_FULL,
+            TRANSIT_ENCRYPT_AUDITED,
+            None,
+        ),
+        (f"{KMS_ENCRYPT} / AES-256-GCM encrypt 64 B", KMS_ENCRYPT, "AES-256-GCM encrypt 64 B", 0.8),
+        (f"{KMS_SIGN} / ECDSA P-256 sign 64 B", KMS_SIGN, "ECDSA P-256 sign 64 B", None),
         *(
             (f"{ours} / {theirs}{suffix}", ours, theirs + suffix, 1.0)
             for ours, theirs in TRANSIT_PEERS

@@ -1,10 +1,11 @@
 # cipherd: the service image. Build:  docker build -t cipherd .
 # Run:    docker run --init -p 8000:8000 -e CIPHERD_ADMIN_TOKEN=... -v cipherd-data:/data cipherd
-# See "Docker" in README.md; docker/compose.yaml runs it beside PostgreSQL.
+# See docs/operations/docker.md; docker/compose.yaml runs it beside PostgreSQL.
 
 # Build stage: compilers and headers live here only. scripts/install.sh (runtime mode, the same
-# script as for a checkout) makes /opt/venv: the petrelic wheel, the dependencies, and cipherd
-# with its C extensions core.aez._aez, core.fe._pairing and core.fe._linalg.
+# script as for a checkout) makes /opt/venv: the petrelic wheel, the dependencies, cipherd's
+# client (client/, the `cipherd` command) and cipherd with its C extensions core.aez._aez,
+# core.fe._pairing and core.fe._linalg.
 FROM python:3.12-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \

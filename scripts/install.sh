@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Installs cipherd into a virtual environment. One script for developers, CI and the Docker image.
+# Installs cipherd (the service, and its client from client/) into a virtual environment. One
+# script for developers, CI and the Docker image.
 #
 #   scripts/install.sh            runtime install (what the Docker image runs)
 #   scripts/install.sh --dev      editable install with the test dependencies, the npm peers and
-#                                 (as root, with apt) Debian's chromium for the /docs test
+#                                 (as root, with apt) Debian's chromium for the /docs test and
+#                                 zsh and fish for the completion tests
+#
+# The client alone needs no script: `pip install ./client`.
 #
 # CIPHERD_VENV chooses the environment (default: .venv in the repository), PYTHON the interpreter.
 # Versions come from constraints.txt, the set the tests last passed with (`make lock` renews it);
@@ -36,21 +40,34 @@ if ! "$venv/bin/python" -c 'import petrelic' 2>/dev/null; then
 fi
 
 if [ "$mode" = "--dev" ]; then
-    # The PKCS#11 tests run against SoftHSM2 (Debian's softhsm2), installed here when we can.
-    if ! command -v softhsm2-util >/dev/null && command -v apt-get >/dev/null; then
-        if [ "$(id -u)" = 0 ]; then
-            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq softhsm2
+    # Debian packages the tests use, in one apt-get run that waits for another's lock: SoftHSM2
+    # (the PKCS#11 tests), chromium (the console's browser tests), zsh and fish (the completion
+    # tests run the command's scripts in them as well as bash).
+    debian=()
+    command -v softhsm2-util >/dev/null || debian+=(softhsm2)
+    [ -x /usr/bin/chromium ] || debian+=(chromium)
+    command -v zsh >/dev/null || debian+=(zsh)
+    command -v fish >/dev/null || debian+=(fish)
+    if [ ${#debian[@]} -gt 0 ]; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+            apt-get -o DPkg::Lock::Timeout=600 update -qq
+            DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+                --no-install-recommends "${debian[@]}"
         else
-            echo "install softhsm2 (apt-get install softhsm2) for the PKCS#11 tests" >&2
+            echo "install ${debian[*]} (apt-get install) for the tests that use them" >&2
         fi
     fi
-    "${pip[@]}" install ${locked[@]+"${locked[@]}"} -e "$root[test]"
+    "${pip[@]}" install ${locked[@]+"${locked[@]}"} -e "$root/client" -e "$root[test]"
     if [ -f "$root/tests/interop/package.json" ]; then
         (cd "$root/tests/interop" && npm ci --silent --no-audit --no-fund)
     fi
-    if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium
-    fi
 else
-    "${pip[@]}" install ${locked[@]+"${locked[@]}"} "$root"
+    "${pip[@]}" install ${locked[@]+"${locked[@]}"} "$root/client" "$root"
+fi
+# An environment made before the client had its own distribution: pip removed the `cipherd`
+# command with the old distribution that owned it, after the client had written it.
+if [ ! -e "$venv/bin/cipherd" ]; then
+    client=("$root/client")
+    [ "$mode" != "--dev" ] || client=(-e "$root/client")
+    "${pip[@]}" install --no-deps --force-reinstall "${client[@]}"
 fi

@@ -102,20 +102,33 @@ class _Deadlines:
         self._loop = loop
         self._watched: set[BoundedHttpToolsProtocol] = set()
         self._timer: asyncio.TimerHandle | None = None
+        self._due = 0.0  # when the next sweep should run
 
     def watch(self, connection: "BoundedHttpToolsProtocol") -> None:
         self._watched.add(connection)
         if self._timer is None:
-            self._timer = self._loop.call_later(_SWEEP_SECONDS, self._sweep)
+            self._schedule()
 
     def forget(self, connection: "BoundedHttpToolsProtocol") -> None:
         self._watched.discard(connection)
 
+    def _schedule(self) -> None:
+        self._due = time.monotonic() + _SWEEP_SECONDS
+        self._timer = self._loop.call_later(_SWEEP_SECONDS, self._sweep)
+
     def _sweep(self) -> None:
+        # A sweep that runs late found the worker stalled (starved of CPU, stopped, swapping): no
+        # byte was read meanwhile, whatever the clients sent. uvloop runs due timers before it
+        # reads the sockets, so without this credit a stall longer than a bound would refuse
+        # every connection whose bytes wait unread in the kernel.
         now = time.monotonic()
+        stalled = max(0.0, now - self._due)
         for connection in list(self._watched):
-            connection.check_deadlines(now)
-        self._timer = self._loop.call_later(_SWEEP_SECONDS, self._sweep) if self._watched else None
+            connection.check_deadlines(now, stalled)
+        if self._watched:
+            self._schedule()
+        else:
+            self._timer = None
 
 
 _deadlines: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Deadlines]" = (
@@ -190,8 +203,14 @@ class BoundedHttpToolsProtocol(WatchedConnection):
     def message_ended(self) -> None:
         self._in_body = False
 
-    def check_deadlines(self, now: float) -> None:
-        """Called by the loop's sweep: refuse a head or a body that is too slow."""
+    def check_deadlines(self, now: float, stalled: float) -> None:
+        """Called by the loop's sweep: refuse a head or a body that is too slow, the `stalled`
+        seconds the worker itself did not run not counted against it."""
+        if self._head_since is not None:
+            self._head_since += stalled
+        self._body_last += stalled
+        self._body_started += stalled
+        self._paced_at += stalled
         if self._head_since is not None and now - self._head_since >= self._head_seconds:
             REFUSED.labels("head-timeout").inc()
             self._refuse(

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -362,6 +363,43 @@ def test_row3_slow_heads_and_bodies_are_closed_and_connections_bounded(
     assert 'cipherd_refused_total{reason="connection-limit"} 40.0' in metrics
     assert 'cipherd_refused_total{reason="head-timeout"} 60.0' in metrics
     assert 'cipherd_refused_total{reason="body-timeout"} 1.0' in metrics
+
+
+def test_row3_a_stalled_worker_does_not_blame_its_clients_for_the_stall(
+    bounded_server: Server,
+) -> None:
+    """A worker stopped for longer than the head and body bounds (3 s) while one client is half
+    way through a request head and another half way through a body: both complete requests, sent
+    during the stop, are answered, not refused 408 for the time the worker did not run."""
+    server = bounded_server
+    head_open = (
+        b"GET /v1/keys HTTP/1.1\r\nhost: x\r\nconnection: close\r\n"
+        b"authorization: Bearer " + server.admin_token.encode() + b"\r\n"
+    )
+    body = json.dumps({"name": "stalled", "type": "aez"}).encode()
+    body_open = (
+        b"POST /v1/keys HTTP/1.1\r\nhost: x\r\nconnection: close\r\n"
+        b"content-type: application/json\r\n"
+        b"authorization: Bearer " + server.admin_token.encode() + b"\r\n"
+        b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body[:5]
+    )
+    in_head = socket.create_connection(("127.0.0.1", _port(server)))
+    in_body = socket.create_connection(("127.0.0.1", _port(server)))
+    in_head.sendall(head_open)
+    in_body.sendall(body_open)
+    time.sleep(0.5)  # both read by the worker: the head and the body are under way
+    os.kill(server.process.pid, signal.SIGSTOP)
+    try:
+        time.sleep(4.5)
+        in_head.sendall(b"\r\n")
+        in_body.sendall(body[5:])
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+    answers = [_answer_or_close(sock, 5) for sock in (in_head, in_body)]
+    for sock in (in_head, in_body):
+        sock.close()
+    assert answers[0].startswith(b"HTTP/1.1 200"), answers[0][:200]
+    assert answers[1].startswith(b"HTTP/1.1 201"), answers[1][:200]
 
 
 def _peak_rss_mib(pid: int) -> float:

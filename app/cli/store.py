@@ -114,27 +114,29 @@ def keys(args: argparse.Namespace, settings: Settings) -> None:
                 "allow_backup",
             )
             body = _checked(keys.KeyCreate, {field: getattr(args, field) for field in fields})
-            created = keys.create(store, body, settings)
-            trail.record("keys_create_key", principal=CLI_PRINCIPAL, key=body.name, status=201)
+            with trail.changing() as record:
+                created = keys.create(store, body, settings)
+                record("keys_create_key", principal=CLI_PRINCIPAL, key=body.name, status=201)
             _print(_json(created))
         elif args.action == "rotate":
-            rotated = keys.rotate(store, None, args.name)
-            trail.record(
-                "keys_rotate_key",
-                principal=CLI_PRINCIPAL,
-                key=args.name,
-                key_version=rotated.latest_version,
-            )
+            with trail.changing() as record:
+                rotated = keys.rotate(store, None, args.name)
+                record(
+                    "keys_rotate_key",
+                    principal=CLI_PRINCIPAL,
+                    key=args.name,
+                    key_version=rotated.latest_version,
+                )
             _print(_json(rotated))
         elif args.action == "delete":
-            trail.ensure_writable_now()
-            scheduled = keys.delete(store, None, args.name, args.window_seconds, settings)
-            trail.record("keys_delete_key", principal=CLI_PRINCIPAL, key=args.name, status=202)
+            with trail.changing() as record:
+                scheduled = keys.delete(store, None, args.name, args.window_seconds, settings)
+                record("keys_delete_key", principal=CLI_PRINCIPAL, key=args.name, status=202)
             _print(_json(scheduled))
         elif args.action == "restore":
-            trail.ensure_writable_now()
-            restored = keys.restore(store, args.name)
-            trail.record("keys_restore_key", principal=CLI_PRINCIPAL, key=args.name)
+            with trail.changing() as record:
+                restored = keys.restore(store, args.name)
+                record("keys_restore_key", principal=CLI_PRINCIPAL, key=args.name)
             _print(_json(restored))
 
 
@@ -156,29 +158,31 @@ def tokens(args: argparse.Namespace, settings: Settings) -> None:
                     "rate_per_second": args.rate,
                 },
             )
-            issued = tokens.issue(
-                store,
-                TokenLimits(settings.token_default_ttl_seconds, settings.token_max_ttl_seconds),
-                ADMIN,
-                body,
-            )
-            trail.record(
-                "tokens_create_token",
-                principal=CLI_PRINCIPAL,
-                status=201,
-                details={"token": issued.record.id, "keys": list(issued.record.key_patterns)},
-            )
+            with trail.changing() as record:
+                issued = tokens.issue(
+                    store,
+                    TokenLimits(settings.token_default_ttl_seconds, settings.token_max_ttl_seconds),
+                    ADMIN,
+                    body,
+                )
+                record(
+                    "tokens_create_token",
+                    principal=CLI_PRINCIPAL,
+                    status=201,
+                    details={"token": issued.record.id, "keys": list(issued.record.key_patterns)},
+                )
             _print(_json(tokens.created_out(issued)))
         elif args.action == "list":
             _print([_json(record) for record in tokens.listing(store)])
         elif args.action == "revoke":
-            tokens.revoke(store, args.id)
-            trail.record(
-                "tokens_delete_token",
-                principal=CLI_PRINCIPAL,
-                status=204,
-                details={"token": args.id},
-            )
+            with trail.changing() as record:
+                tokens.revoke(store, args.id)
+                record(
+                    "tokens_delete_token",
+                    principal=CLI_PRINCIPAL,
+                    status=204,
+                    details={"token": args.id},
+                )
 
 
 def audit(args: argparse.Namespace, settings: Settings) -> None:
@@ -233,9 +237,9 @@ def admin_token(args: argparse.Namespace, settings: Settings) -> None:
     from app.ops import admin_token
 
     with _audited_store(settings) as (store, trail):
-        trail.ensure_writable_now()
-        token = admin_token.rotate(store)
-        trail.record("sys_rotate_admin_token", principal=CLI_PRINCIPAL)
+        with trail.changing() as record:
+            token = admin_token.rotate(store)
+            record("sys_rotate_admin_token", principal=CLI_PRINCIPAL)
         _print({"admin_token": token})
 
 
@@ -246,8 +250,9 @@ def keyring(args: argparse.Namespace, settings: Settings) -> None:
         if args.action == "status":
             _print(_json(root.keyring_status(store)))
             return
-        rotated = root.rotate_keyring(store)
-        trail.record("sys_rotate_keyring", principal=CLI_PRINCIPAL, details={"term": rotated.term})
+        with trail.changing() as record:
+            rotated = root.rotate_keyring(store)
+            record("sys_rotate_keyring", principal=CLI_PRINCIPAL, details={"term": rotated.term})
         print(json.dumps(_json(rotated)), flush=True)
         # The service's processes rewrap too; this one reports the progress until none is left.
         rewrap = root.Rewrap(store, settings.keyring_rewrap_per_second)
@@ -273,13 +278,13 @@ def root(args: argparse.Namespace, settings: Settings) -> None:
     else:
         new_root = root_key(settings, args.new_root_key_pkcs11_key)
     generated = bool(new_key) and uses_generated_root_key(settings)
-    with _audited_store(settings) as (store, trail):
+    with _audited_store(settings) as (store, trail), trail.changing() as record:
         # The generated root key file's new key is on disk before the commit, and replaces the
         # old one after it (a crash in between is settled by the next start).
         with root_rotation(settings, new_key) if generated else contextlib.nullcontext():
             terms = root.rotate_root(store, new_root)
         source = "file" if new_key else "pkcs11"
-        trail.record(
+        record(
             "sys_rotate_root",
             principal=CLI_PRINCIPAL,
             details={"terms_rewrapped": terms, "new_root_key": source},

@@ -128,8 +128,7 @@ async def admin_access(
     if not principal.may(operation):
         raise forbidden(f"this operation needs the admin operation {operation.value!r}")
     if change:
-        await services(request).audit.ensure_writable()
-        audit_note(request.scope).change = True
+        await services(request).audit.admit_change(audit_note(request.scope))
     return principal
 
 
@@ -142,8 +141,7 @@ async def admin_change(request: Request, token: Token) -> Principal:
     """The admin, about to change keys or tokens: the change is made only if the audit trail
     is writable right now (503 `audit-unavailable` if not), and its record follows it."""
     principal = await admin(request, token)
-    await services(request).audit.ensure_writable()
-    audit_note(request.scope).change = True
+    await services(request).audit.admit_change(audit_note(request.scope))
     return principal
 
 
@@ -156,8 +154,7 @@ async def admit_change(
     for operation in (access,) if isinstance(access, Operation) else access:
         if not principal.allows(operation, name):
             raise forbidden(f"the token's scope has no {operation.value!r} for key {name!r}")
-    await services(request).audit.ensure_writable()
-    audit_note(request.scope).change = True
+    await services(request).audit.admit_change(audit_note(request.scope))
     return principal
 
 

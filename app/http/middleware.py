@@ -191,6 +191,7 @@ class AuditGate:
             problem=note.problem,
             details=note.details,
             change=note.change,
+            room=note.room,
         )
 
     async def admit(
@@ -199,7 +200,9 @@ class AuditGate:
         """Write the record of an answer of `status`: None if the answer may go, else the
         problem to answer instead."""
         entry = self.record(scope, note, request_id, started_at, status)
-        if entry is not None:
+        if entry is None:
+            self.trail.release(note.room)
+        else:
             try:
                 await self.trail.write(entry)
             except Problem as problem:
@@ -212,7 +215,9 @@ class AuditGate:
     ) -> None:
         """Write the record of a request that got no answer, if the trail takes it."""
         entry = self.record(scope, note, request_id, started_at, status)
-        if entry is not None:
+        if entry is None:
+            self.trail.release(note.room)
+        else:
             with contextlib.suppress(Problem):
                 await self.trail.write(entry)
 

@@ -130,8 +130,7 @@ async def transit_call(
     else:
         call.allow(access)
     if change:
-        await service.audit.ensure_writable()
-        note.change = True
+        await service.audit.admit_change(note)
     return call
 
 

@@ -106,7 +106,9 @@ class Services:
             mac=Keys(MacKey, keyring, settings.bare_payload_versions),
             transit=TransitKeys(keyring, settings.bare_payload_versions),
             mounts=Mounts(store, settings.key_cache_seconds),
-            fe=Fe(keyring, caches, settings.fe_max_range, settings.fe_max_request_work, pool),
+            fe=Fe(
+                keyring, caches, audit, settings.fe_max_range, settings.fe_max_request_work, pool
+            ),
             rewrap=Rewrap(store, settings.keyring_rewrap_per_second),
             audit=audit,
             maintenance=Maintenance(store, keyring, audit, settings.maintenance_seconds),

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, cast
 
-from app.ops.audit import AuditNote
+from app.ops.audit import CHANGE_ROOM_BYTES, AuditNote, AuditTrail
+from app.ops.audit.record import canonical
 from app.ops.envelope import Sealed
 from app.ops.errors import (
     Problem,
@@ -72,12 +73,14 @@ class Fe:
         self,
         keyring: Keyring,
         caches: FeCaches,
+        audit: AuditTrail,
         max_range: int,
         max_request_work: int,
         pool: FePool | None = None,
     ) -> None:
         self.keyring = keyring
         self.caches = caches
+        self.audit = audit
         self.max_range = max_range
         self.max_request_work = max_request_work
         self.pool = pool
@@ -339,11 +342,13 @@ class FeKey:
         self, y: Sequence[int] | None, f: Sequence[Sequence[int]] | None, version: int | None
     ) -> Sealed:
         released = Fe.released(y, f)
+        # The ledger takes this function: a change, whose record names the function.
+        room = len(canonical(released)) + (0 if self.audit.change else CHANGE_ROOM_BYTES)
+        await self.fe.audit.admit_change(self.audit, room)
         if self.batch:
             self.audit.details.setdefault("functions", []).append(released)
         else:
             self.audit.details.update(released)
-        self.audit.change = True  # the ledger takes this function
         request = KeygenRequest(self.name, y, f, version)
         return await in_thread(self.fe.keygen, self.principal, request)
 

@@ -41,28 +41,33 @@ class Maintenance:
         if not clock.agrees:
             MAINTENANCE_PASSES.labels("skipped").inc()
             return
-        self._audit.ensure_writable_now()
-        for name in self._store.keys.destroy_due(clock.now()):
+        for name in self._store.keys.destroy_due(clock.now(), self._record_destruction):
             self._keyring.forget(name)
-            self._audit.record("keys_destroy_key", principal=SYSTEM, key=name)
         for name, version in self._store.keys.due_rotations(clock.now()):
-            try:
-                info = keys.rotate_from(self._store, self._keyring, name, expected=version)
-            except KeyChangedError:
-                continue  # another process rotated it first, or it changed meanwhile
-            self._audit.record(
-                "keys_rotate_key",
-                principal=SYSTEM,
-                key=name,
-                key_version=info.latest_version,
-                details={"automatic": True},
-            )
+            with self._audit.changing() as record:
+                try:
+                    info = keys.rotate_from(self._store, self._keyring, name, expected=version)
+                except KeyChangedError:
+                    continue  # another process rotated it first, or it changed meanwhile
+                record(
+                    "keys_rotate_key",
+                    principal=SYSTEM,
+                    key=name,
+                    key_version=info.latest_version,
+                    details={"automatic": True},
+                )
         # Expired wrapped answers, secret ids and tokens are refused already: this frees their
         # rows.
         self._store.approle.delete_expired(clock.now(), EXPIRED_PER_PASS)
         self._store.tokens.delete_expired(clock.now(), EXPIRED_PER_PASS)
         self._store.wrapped.delete_expired(clock.now(), EXPIRED_PER_PASS)
         MAINTENANCE_PASSES.labels("done").inc()
+
+    def _record_destruction(self, name: str) -> None:
+        """Written to disk inside the destruction's transaction, before it commits: no key is
+        destroyed without its record (a crash between the two leaves a record that the next
+        pass writes again, with the destruction)."""
+        self._audit.record("keys_destroy_key", principal=SYSTEM, key=name)
 
     def start(self) -> None:
         self._stop.clear()

@@ -289,8 +289,7 @@ async def login(request: Request) -> Response:
     note = audit_note(request.scope)
     note.details.update(method="approle", auth_mount=mount.path)
     body = await read_body(request, ApproleLogin)
-    await service.audit.ensure_writable()
-    note.change = True
+    await service.audit.admit_change(note)
     client = request.scope.get("client")
     roles = AppRoles(service.store, mount.accessor)
     try:

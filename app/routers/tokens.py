@@ -86,8 +86,7 @@ async def renew_self(request: Request, services: ServicesDep, caller: Caller) ->
 )
 async def revoke_self(request: Request, services: ServicesDep, caller: Caller) -> None:
     record = await in_thread(tokens.own, services.store, caller)
-    await services.audit.ensure_writable()
-    audit_note(request.scope).change = True
+    await services.audit.admit_change(audit_note(request.scope))
     revoked = await in_thread(tokens.revoke, services.store, record.id)
     note_token(audit_note(request.scope), "revoke", record)
     audit_note(request.scope).details["revoked"] = len(revoked)

@@ -81,18 +81,20 @@ def note_versions(request: Request, results: list[dict[str, Any]]) -> None:
     audit_note(request.scope).versions([r.get("key_version") for r in results])
 
 
-async def _upserted(call: TransitCall, body: TransitDataRequest) -> None:
+async def _upserted(request: Request, call: TransitCall, body: TransitDataRequest) -> None:
     """Transit creates a missing key on its first encryption, for a caller who may create
     keys (the admin token): of the body's `type`, derived when the items carry a context."""
+    services = call.services
+    if await in_thread(keys.exists, services.store, call.name):
+        return
     items = body.batch_input if body.batch_input is not None else [body]
     create = TransitKeyCreate(
         type=body.type or "aes256-gcm96",
         derived=bool(items and items[0].context),
         convergent_encryption=body.convergent_encryption,
     )
-    services = call.services
     if call.principal.admin:
-        await services.audit.ensure_writable()
+        await services.audit.admit_change(audit_note(request.scope))
     await in_thread(
         keys.upsert, services.store, call.name, create, call.principal.admin, services.settings
     )
@@ -118,7 +120,7 @@ async def encrypt(request: Request) -> Response:
     name = request.path_params["name"]
     call = await transit_call(request, "aead_encrypt", Operation.ENCRYPT, name)
     body = await read_body(request, TransitDataRequest)
-    await _upserted(call, body)
+    await _upserted(request, call, body)
     key = await _sealing_key(request, call, "encrypt")
     return await _run(
         request, call, body, lambda item: crypto.encrypt(key, item), ("ciphertext", "key_version")

@@ -48,8 +48,7 @@ REF = vault_body(VaultTokenRef)
 
 async def _changing(request: Request) -> None:
     """A change: only once the audit trail can take its record (503 otherwise)."""
-    await services(request).audit.ensure_writable()
-    audit_note(request.scope).change = True
+    await services(request).audit.admit_change(audit_note(request.scope))
 
 
 async def _create(request: Request, orphan: bool, role_name: str | None) -> Response:

@@ -89,7 +89,7 @@ async def unwrap(request: Request) -> Response:
 )
 async def rewrap(request: Request) -> Response:
     token = await _wrapping_token(request)
-    await services(request).audit.ensure_writable()
+    await services(request).audit.admit_change(audit_note(request.scope))
     try:
         info = await in_thread(services(request).wrapping.rewrap, token)
     except Problem as problem:

@@ -27,7 +27,8 @@ class AuditSettings(BaseModel):
         le=1 << 30,
         description="Disk space each process sets aside ahead of its audit journal, so that a "
         "disk that something else filled still takes about that many bytes of records (some "
-        "300 bytes a request).",
+        "300 bytes a request). Of it, 16 KiB per change in flight is kept for the changes' own "
+        "records: a change is made only once its room is set aside.",
     )
     audit_backlog_bytes: int = Field(
         64 << 20,

@@ -16,7 +16,10 @@ record already in the store is left as it is.
 
 Space is set aside ahead of the records (`fallocate` without changing the file's size), so that
 a disk filled by something else still takes the records of about that many bytes of requests;
-past the reserve, a full disk refuses them, and so the requests.
+past the reserve, a full disk refuses them, and so the requests. A change sets room aside for its
+own record before it is made (`Segment.set_aside`), which other records leave to it: once made,
+its record does not fail for want of space. Where the file system cannot set space aside, room is
+taken to be there.
 """
 
 import ctypes
@@ -67,11 +70,13 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _reserve(fd: int, offset: int, length: int) -> bool:
     """Allocate disk blocks for [offset, offset + length) without changing the file's size;
-    False where the disk has no room (or the file system cannot)."""
+    False where the disk has no room (True where the file system cannot allocate ahead)."""
     if _libc.fallocate(fd, _FALLOC_FL_KEEP_SIZE, offset, length) == 0:
         return True
     code = ctypes.get_errno()
-    if code not in (errno.ENOSPC, errno.EOPNOTSUPP, errno.EDQUOT):
+    if code == errno.EOPNOTSUPP:
+        return True
+    if code not in (errno.ENOSPC, errno.EDQUOT):
         raise OSError(code, os.strerror(code))
     return False
 
@@ -142,7 +147,7 @@ class Segment:
         self.closed = False
         fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self.size = 0
-        self.reserved = reserve if _reserve(self.fd, 0, reserve) else 0
+        self.reserved = reserve if reserve and _reserve(self.fd, 0, reserve) else 0
         # The directory entry must survive a crash too, or so might the records it names.
         sync_directory(directory)
 
@@ -161,6 +166,17 @@ class Segment:
             self.fd, self.size, self._reserve
         ):
             self.reserved = self.size + self._reserve
+
+    def set_aside(self, needed: int) -> bool:
+        """Whether `needed` bytes past the end are allocated for the next appends, allocating
+        more (a whole reserve if the disk has room, else just `needed`) if they are not."""
+        if self.reserved - self.size >= needed:
+            return True
+        for length in (max(needed, self._reserve), needed):
+            if _reserve(self.fd, self.size, length):
+                self.reserved = self.size + length
+                return True
+        return False
 
     def sync(self) -> None:
         """fdatasync, from any thread: a segment removed meanwhile (its records all in the
@@ -208,6 +224,9 @@ class Journal:
         try:
             fresh = Segment(self.directory, segment.chain, first_seq, self.reserve)
         except OSError:
+            return False
+        if fresh.reserved < self.reserve:  # the room set aside in `segment` would be lost
+            fresh.remove()
             return False
         segment.remove()
         self.current = fresh

@@ -8,7 +8,7 @@ destruction due on several processes happens once).
 
 import builtins
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -307,9 +307,11 @@ class KeyRepository:
             )
             return _info(cursor, name)
 
-    def destroy_due(self, now: float) -> builtins.list[str]:
-        """Destroy every key whose deletion date has come: the names this call destroyed (each
-        key is destroyed by exactly one call, whichever process makes it)."""
+    def destroy_due(self, now: float, before_commit: Callable[[str], None]) -> builtins.list[str]:
+        """Destroy every key whose deletion date has come, one transaction each, calling
+        `before_commit` with its name before each commits (its failure keeps the key): the
+        names this call destroyed (each key is destroyed by exactly one call, whichever process
+        makes it)."""
         with self._session.transaction(write=False) as cursor:
             cursor.execute(
                 "SELECT name FROM keys WHERE state = ? AND deletion_date <= ? ORDER BY name",
@@ -325,6 +327,7 @@ class KeyRepository:
                 if row is None or row[_STATE] != PENDING_DELETION or row[_DELETION_DATE] > now:
                     continue
                 _destroy(cursor, name)
+                before_commit(name)
             destroyed.append(name)
         if destroyed:
             self._session.secrets_destroyed()

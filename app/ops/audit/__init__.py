@@ -20,10 +20,11 @@ from app.ops.audit.mover import adopt_orphans
 from app.ops.audit.query import listing, page_start
 from app.ops.audit.record import SYSTEM, AuditNote, AuditRecord
 from app.ops.audit.report import report
-from app.ops.audit.writer import AuditTrail
+from app.ops.audit.writer import CHANGE_ROOM_BYTES, AuditTrail
 from app.store import AuditQuery
 
 __all__ = [
+    "CHANGE_ROOM_BYTES",
     "REGISTER",
     "SYSTEM",
     "AuditNote",

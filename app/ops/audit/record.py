@@ -36,6 +36,7 @@ class AuditNote:
     problem: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
     change: bool = False
+    room: int = 0  # journal bytes set aside for this change's record (`AuditTrail.admit_change`)
     operation: str | None = None
 
     def versions(self, versions: Sequence[int | None]) -> None:
@@ -57,6 +58,7 @@ class AuditRecord:
     problem: str | None
     details: dict[str, Any]
     change: bool = False  # a change to keys, tokens or the FE ledger: on disk before its answer
+    room: int = 0  # journal bytes set aside for it before the change was made, given back by it
 
 
 def canonical(value: object) -> str:

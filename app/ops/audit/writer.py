@@ -19,7 +19,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,14 @@ from typing import Any
 from app.ops.audit.anchor import Publisher, default_directory
 from app.ops.audit.chain import Chain
 from app.ops.audit.mover import Mover
-from app.ops.audit.record import AuditRecord, KeyVersion, audit_unavailable, canonical, record_json
+from app.ops.audit.record import (
+    AuditNote,
+    AuditRecord,
+    KeyVersion,
+    audit_unavailable,
+    canonical,
+    record_json,
+)
 from app.ops.errors import Problem
 from app.settings import Settings
 from app.store import AuditRow, KeyStore
@@ -37,6 +44,10 @@ log = logging.getLogger("cipherd.audit")
 
 # Records not yet on disk in the "changes" mode are put there at most this much later.
 LAZY_SYNC_SECONDS = 0.1
+# Journal room set aside for the record of each change in flight, before the change is made:
+# well above what a change's record takes (some 300 bytes; an FE key's sets aside its functions'
+# size on top).
+CHANGE_ROOM_BYTES = 16 << 10
 
 
 class _Waiter:
@@ -64,7 +75,16 @@ def _settle_on_loop(futures: list[asyncio.Future[None]], error: Exception | None
             future.set_exception(error)
 
 
-Entry = tuple[AuditRecord | None, _Waiter]
+class _Claim:
+    """A change's request for journal room, before the change is made."""
+
+    __slots__ = ("room",)
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+
+
+Entry = tuple[AuditRecord | _Claim, _Waiter]
 
 
 class AuditTrail:
@@ -101,6 +121,8 @@ class AuditTrail:
             store, self._journal, anchors or Publisher("file", default_directory(journal))
         )
         self._chain = Chain()
+        # Journal room set aside for the records of changes in flight; other records leave it.
+        self._claimed = 0
 
     @classmethod
     def for_settings(cls, store: KeyStore, settings: Settings) -> "AuditTrail":
@@ -128,12 +150,22 @@ class AuditTrail:
         except Exception as exc:
             raise _write_failure(exc) from None
 
-    async def ensure_writable(self) -> None:
-        """Return once the trail has just taken a write (503 if not): a change to keys or
-        tokens checks this before it is made, and its own record follows it."""
-        await self._staged(None)
+    async def admit_change(self, note: AuditNote, room: int = CHANGE_ROOM_BYTES) -> None:
+        """Set aside `room` in the journal for the record of the change `note`'s request is
+        about to make, so that once made its record cannot fail for want of space; 503
+        `audit-unavailable` if there is none, and the change is not made. The record gives the
+        room back."""
+        await self._staged(_Claim(room))
+        note.change = True
+        note.room += room
 
-    async def _staged(self, record: AuditRecord | None) -> None:
+    def release(self, room: int) -> None:
+        """Give back room set aside for a change whose record will not be written."""
+        if room:
+            with self._journal.lock:
+                self._claimed -= room
+
+    async def _staged(self, record: AuditRecord | _Claim) -> None:
         """Wait for `record`'s write. Records of one turn of the event loop reach the writer
         together, after that turn: the requests woken by one write come back with their next
         records in the same turn, and handing each over at once would wake the writer for a
@@ -154,15 +186,30 @@ class AuditTrail:
         staged.clear()
         self._submit(entries)
 
-    def ensure_writable_now(self) -> None:
-        """`ensure_writable` for a thread."""
-        self._wait_now(None)
+    @contextlib.contextmanager
+    def changing(self) -> Iterator[Callable[..., None]]:
+        """A change made on a thread (by the CLI, the maintenance), with room set aside for its
+        record before it: 503, and the block does not run, if there is none. The block makes
+        the change, then calls what this yields (as `record`) to write its record there."""
+        self._wait_now(_Claim(CHANGE_ROOM_BYTES))
+        recorded = False
+
+        def record(operation: str, **fields: Any) -> None:
+            nonlocal recorded
+            recorded = True  # the write gives the room back, written or not
+            self.record(operation, room=CHANGE_ROOM_BYTES, **fields)
+
+        try:
+            yield record
+        finally:
+            if not recorded:
+                self.release(CHANGE_ROOM_BYTES)
 
     def write_now(self, record: AuditRecord) -> None:
         """`write` for a thread: blocks until the record is written."""
         self._wait_now(record)
 
-    def _wait_now(self, record: AuditRecord | None) -> None:
+    def _wait_now(self, record: AuditRecord | _Claim) -> None:
         waiter = _Waiter(None)
         self._submit([(record, waiter)])
         assert waiter.thread_future is not None
@@ -179,9 +226,11 @@ class AuditTrail:
         problem: str | None = None,
         details: dict[str, Any] | None = None,
         request_id: str | None = None,
+        room: int = 0,
     ) -> None:
         """Record an action taken outside an HTTP request (by the CLI, say, or the service
-        itself: `principal` "system"), on disk, before the caller goes on."""
+        itself: `principal` "system"), on disk, before the caller goes on; `room`, what
+        `changing` set aside for it."""
         self.write_now(
             AuditRecord(
                 time=self.now(),
@@ -195,6 +244,7 @@ class AuditTrail:
                 problem=problem,
                 details=details or {},
                 change=True,
+                room=room,
             )
         )
 
@@ -226,17 +276,54 @@ class AuditTrail:
                 if closing:
                     return
                 continue
-            records = [record for record, _ in group if record is not None]
-            error: Exception | None = None
-            try:
-                if not self._key:
-                    self._key = self._store.audit.mac_key()
-                self._write(records, self._sync_all or any(r.change for r in records))
-            except Exception as exc:  # any failure to write fails every request of the group
-                error = _write_failure(exc)
-            self._settle(group, error)
+            # Changes first, in a write of their own: a failure of the others (no room past
+            # what changes set aside) must not fail records whose changes are made.
+            changes: list[tuple[AuditRecord, _Waiter]] = []
+            others: list[tuple[AuditRecord, _Waiter]] = []
+            claims: list[tuple[_Claim, _Waiter]] = []
+            for item, waiter in group:
+                if isinstance(item, _Claim):
+                    claims.append((item, waiter))
+                else:
+                    (changes if item.change else others).append((item, waiter))
+            for entries, durable in ((changes, True), (others, False)):
+                if entries:
+                    records = [record for record, _ in entries]
+                    self._settle(entries, self._written(records, durable))
+            for claim, waiter in claims:
+                self._settle([(claim, waiter)], self._claimed_room(claim.room))
 
-    def _settle(self, group: list[Entry], error: Exception | None) -> None:
+    def _written(self, records: list[AuditRecord], durable: bool) -> Exception | None:
+        """Write `records` (as `_write`); the failure their requests get, if any."""
+        try:
+            if not self._key:
+                self._key = self._store.audit.mac_key()
+            self._write(records, self._sync_all or durable)
+        except Exception as exc:  # any failure to write fails every request of the group
+            return _write_failure(exc)
+        return None
+
+    def _claimed_room(self, room: int) -> Exception | None:
+        """Set `room` aside for a change's record (and see that the audit file takes writes):
+        the failure the change gets instead, if any."""
+        try:
+            if not self._key:
+                self._key = self._store.audit.mac_key()
+            with self._journal.lock:
+                segment = self._writable_segment()
+                if not segment.set_aside(self._claimed + room):
+                    return audit_unavailable(
+                        "the audit journal's disk has no room for the record of this change, so "
+                        "it was not made; retry shortly"
+                    )
+                if self._file is not None:
+                    self._append_to_file([], sync=False)
+                self._claimed += room
+        except Exception as exc:
+            return _write_failure(exc)
+        return None
+
+    def _settle(self, group: Sequence[tuple[object, _Waiter]], error: Exception | None) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
         for _, waiter in group:
             if waiter.thread_future is not None:
@@ -268,16 +355,19 @@ class AuditTrail:
 
     def _write(self, records: Sequence[AuditRecord], durable: bool) -> None:
         """Append `records` to the chain in the journal (and the file), on disk if `durable`
-        (the writer thread puts the others there within LAZY_SYNC_SECONDS). With no records, a
-        check that both take writes."""
+        (the writer thread puts the others there within LAZY_SYNC_SECONDS). They may use the
+        room their changes set aside, and leave the room of changes still in flight."""
+        released = sum(record.room for record in records)
         with self._journal.lock:
+            self._claimed -= released  # given back whether or not the write succeeds
             segment = self._writable_segment()
             dirty = self._dirty_since
-            if not records:
-                if self._file is not None:
-                    self._append_to_file([], sync=False)
-                return
             rows, data = self._chain.seal(self._key, records)
+            if not segment.set_aside(len(data) + self._claimed):
+                raise audit_unavailable(
+                    "the audit journal's disk is full, so this request was not carried out; "
+                    "retry shortly"
+                )
             try:
                 segment.append(data, sync=durable)
             except OSError:

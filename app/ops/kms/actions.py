@@ -63,8 +63,7 @@ class KmsCall:
     async def changing(self) -> None:
         """The call changes keys: made only once the audit trail can take its record first
         (503 otherwise), and on disk before the answer."""
-        await self.services.audit.ensure_writable()
-        self.note.change = True
+        await self.services.audit.admit_change(self.note)
 
     async def key(self, key_id: str, native: str, access: Operation, change: bool = False) -> str:
         """The native name of the key `key_id` names (a key id, key ARN, alias or alias ARN),

@@ -175,16 +175,22 @@ def create(
     return store.keys.get(name), True
 
 
+def exists(store: KeyStore, name: str) -> bool:
+    try:
+        store.keys.get(name)
+    except KeyNotFoundError:
+        return False
+    return True
+
+
 def upsert(
     store: KeyStore, name: str, body: TransitKeyCreate, may_create: bool, settings: Settings
 ) -> None:
     """Make a missing key for an encryption when the caller may (400 when not, as Transit
     answers without the create capability)."""
-    try:
-        store.keys.get(name)
-    except KeyNotFoundError:
+    if not exists(store, name):
         if not may_create:
-            raise invalid_input("encryption key not found") from None
+            raise invalid_input("encryption key not found")
         create(store, name, body, settings)
 
 

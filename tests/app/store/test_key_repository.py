@@ -235,10 +235,35 @@ def test_keys_due_are_destroyed_once_whichever_store_comes_first(
     store.keys.schedule_deletion("a", time.time() - 1)
     store.keys.schedule_deletion("b", time.time() - 1)
     store.keys.schedule_deletion("c", time.time() + 3600)  # not due yet
-    destroyed = at_once(store, store_url, lambda opened: opened.keys.destroy_due(time.time()))
+    destroyed = at_once(
+        store, store_url, lambda opened: opened.keys.destroy_due(time.time(), lambda name: None)
+    )
     assert sorted(name for names in destroyed for name in names) == ["a", "b"]
     assert [k.name for k in store.keys.list()] == ["c"]
     assert rows(store, "SELECT name FROM key_versions") == [("c",)]
+
+
+def test_each_destruction_commits_only_after_its_callback_and_not_if_it_fails(
+    store: KeyStore,
+) -> None:
+    """The maintenance writes each destruction's audit record in `before_commit`: when it is
+    called the key is not destroyed yet for anyone else, and a record that cannot be written
+    keeps that key and every later one."""
+    for name in ("a", "b", "c"):
+        store.keys.create(name, "aez", {}, False, b"x" * 48, None)
+        store.keys.schedule_deletion(name, time.time() - 1)
+    seen: list[tuple[str, list[str]]] = []
+
+    def record(name: str) -> None:
+        if name == "b":
+            raise OSError("the record could not be written")
+        seen.append((name, [k.name for k in store.keys.list()]))
+
+    with pytest.raises(OSError):
+        store.keys.destroy_due(time.time(), record)
+    assert seen == [("a", ["a", "b", "c"])]  # not committed while its record was written
+    assert [k.name for k in store.keys.list()] == ["b", "c"]
+    assert rows(store, "SELECT DISTINCT name FROM key_versions ORDER BY name") == [("b",), ("c",)]
 
 
 def test_trim_destroys_the_versions_below_the_minimum(store: KeyStore) -> None:

@@ -5,6 +5,7 @@ refused with 503 when its record cannot be written."""
 import errno
 import json
 import os
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,12 +16,14 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.ops.audit import chain, writer
+from app.ops.audit.record import AuditRecord
 from app.ops.audit.writer import AuditTrail
 from app.ops.errors import Problem
 from app.settings import Settings
 from app.store import AuditHead, AuditQuery, AuditRow, KeyStore, journal
 from tests.app.ops.audit.support import listed, verify
 from tests.conftest import ADMIN_TOKEN
+from tests.e2e.test_full_disk import fill
 
 
 def _stored(store: KeyStore) -> list[AuditRow]:
@@ -106,8 +109,8 @@ def test_a_trail_whose_file_cannot_be_opened_is_not_writable(
 ) -> None:
     (tmp_path / "a-directory").mkdir()
     trail = AuditTrail(store, tmp_path / "journal", file=tmp_path / "a-directory")
-    with pytest.raises(Problem) as refused:
-        trail.ensure_writable_now()
+    with pytest.raises(Problem) as refused, trail.changing():
+        raise AssertionError("a change was let through")
     assert refused.value.status == 503
     trail.close()
 
@@ -250,3 +253,62 @@ def test_only_the_writer_thread_waits_for_the_disk(
         assert time.monotonic() - started < 1.0
     assert changes >= 1  # the key's creation, on disk before its answer
     assert set(syncing) == {"cipherd-audit"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_change_keeps_the_room_it_set_aside_on_a_full_disk(
+    store: KeyStore, tmp_path: Path
+) -> None:
+    """The journal on a full disk: a change sets room aside for its record before it is made;
+    reads then use up the rest of the reserve and are refused, and the change's record still
+    goes in. Later changes run only while room is left for their records, and every one that ran
+    is recorded."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], check=True)
+    try:
+        trail = AuditTrail(store, disk / "journal", reserve_bytes=64 << 10)
+        trail.write_now(_read_record(0))  # the segment begins, with its reserve
+        fill(disk / "filler")
+        with trail.changing() as record:
+            refused = 0
+            for index in range(1, 1000):
+                try:
+                    trail.write_now(_read_record(index))
+                except Problem as problem:
+                    assert problem.status == 503
+                    refused += 1
+                    if refused == 3:
+                        break
+            assert refused == 3, "reads never ran out of room"
+            record("keys_rotate_key", principal="admin", key="k", key_version=2)
+        # Further changes each set room aside before they run, until there is none.
+        admitted = 0
+        with pytest.raises(Problem) as no_room:
+            for version in range(3, 1000):
+                with trail.changing() as record:
+                    admitted += 1
+                    record("keys_rotate_key", principal="admin", key="k", key_version=version)
+        assert no_room.value.status == 503
+        (disk / "filler").unlink()
+        trail.flush()
+        trail.close()
+        rotations = [row for row in _stored(store) if row.operation == "keys_rotate_key"]
+        assert len(rotations) == 1 + admitted
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def _read_record(index: int) -> AuditRecord:
+    return AuditRecord(
+        time=time.time(),
+        request_id=f"read-{index}",
+        client=None,
+        principal="admin",
+        operation="keys_get_key",
+        key="k",
+        key_version=None,
+        status=200,
+        problem=None,
+        details={"padding": "x" * 200},
+    )

@@ -1,0 +1,131 @@
+"""A change is made only if its audit record is sure to be written: with the audit journal's
+disk full and the store on another disk, rotations raced by reads that use up the journal's
+reserve either answer 200 with their record or 503 with nothing stored, never a version
+stored behind a 503.
+
+The data directory (and so the journal) is a small tmpfs the test mounts (it needs root),
+filled by a file of the test's own; the store is SQLite on the ordinary disk or PostgreSQL.
+"""
+
+import os
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.conftest import POSTGRES_URL
+from tests.e2e.server import running
+from tests.e2e.test_full_disk import fill
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root"),
+]
+
+DISK_BYTES = 4 * 1024 * 1024
+# Small enough that the reads below use up what the journal set aside within seconds.
+RESERVE_BYTES = 256 * 1024
+ROTATORS = 4
+READERS = 4
+SECONDS = 20
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={DISK_BYTES}", "tmpfs", str(mount_point)],
+        check=True,
+    )
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_elsewhere(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.sqlite3'}"
+        return
+    name = f"audit_first_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield POSTGRES_URL.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def test_no_change_is_stored_behind_a_503_on_a_full_journal_disk(
+    small_disk: Path, store_elsewhere: str
+) -> None:
+    env = {
+        "CIPHERD_DATABASE_URL": store_elsewhere,
+        "CIPHERD_AUDIT_RESERVE_BYTES": str(RESERVE_BYTES),
+        "CIPHERD_KEY_CACHE_SECONDS": "0",
+    }
+    with running(small_disk, env=env) as server, server.client() as admin:
+        assert admin.post("/v1/keys", json={"name": "k", "type": "aez"}).status_code == 201
+        fill(small_disk / "filler")
+
+        acknowledged: list[int] = []
+        statuses: list[int] = []
+        stop = threading.Event()
+
+        def rotate() -> None:
+            with server.client() as client:
+                while not stop.is_set():
+                    answer = client.post("/v1/keys/k/rotate")
+                    statuses.append(answer.status_code)
+                    if answer.status_code == 200:
+                        acknowledged.append(answer.json()["latest_version"])
+                    else:
+                        assert answer.status_code == 503, answer.text
+                        assert answer.headers["retry-after"]
+
+        def read() -> None:
+            with server.client() as client:
+                while not stop.is_set():
+                    answer = client.get("/v1/keys/k")
+                    assert answer.status_code in (200, 503), answer.text
+
+        threads = [threading.Thread(target=rotate) for _ in range(ROTATORS)]
+        threads += [threading.Thread(target=read) for _ in range(READERS)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + SECONDS
+        # Until the reserve is used up and changes have been refused for a while.
+        while time.monotonic() < deadline and statuses[-50:].count(503) < 50:
+            time.sleep(0.2)
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert statuses.count(503) >= 50, "the reserve was never used up"
+
+        (small_disk / "filler").unlink()
+        stored = admin.get("/v1/keys/k").json()
+        # Every stored version but the first was answered 200, and only those.
+        assert sorted(acknowledged) == list(range(2, stored["latest_version"] + 1))
+
+        deadline = time.monotonic() + 10
+        while True:
+            records = admin.get(
+                "/v1/audit", params={"key": "k", "operation": "keys_rotate_key", "limit": 1000}
+            ).json()["records"]
+            if len([r for r in records if r["status"] == 200]) == len(acknowledged):
+                break
+            assert time.monotonic() < deadline, "a rotation's record did not reach the store"
+            time.sleep(0.2)
+        assert sorted(r["key_version"] for r in records if r["status"] == 200) == sorted(
+            acknowledged
+        )
+        verified = admin.post("/v1/audit/verify").json()
+        assert verified["verified"] is True, verified

@@ -18,7 +18,10 @@ pytestmark = pytest.mark.e2e
 BURSTS = 4
 CLIENTS = 64
 REQUESTS_PER_CLIENT = 8
-PAUSE_SECONDS = 12  # anyio retires a worker thread idle for 10 s
+# anyio retires a worker thread idle for 10 s, counted from the end of its last job, which
+# came before the burst's last answer and so before the pause began; whether they were
+# retired is checked below.
+PAUSE_SECONDS = 10.5
 RSS_MARGIN_BYTES = 8 * 1024 * 1024
 
 
@@ -41,8 +44,9 @@ def rss_bytes(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-def threads(pid: int) -> int:
-    return len(list(Path(f"/proc/{pid}/task").iterdir()))
+def threads(pid: int) -> set[int]:
+    """The ids of `pid`'s threads."""
+    return {int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()}
 
 
 def burst(server: Server) -> None:
@@ -73,14 +77,24 @@ def test_bursts_leave_descriptors_and_memory_where_the_first_left_them(tmp_path:
         # after it must stay within the pool and leave no memory behind.
         burst(server)
         after: list[tuple[int, int, int]] = []  # descriptors, RSS, threads after each burst
+        retired = []  # threads there after a burst and gone after the next, past a pause
+        previous: set[int] = set()
         for index in range(BURSTS):
             if index:
                 time.sleep(PAUSE_SECONDS)
             burst(server)
-            after.append((sqlite_descriptors(pid), rss_bytes(pid), threads(pid)))
+            current = threads(pid)
+            after.append((sqlite_descriptors(pid), rss_bytes(pid), len(current)))
+            if index:
+                retired.append(len(previous - current))
+            previous = current
         descriptors = [d for d, _, _ in after]
         rss = [r for _, r, _ in after]
         print("after each burst: descriptors", descriptors, "RSS MiB", [r >> 20 for r in rss])
+        print("threads retired in each pause", retired)
+        # Each pause retired more threads than the pool holds connections: a connection per
+        # thread would have left them behind.
+        assert min(retired) > POOL_SIZE, (retired, after)
         # Each pooled connection holds the database and its log open; the shared memory is
         # held once per process. The pool opens connections as bursts need them, so a later
         # burst may open some the first did not (11 descriptors after the first burst, 17 after

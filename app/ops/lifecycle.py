@@ -41,8 +41,8 @@ class Maintenance:
         if not clock.agrees:
             MAINTENANCE_PASSES.labels("skipped").inc()
             return
-        for name in self._store.keys.destroy_due(clock.now(), self._record_destruction):
-            self._keyring.forget(name)
+        for name in self._store.keys.due_for_destruction(clock.now()):
+            self._destroy(name, clock.now())
         for name, version in self._store.keys.due_rotations(clock.now()):
             with self._audit.changing() as record:
                 try:
@@ -63,11 +63,15 @@ class Maintenance:
         self._store.wrapped.delete_expired(clock.now(), EXPIRED_PER_PASS)
         MAINTENANCE_PASSES.labels("done").inc()
 
-    def _record_destruction(self, name: str) -> None:
-        """Written to disk inside the destruction's transaction, before it commits: no key is
-        destroyed without its record (a crash between the two leaves a record that the next
-        pass writes again, with the destruction)."""
-        self._audit.record("keys_destroy_key", principal=SYSTEM, key=name)
+    def _destroy(self, name: str, now: float) -> None:
+        """Destroy a key that is due, its record written to disk inside the destruction's
+        transaction, before it commits: no key is destroyed without its record (a crash between
+        the two leaves a record that the next pass writes again, with the destruction)."""
+        with self._audit.changing() as record:
+            if self._store.keys.destroy_if_due(
+                name, now, lambda: record("keys_destroy_key", principal=SYSTEM, key=name)
+            ):
+                self._keyring.forget(name)
 
     def start(self) -> None:
         self._stop.clear()

@@ -307,31 +307,29 @@ class KeyRepository:
             )
             return _info(cursor, name)
 
-    def destroy_due(self, now: float, before_commit: Callable[[str], None]) -> builtins.list[str]:
-        """Destroy every key whose deletion date has come, one transaction each, calling
-        `before_commit` with its name before each commits (its failure keeps the key): the
-        names this call destroyed (each key is destroyed by exactly one call, whichever process
-        makes it)."""
+    def due_for_destruction(self, now: float) -> builtins.list[str]:
+        """The keys whose deletion date has come."""
         with self._session.transaction(write=False) as cursor:
             cursor.execute(
                 "SELECT name FROM keys WHERE state = ? AND deletion_date <= ? ORDER BY name",
                 (PENDING_DELETION, now),
             )
-            due = [name for (name,) in cursor.fetchall()]
-        destroyed = []
-        for name in due:
-            # One transaction per key, deciding again under the row lock: of the processes
-            # that found it due, the first destroys it and the others find nothing.
-            with self._session.transaction(write=True) as cursor:
-                row = self._row(cursor, name)
-                if row is None or row[_STATE] != PENDING_DELETION or row[_DELETION_DATE] > now:
-                    continue
-                _destroy(cursor, name)
-                before_commit(name)
-            destroyed.append(name)
-        if destroyed:
-            self._session.secrets_destroyed()
-        return destroyed
+            return [name for (name,) in cursor.fetchall()]
+
+    def destroy_if_due(self, name: str, now: float, before_commit: Callable[[], None]) -> bool:
+        """Destroy the key if its deletion date has come, calling `before_commit` before the
+        destruction commits (its failure keeps the key): whether this call destroyed it (each
+        key is destroyed by exactly one call, whichever process makes it)."""
+        # Decided again under the row lock: of the processes that found it due, the first
+        # destroys it and the others find nothing.
+        with self._session.transaction(write=True) as cursor:
+            row = self._row(cursor, name)
+            if row is None or row[_STATE] != PENDING_DELETION or row[_DELETION_DATE] > now:
+                return False
+            _destroy(cursor, name)
+            before_commit()
+        self._session.secrets_destroyed()
+        return True
 
     def trim(self, name: str, below: int | None = None) -> tuple[KeyInfo, builtins.list[int]]:
         """Destroy the versions below `below`, by default the key's min_decryption_version (and

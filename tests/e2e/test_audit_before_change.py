@@ -8,18 +8,20 @@ filled by a file of the test's own; the store is SQLite on the ordinary disk or 
 """
 
 import os
+import sqlite3
 import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from tests.conftest import POSTGRES_URL
-from tests.e2e.server import running
+from tests.e2e.server import running, start
 from tests.e2e.test_full_disk import fill
 
 pytestmark = [
@@ -129,3 +131,62 @@ def test_no_change_is_stored_behind_a_503_on_a_full_journal_disk(
         )
         verified = admin.post("/v1/audit/verify").json()
         assert verified["verified"] is True, verified
+
+
+KEYS = 150
+
+
+def test_no_key_destroyed_by_a_purge_killed_midway_is_without_its_record(tmp_path: Path) -> None:
+    """150 keys come due for destruction at once; the service is SIGKILLed while its
+    maintenance destroys them, then started again: every key is destroyed, each with a
+    `keys_destroy_key` record (a destruction killed before its commit is recorded twice, never
+    a destruction without a record)."""
+    data = tmp_path / "data"
+    names = [f"due-{index:03}" for index in range(KEYS)]
+    env = {
+        "CIPHERD_DELETION_MIN_WINDOW_SECONDS": "0",
+        "CIPHERD_KEY_CACHE_SECONDS": "0",
+        "CIPHERD_MAINTENANCE_SECONDS": "3600",  # a pass at the start, then none before the kill
+    }
+    server = start(data, env=env)
+    try:
+        with server.client() as admin, ThreadPoolExecutor(4) as pool:
+
+            def made_and_deleted(name: str) -> None:
+                answer = admin.post("/v1/keys", json={"name": name, "type": "aez"})
+                assert answer.status_code == 201, answer.text
+                answer = admin.delete(f"/v1/keys/{name}", params={"window_seconds": 0})
+                assert answer.status_code == 202, answer.text
+
+            list(pool.map(made_and_deleted, names))
+    finally:
+        server.stop()
+    # The next start's first maintenance pass destroys them all: killed in its midst.
+    server = start(data, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while (left := _keys_left(data)) > KEYS * 2 // 3:
+            assert time.monotonic() < deadline, "the purge did not begin"
+            time.sleep(0.01)
+    finally:
+        server.kill()
+    assert left > 0, "the purge ended before the kill"
+    with running(data, env=env) as restarted, restarted.client() as admin:
+        deadline = time.monotonic() + 30
+        while _keys_left(data):
+            assert time.monotonic() < deadline, "the purge did not finish after the restart"
+            time.sleep(0.1)
+        recorded: set[str] = set()
+        query: dict[str, str | int] = {"operation": "keys_destroy_key", "limit": 1000}
+        while True:
+            page = admin.get("/v1/audit", params=query).json()
+            recorded |= {record["key"] for record in page["records"]}
+            if page["next"] is None:
+                break
+            query["after"] = page["next"]
+    assert recorded == set(names)
+
+
+def _keys_left(data: Path) -> int:
+    with sqlite3.connect(f"file:{data / 'cipherd.sqlite3'}?mode=ro", uri=True) as database:
+        return int(database.execute("SELECT COUNT(*) FROM keys").fetchone()[0])

@@ -235,35 +235,42 @@ def test_keys_due_are_destroyed_once_whichever_store_comes_first(
     store.keys.schedule_deletion("a", time.time() - 1)
     store.keys.schedule_deletion("b", time.time() - 1)
     store.keys.schedule_deletion("c", time.time() + 3600)  # not due yet
-    destroyed = at_once(
-        store, store_url, lambda opened: opened.keys.destroy_due(time.time(), lambda name: None)
-    )
+    assert store.keys.due_for_destruction(time.time()) == ["a", "b"]
+
+    def purge(opened: KeyStore) -> list[str]:
+        due = opened.keys.due_for_destruction(time.time())
+        return [name for name in due if opened.keys.destroy_if_due(name, time.time(), lambda: None)]
+
+    destroyed = at_once(store, store_url, purge)
     assert sorted(name for names in destroyed for name in names) == ["a", "b"]
     assert [k.name for k in store.keys.list()] == ["c"]
     assert rows(store, "SELECT name FROM key_versions") == [("c",)]
 
 
-def test_each_destruction_commits_only_after_its_callback_and_not_if_it_fails(
+def test_a_destruction_commits_only_after_its_callback_and_not_if_it_fails(
     store: KeyStore,
 ) -> None:
-    """The maintenance writes each destruction's audit record in `before_commit`: when it is
+    """The maintenance writes a destruction's audit record in `before_commit`: when it is
     called the key is not destroyed yet for anyone else, and a record that cannot be written
-    keeps that key and every later one."""
-    for name in ("a", "b", "c"):
+    keeps the key."""
+    for name in ("a", "b"):
         store.keys.create(name, "aez", {}, False, b"x" * 48, None)
         store.keys.schedule_deletion(name, time.time() - 1)
-    seen: list[tuple[str, list[str]]] = []
+    seen: list[list[str]] = []
 
-    def record(name: str) -> None:
-        if name == "b":
-            raise OSError("the record could not be written")
-        seen.append((name, [k.name for k in store.keys.list()]))
+    def record() -> None:
+        seen.append([k.name for k in store.keys.list()])
 
+    def fail() -> None:
+        raise OSError("the record could not be written")
+
+    assert store.keys.destroy_if_due("a", time.time(), record)
+    assert seen == [["a", "b"]]  # not committed while its record was written
     with pytest.raises(OSError):
-        store.keys.destroy_due(time.time(), record)
-    assert seen == [("a", ["a", "b", "c"])]  # not committed while its record was written
-    assert [k.name for k in store.keys.list()] == ["b", "c"]
-    assert rows(store, "SELECT DISTINCT name FROM key_versions ORDER BY name") == [("b",), ("c",)]
+        store.keys.destroy_if_due("b", time.time(), fail)
+    assert not store.keys.destroy_if_due("a", time.time(), record)  # destroyed already
+    assert [k.name for k in store.keys.list()] == ["b"]
+    assert rows(store, "SELECT DISTINCT name FROM key_versions") == [("b",)]
 
 
 def test_trim_destroys_the_versions_below_the_minimum(store: KeyStore) -> None:

@@ -234,11 +234,13 @@ def restart(server: Server) -> Server:
 
 def _wait_ready(server: Server, workers_count: int, path: str = "/readyz") -> None:
     deadline = time.monotonic() + STARTUP_SECONDS
+    # A TLS context built for every poll would take CPU from the starting server.
+    options = server.client_options or {"verify": _default_tls()}
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise ServerError(f"server exited with {server.process.returncode}: {_tail(server)}")
         try:
-            answer = httpx.get(f"{server.url}{path}", timeout=1, **server.client_options)  # type: ignore[arg-type]
+            answer = httpx.get(f"{server.url}{path}", timeout=1, **options)  # type: ignore[arg-type]
             ready = answer.status_code == 200
         except httpx.HTTPError:
             ready = False

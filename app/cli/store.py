@@ -8,6 +8,7 @@ checks and the same JSON, and record what they change in the audit trail (princi
 import argparse
 import contextlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -132,6 +133,7 @@ def keys(args: argparse.Namespace, settings: Settings) -> None:
             with trail.changing() as record:
                 scheduled = keys.delete(store, None, args.name, args.window_seconds, settings)
                 record("keys_delete_key", principal=CLI_PRINCIPAL, key=args.name, status=202)
+            time.sleep(settings.key_cache_seconds)  # as the service answers (`keys.delete`)
             _print(_json(scheduled))
         elif args.action == "restore":
             with trail.changing() as record:

@@ -208,6 +208,8 @@ class AuditGate:
             except Problem as problem:
                 if status != 503:
                     return problem
+            if note.answer_after:
+                await asyncio.sleep(note.answer_after)
         return None
 
     async def unanswered(

@@ -6,7 +6,6 @@ these verbs are the models that `POST /v1/keys` and `cipherd keys` share, so tha
 same checks and print the same JSON.
 """
 
-import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -14,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from app.ops import jwk
+from app.ops.audit import AuditNote
 from app.ops.auth import Operation, Principal
 from app.ops.errors import Problem, invalid_input
 from app.ops.keyring import Keyring
@@ -315,18 +315,24 @@ class DeletionScheduled(BaseModel):
     deletion_date: datetime
 
 
+def deleted_answer_waits(note: AuditNote, settings: Settings) -> None:
+    """The answer to a deletion waits out the other processes' key caches, once its record is
+    on disk (`delete`)."""
+    note.answer_after = settings.key_cache_seconds
+
+
 def delete(
     store: KeyStore, keyring: Keyring | None, name: str, window: int | None, settings: Settings
 ) -> DeletionScheduled:
     """Schedule the key's destruction after `window` seconds (the configured default when
     None); until then nothing may use it, and a restore cancels it.
 
-    Answers once `key_cache_seconds` have passed since: every process (this replica's other
-    workers, other replicas) may hold the key's material in its keyring cache for that long
-    from its fetching, and none fetches it once the deletion is stored. So nothing encrypts
-    with a key its caller was told is deleted, nor, once it is destroyed and a key of the same
-    name made, with the old material under the new key's name and version (a ciphertext that
-    would never decrypt)."""
+    Its caller answers once `key_cache_seconds` have passed since (`deleted_answer_waits`):
+    every process (this replica's other workers, other replicas) may hold the key's material in
+    its keyring cache for that long from its fetching, and none fetches it once the deletion is
+    stored. So nothing encrypts with a key its caller was told is deleted, nor, once it is
+    destroyed and a key of the same name made, with the old material under the new key's name
+    and version (a ciphertext that would never decrypt)."""
     if window is None:
         window = settings.deletion_window_seconds
     if window < settings.deletion_min_window_seconds:
@@ -337,7 +343,6 @@ def delete(
     info = store.keys.schedule_deletion(name, store.clock.now() + window)
     if keyring is not None:
         keyring.forget(name)
-    time.sleep(settings.key_cache_seconds)
     assert info.deletion_date is not None
     return DeletionScheduled(
         name=name, state="pending-deletion", deletion_date=timestamp(info.deletion_date)

@@ -238,6 +238,7 @@ def rotate_key(request: Request, name: KeyName, services: ServicesDep, _: Rotati
     },
 )
 def delete_key(
+    request: Request,
     name: KeyName,
     services: ServicesDep,
     _: Deleting,
@@ -251,7 +252,11 @@ def delete_key(
         ),
     ] = None,
 ) -> keys.DeletionScheduled:
-    return keys.delete(services.store, services.keyring, name, window_seconds, services.settings)
+    scheduled = keys.delete(
+        services.store, services.keyring, name, window_seconds, services.settings
+    )
+    keys.deleted_answer_waits(audit_note(request.scope), services.settings)
+    return scheduled
 
 
 @router.post(

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from app.http.deps import audit_note
 from app.http.transit import TransitCall, transit_call
 from app.http.vault import answer, keys_of, listing, no_content, read_body, vault_body, vault_router
+from app.ops import keys as native_keys
 from app.ops.auth import Operation
 from app.ops.transit import backup, keys
 from app.ops.transit.keys import TransitKeyConfig, TransitKeyCreate, checked_name
@@ -66,6 +67,7 @@ async def delete_key(request: Request, name: TransitName) -> Response:
     call = await transit_call(request, "keys_delete_key", name=name, change=True)
     services = call.services
     await in_thread(keys.delete, services.store, services.keyring, call.name, services.settings)
+    native_keys.deleted_answer_waits(audit_note(request.scope), services.settings)
     return no_content()
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from app.http.deps import audit_note, services
 from app.http.transit import transit_call
 from app.http.vault import envelope, mount_table, no_content, read_body, vault_body, vault_router
-from app.ops import health, transit
+from app.ops import health, keys, transit
 from app.ops.transit.mounts import OPENBAO_RELEASE, mount_entry
 from app.ops.work import in_thread
 
@@ -71,6 +71,8 @@ async def disable_mount(request: Request, path: str) -> Response:
         transit.mounts.disable, services.mounts, services.keyring, path, services.settings
     )
     audit_note(request.scope).details.update(mount=path.strip("/")[:128], keys=len(scheduled))
+    if scheduled:  # as a deletion: no process still uses them once answered
+        keys.deleted_answer_waits(audit_note(request.scope), services.settings)
     return no_content()
 
 

@@ -7,6 +7,7 @@ The data directory (and so the journal) is a small tmpfs the test mounts (it nee
 filled by a file of the test's own; the store is SQLite on the ordinary disk or PostgreSQL.
 """
 
+import contextlib
 import os
 import sqlite3
 import subprocess
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 
@@ -190,3 +192,44 @@ def test_no_key_destroyed_by_a_purge_killed_midway_is_without_its_record(tmp_pat
 def _keys_left(data: Path) -> int:
     with sqlite3.connect(f"file:{data / 'cipherd.sqlite3'}?mode=ro", uri=True) as database:
         return int(database.execute("SELECT COUNT(*) FROM keys").fetchone()[0])
+
+
+def test_a_deletion_is_recorded_before_its_answer_waits_out_the_key_caches(
+    tmp_path: Path,
+) -> None:
+    """A deletion's answer waits CIPHERD_KEY_CACHE_SECONDS (other processes' caches), with its
+    record already on disk: the service killed during that wait comes back with the key pending
+    deletion and the deletion recorded."""
+    data = tmp_path / "data"
+    env = {"CIPHERD_KEY_CACHE_SECONDS": "10"}
+    server = start(data, env=env)
+    answers: list[int] = []
+
+    def delete() -> None:
+        with server.client() as client, contextlib.suppress(httpx.TransportError):
+            answers.append(client.delete("/v1/keys/k").status_code)
+
+    try:
+        with server.client() as admin:
+            assert admin.post("/v1/keys", json={"name": "k", "type": "aez"}).status_code == 201
+        deleting = threading.Thread(target=delete)
+        deleting.start()
+        deadline = time.monotonic() + 5
+        while _key_state(data, "k") != "pending-deletion":
+            assert time.monotonic() < deadline, "the deletion was not stored"
+            time.sleep(0.05)
+        time.sleep(1)  # into the answer's wait
+    finally:
+        server.kill()
+    deleting.join(timeout=15)
+    assert answers == [], "answered before the kill: the wait was not reached"
+    with running(data, env=env) as restarted, restarted.client() as admin:
+        assert admin.get("/v1/keys/k").json()["state"] == "pending-deletion"
+        records = admin.get("/v1/audit", params={"key": "k"}).json()["records"]
+        assert ("keys_delete_key", 202) in [(r["operation"], r["status"]) for r in records]
+
+
+def _key_state(data: Path, name: str) -> str | None:
+    with sqlite3.connect(f"file:{data / 'cipherd.sqlite3'}?mode=ro", uri=True) as database:
+        row = database.execute("SELECT state FROM keys WHERE name = ?", (name,)).fetchone()
+    return None if row is None else str(row[0])

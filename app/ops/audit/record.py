@@ -37,6 +37,9 @@ class AuditNote:
     details: dict[str, Any] = field(default_factory=dict)
     change: bool = False
     room: int = 0  # journal bytes set aside for this change's record (`AuditTrail.admit_change`)
+    # Seconds the answer waits once the record is written: a deletion waits out the key caches
+    # of the other processes, with its record already on disk.
+    answer_after: float = 0.0
     operation: str | None = None
 
     def versions(self, versions: Sequence[int | None]) -> None:

@@ -220,6 +220,4 @@ def disable(mounts: Mounts, keyring: Keyring, path: str, settings: Settings) -> 
             continue  # deleted since it was listed
         keyring.forget(info.name)
         scheduled.append(info.name)
-    if scheduled:
-        time.sleep(settings.key_cache_seconds)  # as a deletion: no process still uses them
     return scheduled

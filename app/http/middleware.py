@@ -27,6 +27,7 @@ from app.http.framework import PATH_PARAMS, ROUTE, route_template
 from app.http.operation import operation_id
 from app.http.problems import BodyMemoryFull, BodyTooLarge, problem_response
 from app.ops.audit import AuditNote, AuditRecord, AuditTrail
+from app.ops.audit.record import audit_unavailable
 from app.ops.errors import Problem
 from app.server.logs import access_writer, request_id_var
 from app.server.metrics import REFUSED, count_request
@@ -202,14 +203,22 @@ class AuditGate:
         entry = self.record(scope, note, request_id, started_at, status)
         if entry is None:
             self.trail.release(note.room)
-        else:
-            try:
-                await self.trail.write(entry)
-            except Problem as problem:
-                if status != 503:
-                    return problem
-            if note.answer_after:
-                await asyncio.sleep(note.answer_after)
+            return None
+        try:
+            await self.trail.write(entry)
+        except Problem as problem:
+            if status == 503:
+                return None
+            if note.change and status < 400:
+                # Made, with room set aside for its record: only a failing disk (or audit file)
+                # gets here, and the client must not make the change again.
+                return audit_unavailable(
+                    "this change was made, but its audit record could not be written; do not "
+                    "repeat it"
+                )
+            return problem
+        if note.answer_after:
+            await asyncio.sleep(note.answer_after)
         return None
 
     async def unanswered(

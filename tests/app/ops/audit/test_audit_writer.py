@@ -147,6 +147,11 @@ def test_a_record_that_cannot_be_written_fails_its_request(tmp_path: Path) -> No
         assert answer.json()["type"] == "urn:cipherd:problem:audit-unavailable"
         assert "x-request-id" in answer.headers
         assert "ciphertext" not in answer.text
+        # A change the file then refuses was made (and is in the journal): the 503 says so.
+        rotated = client.post("/v1/keys/a/rotate")
+        assert rotated.status_code == 503
+        assert "was made" in rotated.json()["detail"]
+        assert "do not repeat it" in rotated.json()["detail"]
     # A file that cannot be opened: no change is made.
     (tmp_path / "a-directory").mkdir()
     unopenable = writable.model_copy(update={"audit_file": tmp_path / "a-directory"})
@@ -160,7 +165,7 @@ def test_a_record_that_cannot_be_written_fails_its_request(tmp_path: Path) -> No
             assert answer.json()["type"] == "urn:cipherd:problem:audit-unavailable"
     with TestClient(create_app(writable), headers=headers) as client:
         assert client.get("/v1/keys/b").status_code == 404
-        assert client.get("/v1/keys/a").json()["latest_version"] == 1
+        assert client.get("/v1/keys/a").json()["latest_version"] == 2  # the one made above
         assert client.get("/v1/tokens").json()["tokens"] == []
 
 

@@ -50,7 +50,9 @@ def login_refused(request: Request, problem: Problem) -> Problem:
 
 async def logged_in(request: Request, login: Callable[[], IssuedToken]) -> Response:
     """Vault's answer to the login `login` makes (in a worker thread): its refusal, the problem
-    `login-refused`, goes through `login_refused`; any other problem is raised as it is."""
+    `login-refused`, goes through `login_refused`; any other problem is raised as it is. A
+    login issues a token: a change, made only once its record has room."""
+    await services(request).audit.admit_change(audit_note(request.scope))
     try:
         issued = await in_thread(login)
     except Problem as problem:

@@ -6,6 +6,7 @@ check and each family's verbs. `app.main` builds it for the HTTP service; `app.c
 verbs of `app.ops.keys` and `app.ops.tokens` on a store directly.
 """
 
+import contextlib
 from dataclasses import dataclass
 
 from app.ops.aead import AeadKey
@@ -14,6 +15,7 @@ from app.ops.audit import AuditTrail
 from app.ops.auth import Authenticator
 from app.ops.auth_mounts import AuthMounts
 from app.ops.ecies import EciesKey
+from app.ops.errors import Problem
 from app.ops.fe import Fe
 from app.ops.fe_cache import CacheBudgets, FeCaches
 from app.ops.fe_pool import FePool
@@ -119,7 +121,9 @@ class Services:
 
     def start(self) -> None:
         """Start what runs beside the requests: the keyring rewrap, the maintenance (deletions
-        due, automatic rotations), the FE pool's processes."""
+        due, automatic rotations), the FE pool's processes; and the audit journal begun."""
+        with contextlib.suppress(Problem):  # logged; changes are refused until it can write
+            self.audit.open()
         self.rewrap.start()
         self.maintenance.start()
         if self.fe.pool is not None:

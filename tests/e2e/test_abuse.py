@@ -449,7 +449,7 @@ def test_row4_request_bodies_share_a_memory_budget_and_json_is_parsed_off_the_lo
         # About 30 MB of JSON, serialised before the clock starts (not in the attack's thread,
         # where it would hold this process's GIL while the ordinary request is timed).
         matrix = json.dumps({"f": [[123456789] * 3000 for _ in range(1000)]}).encode()
-        attack, _, normal, normal_seconds = while_attacked(
+        attack, attack_seconds, normal, normal_seconds = while_attacked(
             lambda: admin.post(
                 "/v1/fe/row4-fe/keygen",
                 content=matrix,
@@ -458,7 +458,13 @@ def test_row4_request_bodies_share_a_memory_budget_and_json_is_parsed_off_the_lo
             lambda: admin.get("/v1/keys/row4"),
         )
     assert attack.status_code == 422, attack.text[:200]
-    assert normal.status_code == 200 and normal_seconds < ORDINARY_SECONDS
+    # Within 2 s, or, on a machine slow enough that the attack itself takes over 3 s, well before
+    # the attack is done (parsed on the event loop, it would be answered only after it).
+    assert normal.status_code == 200
+    assert normal_seconds < max(ORDINARY_SECONDS, 0.6 * attack_seconds), (
+        normal_seconds,
+        attack_seconds,
+    )
 
 
 @pytest.mark.parametrize("root_key_from", ["data-dir", "environment"])

@@ -186,6 +186,12 @@ class AuditTrail:
         staged.clear()
         self._submit(entries)
 
+    def open(self) -> None:
+        """Begin this process's journal now, its reserve set aside while the disk has room: at
+        start, rather than at the first record, which may come once the disk is full. 503 if
+        the trail cannot be written to."""
+        self._wait_now(_Claim(0))
+
     @contextlib.contextmanager
     def changing(self) -> Iterator[Callable[..., None]]:
         """A change made on a thread (by the CLI, the maintenance), with room set aside for its
@@ -312,9 +318,12 @@ class AuditTrail:
             with self._journal.lock:
                 segment = self._writable_segment()
                 if not segment.set_aside(self._claimed + room):
-                    return audit_unavailable(
+                    return Problem(
+                        503,
+                        "storage-full",
+                        "Storage full",
                         "the audit journal's disk has no room for the record of this change, so "
-                        "it was not made; retry shortly"
+                        "it was not made; retry once space is freed",
                     )
                 if self._file is not None:
                     self._append_to_file([], sync=False)
@@ -363,7 +372,9 @@ class AuditTrail:
             segment = self._writable_segment()
             dirty = self._dirty_since
             rows, data = self._chain.seal(self._key, records)
-            if not segment.set_aside(len(data) + self._claimed):
+            # With no change in flight, the disk takes what it can (the reserve, and any room
+            # freed since); with some, these records must leave their room.
+            if self._claimed and not segment.set_aside(len(data) + self._claimed):
                 raise audit_unavailable(
                     "the audit journal's disk is full, so this request was not carried out; "
                     "retry shortly"

@@ -10,7 +10,6 @@ filled by a file of the test's own; the store is SQLite on the ordinary disk or 
 import contextlib
 import os
 import sqlite3
-import subprocess
 import threading
 import time
 import uuid
@@ -24,7 +23,7 @@ import pytest
 
 from tests.conftest import POSTGRES_URL
 from tests.e2e.server import running, start
-from tests.e2e.test_full_disk import fill
+from tests.e2e.test_full_disk import fill, tmpfs
 
 pytestmark = [
     pytest.mark.e2e,
@@ -41,16 +40,8 @@ SECONDS = 20
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={DISK_BYTES}", "tmpfs", str(mount_point)],
-        check=True,
-    )
-    try:
+    with tmpfs(tmp_path / "disk", DISK_BYTES) as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=True)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -8,6 +8,7 @@ test's own.
 """
 
 import base64
+import contextlib
 import errno
 import os
 import subprocess
@@ -30,18 +31,23 @@ DISK_BYTES = 8 * 1024 * 1024
 NO_REUSE = httpx.Limits(max_keepalive_connections=0)  # every request to either worker
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount_point = tmp_path / "disk"
+@contextlib.contextmanager
+def tmpfs(mount_point: Path, size: int) -> Iterator[Path]:
+    """A tmpfs of `size` bytes mounted at `mount_point` (made here) while the block runs."""
     mount_point.mkdir()
     subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={DISK_BYTES}", "tmpfs", str(mount_point)],
-        check=True,
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)], check=True
     )
     try:
         yield mount_point
     finally:
         subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    with tmpfs(tmp_path / "disk", DISK_BYTES) as mount_point:
+        yield mount_point
 
 
 def fill(path: Path) -> None:

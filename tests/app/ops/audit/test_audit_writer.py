@@ -5,7 +5,6 @@ refused with 503 when its record cannot be written."""
 import errno
 import json
 import os
-import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +22,7 @@ from app.settings import Settings
 from app.store import AuditHead, AuditQuery, AuditRow, KeyStore, journal
 from tests.app.ops.audit.support import listed, verify
 from tests.conftest import ADMIN_TOKEN
-from tests.e2e.test_full_disk import fill
+from tests.e2e.test_full_disk import fill, tmpfs
 
 
 def _stored(store: KeyStore) -> list[AuditRow]:
@@ -268,10 +267,7 @@ def test_a_change_keeps_the_room_it_set_aside_on_a_full_disk(
     reads then use up the rest of the reserve and are refused, and the change's record still
     goes in. Later changes run only while room is left for their records, and every one that ran
     is recorded."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], check=True)
-    try:
+    with tmpfs(tmp_path / "disk", 1 << 20) as disk:
         trail = AuditTrail(store, disk / "journal", reserve_bytes=64 << 10)
         trail.write_now(_read_record(0))  # the segment begins, with its reserve
         fill(disk / "filler")
@@ -300,8 +296,6 @@ def test_a_change_keeps_the_room_it_set_aside_on_a_full_disk(
         trail.close()
         rotations = [row for row in _stored(store) if row.operation == "keys_rotate_key"]
         assert len(rotations) == 1 + admitted
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=True)
 
 
 def _read_record(index: int) -> AuditRecord:

@@ -15,6 +15,7 @@ import hmac
 import os
 import re
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,7 @@ from app.ops.sign import GivenOptions, SigningKey
 from app.ops.transit import hmac_keys
 from app.ops.transit.types import is_transit
 from app.ops.versioned import VersionedKey
+from app.store import KeyNotFoundError, VersionNotFoundError
 
 PREFIX = "vault:v"
 _PREFIXED = re.compile(r"vault:v(\d+):(.*)", re.DOTALL)
@@ -65,6 +67,17 @@ class TransitItem(BaseModel):
     nonce: str | None = None
     key_version: StrictInt | None = None
     reference: str | None = None
+
+
+def named_versions(item: TransitItem) -> list[int]:
+    """The versions an item names: its `key_version`, and the `vault:v<N>:` of the ciphertext,
+    HMAC or signature it opens (0 and 1 alike name the first)."""
+    named = [item.key_version] if item.key_version else []
+    for text in (item.ciphertext, item.hmac, item.signature):
+        match = _PREFIXED.match(text) if text else None
+        if match is not None:
+            named.append(int(match.group(1)) or 1)
+    return named
 
 
 def user_error(detail: str) -> Problem:
@@ -361,6 +374,22 @@ class TransitKeys:
     def __init__(self, keyring: Keyring, trial_versions: int) -> None:
         self.keyring = keyring
         self.trial_versions = trial_versions
+
+    async def exists(self, name: str) -> bool:
+        """Whether the key exists; one in the cache does, without asking the store."""
+        try:
+            await self.keyring.fetch(name)
+        except KeyNotFoundError:
+            return False
+        return True
+
+    async def warm(self, key: VersionedKey, item: TransitItem) -> None:
+        """Bring into the cache the versions a single item names, so that running it on the
+        event loop reads no store; one the store does not have is the item's to report."""
+        for version in named_versions(item):
+            if 0 < version < key.latest.version:
+                with suppress(VersionNotFoundError):
+                    await self.keyring.fetch(key.name, version)
 
     async def key(self, name: str, any_type: bool = False, sealing: bool = False) -> VersionedKey:
         """The key as its family's verbs take it; `any_type`: as Transit's own (HMAC);

@@ -55,13 +55,15 @@ def audit_note(scope: Scope) -> AuditNote:
 
 async def principal_of(scope: Scope, auth: Authenticator, token: str | None) -> Principal:
     """The caller, noted for the audit record (its token's id and the identity behind it). The
-    check reads the store's auth generation (`app.ops.auth`), off the event loop, unless this
-    process can tell without the store. A token that fails counts against the client's address
+    check reads the store's auth generation (`app.ops.auth`) in a worker thread, one read shared
+    by the requests that arrive while it is under way, and the token off the event loop unless
+    this process has it cached. A token that fails counts against the client's address
     (429 past its failures), and a token with a rate is charged one request (429 past it)."""
     try:
-        principal = auth.cached_principal(token)
+        state = await auth.current_state()
+        principal = auth.cached_principal(token, state)
         if principal is None:
-            principal = await in_thread(auth.principal, token)
+            principal = await in_thread(auth.principal, token, state)
     except Problem as problem:
         if problem.status != 401:
             raise

@@ -12,8 +12,9 @@ rotated, an auth mount disabled) moves the store's auth generation on in the tra
 makes it, and a process that sees it moved drops what it cached of tokens and policies. A
 request reuses this process's last reading of the generation if it began less than
 `CIPHERD_AUTH_CHECK_SECONDS` ago and no change of this process's has committed since
-(`app.store.database.Database.auth_moves`); else it reads it again (`Generation`: one read
-serves every request that arrived before it started). So a narrowed policy narrows every token
+(`app.store.database.Database.auth_moves`); else it reads it again, one read serving every
+request that arrived before it started (`SharedRead` for the requests of an event loop, in one
+hop to a worker thread; `Generation` for threads). So a narrowed policy narrows every token
 that carries it from the next request on the process that changed it, and within that bound on
 every other process and replica; and a request that needs nothing from the store
 (`Authenticator.cached_principal`) is answered without leaving the event loop (the figures:
@@ -37,6 +38,7 @@ from typing import Any
 from app.ops.errors import Problem, unauthorized
 from app.ops.keyring import StoreCache, store_outage
 from app.ops.ratelimit import RateLimits
+from app.ops.work import SharedRead
 from app.store import AuthState, AwsCredential, KeyStore, StoreUnavailableError, TokenRecord
 
 TOKEN_PREFIX = "cdt_"
@@ -224,6 +226,7 @@ class Authenticator:
         self._check_seconds = check_seconds
         self.limits = limits
         self._generation = Generation(store.auth_state.read)
+        self._shared_read = SharedRead(self._read_state)
         self._outage = store_outage(store)
         self._lock = threading.Lock()
         self._seen: AuthState | None = None
@@ -238,10 +241,10 @@ class Authenticator:
             store, store.aws_credentials.get, cache_seconds, grace_seconds, MAX_CACHED_TOKENS
         )
 
-    def principal(self, token: str | None) -> Principal:
-        """The principal a bearer token stands for; 401 if it is missing or not valid. Queries
-        the store (the auth generation, and a token not cached): call it off the event loop."""
-        state = self.state()
+    def principal(self, token: str | None, state: AuthState) -> Principal:
+        """The principal a bearer token stands for under `state` (`current_state`); 401 if it
+        is missing or not valid. Queries the store for a token not cached: call it off the
+        event loop."""
         if not token:
             raise unauthorized("this operation needs an Authorization: Bearer token")
         digest = hash_token(token)
@@ -254,14 +257,10 @@ class Authenticator:
             raise unauthorized("the token is unknown, revoked or expired")
         return self.principal_of_record(record)
 
-    def cached_principal(self, token: str | None) -> Principal | None:
+    def cached_principal(self, token: str | None, state: AuthState) -> Principal | None:
         """What `principal` answers (its 401s too), if this process can tell without the
-        store: a recent reading of the auth generation, the token's record cached with no
-        number of uses to spend, and its policies cached. None: call `principal`. Safe on the
-        event loop."""
-        state = self.recent_state()
-        if state is None:
-            return None
+        store: the token's record cached with no number of uses to spend, and its policies
+        cached. None: call `principal`. Safe on the event loop."""
         if not token:
             raise unauthorized("this operation needs an Authorization: Bearer token")
         digest = hash_token(token)
@@ -286,10 +285,9 @@ class Authenticator:
 
     def aws_credential(self, access_key_id: str) -> tuple[AwsCredential, Principal] | None:
         """The AWS key pair of that id and the principal of its token (alive or not), if the
-        token was not revoked. Queries the store as `principal` does: call it off the event
-        loop. A token with a number of uses is charged one by `spend_use`, once the request's
-        signature is checked."""
-        self.state()
+        token was not revoked, as of `current_state`. Queries the store as `principal` does:
+        call it off the event loop. A token with a number of uses is charged one by
+        `spend_use`, once the request's signature is checked."""
         credential = self._aws.load(access_key_id)
         if credential is None:
             return None
@@ -300,8 +298,6 @@ class Authenticator:
     ) -> tuple[tuple[AwsCredential, Principal] | None] | None:
         """What `aws_credential` answers, in a 1-tuple, if this process can tell without the
         store (as `cached_principal`); None: call `aws_credential`. Safe on the event loop."""
-        if self.recent_state() is None:
-            return None
         hit = self._aws.cached(access_key_id)
         if hit is None:
             return None
@@ -344,6 +340,21 @@ class Authenticator:
             return recent
         try:
             return self._read_state()
+        except StoreUnavailableError:
+            seen = self._seen_within_grace()
+            if seen is None:
+                raise
+            return seen
+
+    async def current_state(self) -> AuthState:
+        """`state` for a request on the event loop, which every request's check begins with: a
+        recent reading at once, else a read in a worker thread that the requests arriving
+        meanwhile share (`SharedRead`)."""
+        recent = self.recent_state() or self._held_through_outage()
+        if recent is not None:
+            return recent
+        try:
+            return await self._shared_read()
         except StoreUnavailableError:
             seen = self._seen_within_grace()
             if seen is None:

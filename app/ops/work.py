@@ -1,13 +1,15 @@
-"""Where a verb's computation runs: on the event loop when it is small, else in a thread.
+"""Where a verb's computation runs: on the event loop when it is small, else in a thread; and
+reads that the requests of an event loop share.
 
 A hop to a worker thread and back costs more than the AEZ or AES-GCM work of a small payload, so
 those run inline; large payloads would stall every other request of the worker, so they go to
 the thread pool.
 """
 
+import asyncio
 from collections.abc import Callable
 from functools import partial
-from typing import ParamSpec, TypeVar
+from typing import Generic, ParamSpec, TypeVar
 
 from anyio.to_thread import run_sync
 
@@ -32,3 +34,56 @@ async def in_thread(
 ) -> ResultT:
     """`function(*args)` in the thread pool: it may wait on the store or on a lock."""
     return await run_sync(partial(function, *args, **kwargs))
+
+
+class SharedRead(Generic[ResultT]):
+    """A blocking read that many coroutines of one event loop share: each gets the answer of a
+    read that started after it asked (so it sees every change committed before), and those
+    asking while one read is under way share the next. One hop to a worker thread then serves
+    a whole wave of requests, where a hop each would cost a small request as much as its work.
+    Each caller waits on a future of its own, so that one that goes away cancels no read.
+    """
+
+    def __init__(self, read: Callable[[], ResultT]) -> None:
+        self._read = read
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reading: asyncio.Task[ResultT] | None = None
+        self._answered_by_this: list[asyncio.Future[ResultT]] = []
+        self._answered_by_next: list[asyncio.Future[ResultT]] = []
+
+    async def __call__(self) -> ResultT:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # the first call, or an earlier loop's reads: start anew
+            self._loop, self._reading = loop, None
+            self._answered_by_this, self._answered_by_next = [], []
+        waiter: asyncio.Future[ResultT] = loop.create_future()
+        if self._reading is None:
+            self._answered_by_this.append(waiter)
+            self._start(loop)
+        else:
+            self._answered_by_next.append(waiter)
+        return await waiter
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._reading = loop.create_task(run_sync(self._read))
+        self._reading.add_done_callback(self._finished)
+
+    def _finished(self, read: "asyncio.Task[ResultT]") -> None:
+        if read is not self._reading:  # an earlier loop's
+            return
+        waiters, self._answered_by_this = self._answered_by_this, []
+        error = None if read.cancelled() else read.exception()
+        for waiter in waiters:
+            if waiter.done():
+                continue
+            if read.cancelled():
+                waiter.cancel()
+            elif error is not None:
+                waiter.set_exception(error)
+            else:
+                waiter.set_result(read.result())
+        self._reading = None
+        if self._answered_by_next:
+            self._answered_by_this, self._answered_by_next = self._answered_by_next, []
+            assert self._loop is not None
+            self._start(self._loop)

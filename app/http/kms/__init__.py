@@ -85,6 +85,7 @@ async def _signed(request: Request, service: Services, note: AuditNote) -> tuple
         auth, None if amz_date is None else amz_date.decode("latin-1"), service.store.clock.now()
     )
     authenticator = service.auth
+    await authenticator.current_state()
     cached = authenticator.cached_aws_credential(auth.access_key_id)
     found = (
         cached[0]

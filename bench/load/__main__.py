@@ -160,7 +160,8 @@ def start_openbao(
         )
     httpx.post(f"{url}/v1/sys/mounts/transit", headers=headers, json={"type": "transit"})
     httpx.post(f"{url}/v1/transit/keys/bench", headers=headers, json={"type": "aes256-gcm96"})
-    httpx.post(f"{url}/v1/transit/keys/bench-ed25519", headers=headers, json={"type": "ed25519"})
+    for name, key_type in TRANSIT_SIGNING_KEYS:
+        httpx.post(f"{url}/v1/transit/keys/{name}", headers=headers, json={"type": key_type})
     return url, port, token
 
 
@@ -172,9 +173,16 @@ def json_body(value: object) -> bytes:
     return json.dumps(value).encode()
 
 
+# The signing keys made on each OpenBao, by Transit's type names.
+TRANSIT_SIGNING_KEYS = (
+    ("bench-ed25519", "ed25519"),
+    ("bench-p256", "ecdsa-p256"),
+    ("bench-rsa", "rsa-2048"),
+)
 # The operations set beside Transit's sign, hmac and datakey (report.TRANSIT_PEERS).
 SIGN_HMAC_DATAKEY = [
     ("ed25519 sign 64 B", "/v1/sign/bench-ed25519", {"message": b64(os.urandom(64))}),
+    ("RSA-2048 sign 64 B", "/v1/sign/bench-rsa", {"message": b64(os.urandom(64))}),
     ("HMAC-SHA256 64 B", "/v1/hmac/bench-hmac", {"message": b64(os.urandom(64))}),
     ("AEZ data key 256 bits", "/v1/aez/bench-aez/datakey", {}),
 ]
@@ -209,6 +217,7 @@ def cipherd_scenarios(url: str, port: int, token: str, fe: bool) -> list[dict[st
     client.post("/v1/keys", json={"name": "bench-hmac", "type": "hmac"})
     client.post("/v1/keys", json={"name": "bench-aes", "type": "aes256-gcm"})
     client.post("/v1/keys", json={"name": "bench-p256", "type": "ecdsa-p256"})
+    client.post("/v1/keys", json={"name": "bench-rsa", "type": "rsa-2048"})
 
     kib, small = os.urandom(1024), os.urandom(64)
     ecies_ct = client.post("/v1/ecies/bench-ecies/encrypt", json={"plaintext": b64(kib)}).json()
@@ -407,15 +416,18 @@ def transit_scenarios(url: str, port: int, token: str) -> list[dict[str, Any]]:
             "items": 1,
             "port": port,
         },
-        {
-            "name": "OpenBao Transit sign ed25519 64 B",
-            "method": "POST",
-            "path": "/v1/transit/sign/bench-ed25519",
-            "headers": headers,
-            "body": json_body({"input": b64(small)}),
-            "items": 1,
-            "port": port,
-        },
+        *(
+            {
+                "name": f"OpenBao Transit sign {key_type} 64 B",
+                "method": "POST",
+                "path": f"/v1/transit/sign/{name}",
+                "headers": headers,
+                "body": json_body({"input": b64(small)}),
+                "items": 1,
+                "port": port,
+            }
+            for name, key_type in TRANSIT_SIGNING_KEYS
+        ),
         {
             "name": "OpenBao Transit HMAC-SHA256 64 B",
             "method": "POST",

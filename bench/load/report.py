@@ -19,6 +19,8 @@ KMS_SIGN = "KMS Sign ECC_NIST_P256 64 B, SigV4"
 TRANSIT_PEERS = (
     ("AES-256-GCM encrypt 64 B", TRANSIT_ENCRYPT),
     ("ed25519 sign 64 B", "OpenBao Transit sign ed25519 64 B"),
+    ("ECDSA P-256 sign 64 B", "OpenBao Transit sign ecdsa-p256 64 B"),
+    ("RSA-2048 sign 64 B", "OpenBao Transit sign rsa-2048 64 B"),
     ("HMAC-SHA256 64 B", "OpenBao Transit HMAC-SHA256 64 B"),
     ("AEZ data key 256 bits", "OpenBao Transit data key 256 bits"),
 )

@@ -80,6 +80,27 @@ def test_a_chain_stored_whole_verifies_and_a_changed_record_is_named(store: KeyS
     )
 
 
+@pytest.mark.parametrize("count", [9, 10])
+def test_a_chain_read_over_many_pages_verifies_and_a_change_on_a_later_page_is_named(
+    store: KeyStore, monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    """Pages of 3, read one ahead of the check: full pages then a short or an empty one."""
+    monkeypatch.setattr(chain, "_VERIFY_PAGE", 3)
+    key = store.audit.mac_key()
+    written = chain.Chain()
+    rows, _ = written.seal(key, _records(count))
+    rows[7] = rows[7]._replace(operation="aez_decrypt")
+    _store(store, key, rows)
+    fault = chain.ChainFault(
+        written.name, 8, "its MAC does not verify: the record was changed or moved"
+    )
+    assert chain.verify(store) == (7, [fault])
+    other = chain.Chain()
+    rows, _ = other.seal(key, _records(count))
+    _store(store, key, rows)
+    assert chain.verify(store) == (7 + count, [fault])
+
+
 def test_a_chain_is_registered_once(store: KeyStore) -> None:
     key = store.audit.mac_key()
     for _ in range(3):

@@ -273,18 +273,29 @@ def test_row6_many_wildcard_patterns_do_not_drain_the_postgresql_pool(
     assert max(seconds for _, seconds in results) < 10
 
 
-@pytest.fixture(scope="module")
-def bounded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A server with short connection bounds and a small body memory budget, so that the
-    attacks on them take seconds."""
+def _bounded(tmp_path_factory: pytest.TempPathFactory, seconds: int) -> Iterator[Server]:
+    """A server with connection bounds of `seconds` and a small body memory budget, so that
+    the attacks on them take seconds."""
     settings = {
-        "CIPHERD_HEAD_TIMEOUT_SECONDS": "3",
-        "CIPHERD_BODY_TIMEOUT_SECONDS": "3",
+        "CIPHERD_HEAD_TIMEOUT_SECONDS": str(seconds),
+        "CIPHERD_BODY_TIMEOUT_SECONDS": str(seconds),
         "CIPHERD_MAX_CONNECTIONS": "60",
         "CIPHERD_BODY_MEMORY_BYTES": str(300 * 1024 * 1024),
     }
     with running(tmp_path_factory.mktemp("abuse-bounded") / "data", env=settings) as started:
         yield started
+
+
+@pytest.fixture(scope="module")
+def bounded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    yield from _bounded(tmp_path_factory, 3)
+
+
+@pytest.fixture(scope="module")
+def budget_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The body memory budget alone: uploads of 120 MB on a loaded machine may take longer than
+    the 3 s that the deadline rows need."""
+    yield from _bounded(tmp_path_factory, 30)
 
 
 def _port(server: Server) -> int:
@@ -410,13 +421,13 @@ def _peak_rss_mib(pid: int) -> float:
 
 
 def test_row4_request_bodies_share_a_memory_budget_and_json_is_parsed_off_the_loop(
-    bounded_server: Server,
+    budget_server: Server,
 ) -> None:
     """Three 120 MB raw AEZ encryptions at once under a 300 MiB budget: the one that does not
     fit is a 503 `overloaded` with Retry-After, the others are served, and the worker's peak
     memory stays bounded; a 30 MB JSON keygen is parsed off the event loop while an ordinary
     request is answered within 2 s."""
-    server = bounded_server
+    server = budget_server
     with server.client() as admin:
         assert admin.post("/v1/keys", json={"name": "row4", "type": "aez"}).status_code == 201
         payload = b"\x5a" * (120 * 1024 * 1024)

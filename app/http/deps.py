@@ -4,6 +4,7 @@ The key operations (`app.http.operation`) make the same checks without FastAPI's
 solver; the other routes declare these.
 """
 
+import time
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request, Security
@@ -17,6 +18,7 @@ from app.ops.auth import AdminOperation, Authenticator, Operation, Principal
 from app.ops.errors import Problem, forbidden
 from app.ops.keys import KEY_NAME_PATTERN
 from app.ops.work import in_thread
+from app.server.uvicorn_internals import ARRIVED
 
 
 def bearer_token(scope: Scope) -> str | None:
@@ -53,14 +55,21 @@ def audit_note(scope: Scope) -> AuditNote:
     return note
 
 
+def arrival(scope: Scope) -> float:
+    """When the request's head began to arrive, as the server noted it; now for a request that
+    came another way (an in-process transport's)."""
+    arrived: float | None = scope.get(ARRIVED)
+    return time.monotonic() if arrived is None else arrived
+
+
 async def principal_of(scope: Scope, auth: Authenticator, token: str | None) -> Principal:
     """The caller, noted for the audit record (its token's id and the identity behind it). The
-    check reads the store's auth generation (`app.ops.auth`) in a worker thread, one read shared
-    by the requests that arrive while it is under way, and the token off the event loop unless
-    this process has it cached. A token that fails counts against the client's address
+    check reads the store's auth generation (`app.ops.auth`) as of the request's arrival, one
+    read for the requests that arrive together, and the token off the event loop unless this
+    process has it cached. A token that fails counts against the client's address
     (429 past its failures), and a token with a rate is charged one request (429 past it)."""
     try:
-        state = await auth.current_state()
+        state = await auth.current_state(arrival(scope))
         principal = auth.cached_principal(token, state)
         if principal is None:
             principal = await in_thread(auth.principal, token, state)

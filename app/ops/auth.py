@@ -226,7 +226,7 @@ class Authenticator:
         self._check_seconds = check_seconds
         self.limits = limits
         self._generation = Generation(store.auth_state.read)
-        self._shared_read = SharedRead(self._read_state)
+        self._shared_read = SharedRead(self._read_state, self._read_state_at_once)
         self._outage = store_outage(store)
         self._lock = threading.Lock()
         self._seen: AuthState | None = None
@@ -346,15 +346,16 @@ class Authenticator:
                 raise
             return seen
 
-    async def current_state(self) -> AuthState:
-        """`state` for a request on the event loop, which every request's check begins with: a
-        recent reading at once, else a read in a worker thread that the requests arriving
-        meanwhile share (`SharedRead`)."""
+    async def current_state(self, arrived: float) -> AuthState:
+        """`state` for a request that arrived at `arrived` (time.monotonic()), on the event
+        loop, which every request's check begins with: a recent reading at once, else a read
+        that started after the request arrived, which the requests of a worker share
+        (`SharedRead`)."""
         recent = self.recent_state() or self._held_through_outage()
         if recent is not None:
             return recent
         try:
-            return await self._shared_read()
+            return await self._shared_read(arrived)
         except StoreUnavailableError:
             seen = self._seen_within_grace()
             if seen is None:
@@ -396,7 +397,24 @@ class Authenticator:
             self._outage.failed()
             raise
         self._outage.answered()
+        return self._remember(state, moves, asked_at)
+
+    def _read_state_at_once(self) -> AuthState | None:
+        """`_read_state` made on the event loop, where the store reads without waiting; None
+        where it cannot (a store across a network, or a busy one): then a thread reads."""
+        moves, asked_at = self._store.database.auth_moves, time.monotonic()
+        state = self._store.auth_state.read_at_once()
+        if state is None:
+            return None
+        self._outage.answered()
+        return self._remember(state, moves, asked_at)
+
+    def _remember(self, state: AuthState, moves: int, asked_at: float) -> AuthState:
+        """Keep `state`, read from `asked_at` on, unless a read asked for later was kept
+        already; this process's caches are dropped if the generation moved."""
         with self._lock:
+            if asked_at < self._seen_at:
+                return state
             moved = self._seen is not None and self._seen.generation != state.generation
             self._seen, self._seen_at, self._seen_moves = state, asked_at, moves
             if moved:

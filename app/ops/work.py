@@ -7,6 +7,7 @@ the thread pool.
 """
 
 import asyncio
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Generic, ParamSpec, TypeVar
@@ -37,21 +38,42 @@ async def in_thread(
 
 
 class SharedRead(Generic[ResultT]):
-    """A blocking read that many coroutines of one event loop share: each gets the answer of a
-    read that started after it asked (so it sees every change committed before), and those
-    asking while one read is under way share the next. One hop to a worker thread then serves
-    a whole wave of requests, where a hop each would cost a small request as much as its work.
-    Each caller waits on a future of its own, so that one that goes away cancels no read.
+    """A read that the requests of one event loop share: each gets the answer of a read that
+    started after it arrived (so it sees every change committed before it arrived).
+
+    The last answer serves every request that arrived before its read started: the requests
+    whose heads were read together, in one turn of the event loop, are answered by one read.
+    That read is made on the event loop when `read_at_once` can (a file of this machine, never
+    waiting: no request then waits at all); else in a worker thread, where those arriving while
+    one read is under way share the next. One hop then serves a whole wave of requests, where a
+    hop each would cost a small request as much as its work. Each caller waits on a future of
+    its own, so that one that goes away cancels no read.
     """
 
-    def __init__(self, read: Callable[[], ResultT]) -> None:
+    def __init__(
+        self, read: Callable[[], ResultT], read_at_once: Callable[[], ResultT | None] | None = None
+    ) -> None:
         self._read = read
+        self._read_at_once = read_at_once
+        # When the read of the last answer started (monotonic), and the answer.
+        self._last: tuple[float, ResultT] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reading: asyncio.Task[ResultT] | None = None
+        self._reading_since = 0.0
         self._answered_by_this: list[asyncio.Future[ResultT]] = []
         self._answered_by_next: list[asyncio.Future[ResultT]] = []
 
-    async def __call__(self) -> ResultT:
+    async def __call__(self, arrived: float) -> ResultT:
+        """The answer of a read that started at or after `arrived` (time.monotonic())."""
+        last = self._last
+        if last is not None and last[0] >= arrived:
+            return last[1]
+        if self._read_at_once is not None:
+            started = time.monotonic()
+            answer = self._read_at_once()
+            if answer is not None:
+                self._keep(started, answer)
+                return answer
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # the first call, or an earlier loop's reads: start anew
             self._loop, self._reading = loop, None
@@ -64,7 +86,12 @@ class SharedRead(Generic[ResultT]):
             self._answered_by_next.append(waiter)
         return await waiter
 
+    def _keep(self, started: float, answer: ResultT) -> None:
+        if self._last is None or started >= self._last[0]:
+            self._last = (started, answer)
+
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._reading_since = time.monotonic()
         self._reading = loop.create_task(run_sync(self._read))
         self._reading.add_done_callback(self._finished)
 
@@ -73,6 +100,8 @@ class SharedRead(Generic[ResultT]):
             return
         waiters, self._answered_by_this = self._answered_by_this, []
         error = None if read.cancelled() else read.exception()
+        if not read.cancelled() and error is None:
+            self._keep(self._reading_since, read.result())
         for waiter in waiters:
             if waiter.done():
                 continue

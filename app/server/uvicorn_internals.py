@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import socket
 import ssl
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,11 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.server.releases import require
 
-__all__ = ["STARTUP_FAILURE", "WatchedConnection", "check_releases", "serve"]
+__all__ = ["ARRIVED", "STARTUP_FAILURE", "WatchedConnection", "check_releases", "serve"]
+
+# Where a request's scope says when its head began to arrive (time.monotonic()): what a
+# request must see of the store is what was committed before then (`app.ops.work.SharedRead`).
+ARRIVED = "cipherd.arrived"
 
 
 def check_releases() -> None:
@@ -181,6 +186,7 @@ class WatchedConnection(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         self._between_requests = False
         super().on_message_begin()
+        self.scope[ARRIVED] = time.monotonic()  # type: ignore[literal-required]
         if self._tls is not None:
             self.scope["extensions"] = {"tls": self._tls}  # type: ignore[dict-item]
         self.head_begun()

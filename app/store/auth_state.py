@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from app.store.database import Cursor, Session
+from app.store.errors import StoreUnavailableError
 from app.store.records import AuthState
 
 
@@ -52,11 +53,18 @@ class AuthStateRepository:
 
     def read(self) -> AuthState:
         """The generation and the rotated admin token's hash."""
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute("SELECT generation, admin_token_hash FROM auth_state WHERE id = 1")
-            row = cursor.fetchone()
-        assert row is not None  # the schema's creation inserts it
-        return AuthState(row[0], None if row[1] is None else bytes(row[1]))
+        return _read(self._session)
+
+    def read_at_once(self) -> AuthState | None:
+        """`read`, made here and now without waiting, where the store allows it (`at_once`);
+        else, or if the store is busy, None: then `read` it in a thread."""
+        session = self._session.at_once()
+        if session is None:
+            return None
+        try:
+            return _read(session)
+        except StoreUnavailableError:
+            return None
 
     @moves_generation
     def advance(self) -> None:
@@ -72,3 +80,11 @@ class AuthStateRepository:
         with self._session.transaction(write=True) as cursor:
             cursor.execute("UPDATE auth_state SET admin_token_hash = ? WHERE id = 1", (token_hash,))
             advance(cursor)
+
+
+def _read(session: Session) -> AuthState:
+    with session.transaction(write=False) as cursor:
+        cursor.execute("SELECT generation, admin_token_hash FROM auth_state WHERE id = 1")
+        row = cursor.fetchone()
+    assert row is not None  # the schema's creation inserts it
+    return AuthState(row[0], None if row[1] is None else bytes(row[1]))

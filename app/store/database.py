@@ -68,6 +68,11 @@ class Session(ABC):
         """The auth generation moved in this session's last transaction
         (`app.store.auth_state`): once it has committed, count it in `Database.auth_moves`."""
 
+    def at_once(self) -> "Session | None":
+        """A session for reads that the event loop may make itself because they never wait
+        (SQLite's, of a file on this machine); None where a read may wait on a network."""
+        return None
+
 
 class Database(Session):
     """A backend: each call of `transaction` is a transaction of its own."""

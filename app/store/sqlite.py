@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.store.database import LOCK_WAIT_SECONDS, Cursor, Database, Dialect
+from app.store.database import LOCK_WAIT_SECONDS, Cursor, Database, Dialect, Session
 from app.store.errors import KeyStoreError, StorageFullError, StoreUnavailableError
 from app.store.patterns import GlobParts, sqlite_glob
 
@@ -72,6 +72,7 @@ class SqliteDatabase(Database):
         self._idle: list[sqlite3.Connection] = []  # most recently used last
         self._idle_lock = threading.Lock()
         self._closed = False
+        self._at_once = _ReadsAtOnce(self)
 
     def create_schema(self, create: Callable[[Cursor], None]) -> None:
         def create_with_probe(cursor: Cursor) -> None:
@@ -92,12 +93,12 @@ class SqliteDatabase(Database):
         cursor.execute(f"PRAGMA table_info({table})")
         return any(row[1] == column for row in cursor.fetchall())
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, lock_wait_seconds: float = LOCK_WAIT_SECONDS) -> sqlite3.Connection:
         connection = sqlite3.connect(
             self._path,
             isolation_level=None,
             check_same_thread=False,  # lent to one thread at a time, by `_connection`
-            timeout=LOCK_WAIT_SECONDS,
+            timeout=lock_wait_seconds,
         )
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = FULL")
@@ -137,26 +138,12 @@ class SqliteDatabase(Database):
     def transaction(
         self, write: bool, lock_wait_seconds: float = LOCK_WAIT_SECONDS
     ) -> Iterator[Cursor]:
-        with self._connection() as connection:
-            cursor = connection.cursor()
-            try:
-                if lock_wait_seconds != LOCK_WAIT_SECONDS:
-                    cursor.execute(f"PRAGMA busy_timeout = {round(lock_wait_seconds * 1000)}")
-                cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                try:
-                    yield cursor
-                    cursor.execute("COMMIT")
-                finally:
-                    # An error in the block, or a COMMIT that failed (SQLite may already have
-                    # rolled back on its own after a full disk).
-                    if connection.in_transaction:
-                        cursor.execute("ROLLBACK")
-            except sqlite3.OperationalError as exc:
-                raise _unavailable(exc, write) from None
-            finally:
-                if lock_wait_seconds != LOCK_WAIT_SECONDS:
-                    cursor.execute(f"PRAGMA busy_timeout = {round(LOCK_WAIT_SECONDS * 1000)}")
-                cursor.close()
+        wait = None if lock_wait_seconds == LOCK_WAIT_SECONDS else lock_wait_seconds
+        with self._connection() as connection, _transaction(connection, write, wait) as cursor:
+            yield cursor
+
+    def at_once(self) -> Session:
+        return self._at_once
 
     def secrets_destroyed(self) -> None:
         """Leave no destroyed secret behind in the database or its write-ahead log."""
@@ -194,6 +181,76 @@ class SqliteDatabase(Database):
             for connection in self._idle:
                 connection.close()
             self._idle.clear()
+        self._at_once.close()
+
+
+class _ReadsAtOnce(Session):
+    """Read transactions for the event loop, which must not wait: on a connection of the
+    calling thread's own rather than the pool's (which threads may all hold, waiting for the
+    write lock), and a file that is busy (SQLite's recovery of a crashed writer's log, say) is
+    StoreUnavailableError at once rather than after the busy timeout."""
+
+    dialect = DIALECT
+
+    def __init__(self, database: SqliteDatabase) -> None:
+        self._database = database
+        self._mine = threading.local()
+        self._opened: list[sqlite3.Connection] = []
+        self._opened_lock = threading.Lock()
+
+    @contextmanager
+    def transaction(self, write: bool) -> Iterator[Cursor]:
+        if write:
+            raise ValueError("a session for reads")
+        if self._database._closed:
+            raise StoreUnavailableError("the key store is closed")
+        connection: sqlite3.Connection | None = getattr(self._mine, "connection", None)
+        if connection is None:
+            connection = self._database._connect(lock_wait_seconds=0)
+            with self._opened_lock:
+                self._opened.append(connection)
+            self._mine.connection = connection
+        with _transaction(connection, False) as cursor:
+            yield cursor
+
+    def secrets_destroyed(self) -> None:
+        """Nothing: a read destroys nothing."""
+
+    def generation_moved(self) -> None:
+        """Nothing: a read moves nothing."""
+
+    def close(self) -> None:
+        with self._opened_lock:
+            for connection in self._opened:
+                connection.close()
+            self._opened.clear()
+
+
+@contextmanager
+def _transaction(
+    connection: sqlite3.Connection, write: bool, lock_wait_seconds: float | None = None
+) -> Iterator[Cursor]:
+    """A transaction on `connection`, waiting `lock_wait_seconds` for a lock held elsewhere
+    (None: the wait the connection was opened with)."""
+    cursor = connection.cursor()
+    try:
+        if lock_wait_seconds is not None:
+            cursor.execute(f"PRAGMA busy_timeout = {round(lock_wait_seconds * 1000)}")
+        cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            yield cursor
+            cursor.execute("COMMIT")
+        finally:
+            # An error in the block, or a COMMIT that failed (SQLite may already have rolled
+            # back on its own after a full disk).
+            if connection.in_transaction:
+                cursor.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        raise _unavailable(exc, write) from None
+    finally:
+        if lock_wait_seconds is not None:
+            cursor.execute(f"PRAGMA busy_timeout = {round(LOCK_WAIT_SECONDS * 1000)}")
+        cursor.close()
 
 
 def _unavailable(exc: sqlite3.OperationalError, write: bool) -> Exception:

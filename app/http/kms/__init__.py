@@ -31,7 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
 from app.http.body import header
-from app.http.deps import audit_note, services
+from app.http.deps import arrival, audit_note, services
 from app.http.framework import HandlerRoute
 from app.http.kms import sigv4
 from app.http.operation import operation_id
@@ -85,7 +85,7 @@ async def _signed(request: Request, service: Services, note: AuditNote) -> tuple
         auth, None if amz_date is None else amz_date.decode("latin-1"), service.store.clock.now()
     )
     authenticator = service.auth
-    await authenticator.current_state()
+    await authenticator.current_state(arrival(scope))
     cached = authenticator.cached_aws_credential(auth.access_key_id)
     found = (
         cached[0]

@@ -11,7 +11,9 @@ from typing import Any, TypeVar, get_args, get_origin
 
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 from starlette.requests import ClientDisconnect
 from starlette.types import Scope
 
@@ -126,7 +128,7 @@ def require_raw(request: Request) -> None:
         )
 
 
-async def _read_body(request: Request) -> bytearray:
+async def body_bytes(request: Request) -> bytearray:
     """The whole body, in one buffer grown as the bytes arrive.
 
     Never sized from Content-Length up front: that is the client's claim, and would let a
@@ -149,7 +151,7 @@ async def read_raw(request: Request) -> bytearray:
     """The whole body, under the raw body limit (the middleware's, lifted here)."""
     _check_identity_encoding(request)
     request.state.body_budget.allow_raw()
-    return await _read_body(request)
+    return await body_bytes(request)
 
 
 async def read_json(
@@ -184,7 +186,7 @@ async def read_json(
                 "a JSON body carries its parameters in the JSON"
             )
     _check_identity_encoding(request)
-    body = await _read_body(request)
+    body = await body_bytes(request)
     try:
         # A large body is parsed in a thread: 32 MB of JSON takes the better part of a second.
         return await compute(len(body), model.model_validate_json, body)
@@ -192,6 +194,15 @@ async def read_json(
         raise RequestValidationError(
             [{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]
         ) from None
+
+
+class JsonAnswer(JSONResponse):
+    """An answer of plain values (strings, numbers, booleans, None, lists and maps) as JSON,
+    serialised by pydantic-core: the same bytes as Starlette's `json.dumps` for such values, in
+    a ninth of the time, which a Transit call's answer of a few fields notices."""
+
+    def render(self, content: Any) -> bytes:
+        return to_json(content)
 
 
 def json_response(model: BaseModel, exclude_none: bool = False) -> Response:

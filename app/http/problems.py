@@ -10,11 +10,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.http.body import OCTET_STREAM
+from app.http.body import OCTET_STREAM, JsonAnswer
 from app.http.deps import audit_note
 from app.http.framework import methods_at
 from app.http.vault import speaks_vault, vault_error
@@ -90,7 +89,7 @@ def problem_response(
     extra: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
     request: Request | None = None,
-) -> JSONResponse:
+) -> JsonAnswer:
     """The answer to `problem`; its type is noted for the audit record of `request`. At Vault's
     paths it is Vault's error answer instead (`app.http.vault`)."""
     if request is not None:
@@ -106,7 +105,7 @@ def problem_response(
             503: {"Retry-After": str(problem.retry_after or RETRY_AFTER_SECONDS)},
         }.get(problem.status, {}),
     }
-    return JSONResponse(body, status_code=problem.status, media_type=PROBLEM_JSON, headers=headers)
+    return JsonAnswer(body, status_code=problem.status, media_type=PROBLEM_JSON, headers=headers)
 
 
 def problem_detail(exc: Exception) -> ProblemDetail:
@@ -138,7 +137,7 @@ def install_handlers(app: FastAPI) -> None:
     """Answer every known error, and FastAPI's and Starlette's own, as a problem document."""
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, exc: RequestValidationError) -> JsonAnswer:
         errors = _validation_errors(exc)
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
         where = ".".join(str(part) for part in first["loc"])
@@ -150,7 +149,7 @@ def install_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JsonAnswer:
         titles = {404: "Not found", 405: "Method not allowed", 413: "Body too large"}
         problem = Problem(
             exc.status_code,
@@ -164,16 +163,16 @@ def install_handlers(app: FastAPI) -> None:
         return problem_response(problem, headers=headers, request=request)
 
     @app.exception_handler(BodyTooLarge)
-    async def _too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
+    async def _too_large(request: Request, exc: BodyTooLarge) -> JsonAnswer:
         problem = Problem(413, "body-too-large", "Body too large", exc.detail)
         return problem_response(problem, request=request)
 
     @app.exception_handler(BodyMemoryFull)
-    async def _memory_full(request: Request, exc: BodyMemoryFull) -> JSONResponse:
+    async def _memory_full(request: Request, exc: BodyMemoryFull) -> JsonAnswer:
         problem = Problem(503, "overloaded", "Overloaded", exc.detail)
         return problem_response(problem, request=request)
 
-    async def _known(request: Request, exc: Exception) -> JSONResponse:
+    async def _known(request: Request, exc: Exception) -> JsonAnswer:
         problem = problem_for(exc)
         assert problem is not None
         return problem_response(problem, request=request)

@@ -16,20 +16,19 @@ commands) work unchanged:
 
 import functools
 import inspect
-import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query, Request, Response, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader
 from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
 from starlette.types import Scope
 
-from app.http.body import EXTRA_SCHEMA_MODELS, header
+from app.http.body import EXTRA_SCHEMA_MODELS, JsonAnswer, body_bytes, header
 from app.http.deps import admin_access, bearer, bearer_token, principal_of, services
 from app.http.framework import ROUTE, HandlerRoute
 from app.ops.auth import AdminOperation, Principal
@@ -146,7 +145,7 @@ def speaks_vault(scope: Scope) -> bool:
 _STATUS = {401: 403, 409: 400, 415: 400, 422: 400}
 
 
-def vault_error(problem: Problem, headers: dict[str, str] | None = None) -> JSONResponse:
+def vault_error(problem: Problem, headers: dict[str, str] | None = None) -> JsonAnswer:
     """A problem as Vault's error answer."""
     status = _STATUS.get(problem.status, problem.status)
     denied = problem.status in (401, 403)
@@ -154,7 +153,7 @@ def vault_error(problem: Problem, headers: dict[str, str] | None = None) -> JSON
     headers = dict(headers or {})
     if problem.status in (429, 503):
         headers["Retry-After"] = str(problem.retry_after or 1)
-    return JSONResponse({"errors": errors}, status_code=status, headers=headers)
+    return JsonAnswer({"errors": errors}, status_code=status, headers=headers)
 
 
 def vault_token(scope: Scope) -> str | None:
@@ -182,25 +181,32 @@ async def read_body(request: Request, model: type[ModelT]) -> ModelT:
     """A Vault request's JSON body as `model` (an empty body, or `null` as `bao write -f` sends,
     is `{}`, as Vault takes it). As Vault, the answer will warn of the fields the route does
     not take and of those its path gives (`warnings`)."""
-    body = await request.body()
-    if body.strip() == b"null":
-        body = b""
+    body = await body_bytes(request)
+    content = bytes(body.strip())
+    if content == b"null":
+        content = b""
     try:
-        parsed = model.model_validate_json(body) if body.strip() else model.model_validate({})
+        parsed = model.model_validate_json(content) if content else model.model_validate({})
     except ValidationError as exc:
         raise RequestValidationError(
             [{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]
         ) from None
-    if body.strip():
-        given = set(json.loads(body)) if body.lstrip().startswith(b"{") else set()
-        _note_ignored(request, given, model)
+    if content.startswith(b"{"):
+        given = from_json(content).keys()  # valid JSON: the model read it
+        if not given <= _taken(model) or given & request.path_params.keys():
+            _note_ignored(request, set(given), model)
     return parsed
 
 
+@functools.cache
+def _taken(model: type[BaseModel]) -> frozenset[str]:
+    """The body fields `model` takes, by the names a client sends."""
+    return frozenset(field.alias or name for name, field in model.model_fields.items())
+
+
 def _note_ignored(request: Request, given: set[str], model: type[BaseModel]) -> None:
-    taken = {field.alias or name for name, field in model.model_fields.items()}
     from_path = sorted(given & set(request.path_params))
-    ignored = sorted(given - taken - set(request.path_params))
+    ignored = sorted(given - _taken(model) - set(request.path_params))
     notes = []
     if from_path:
         notes.append(
@@ -240,7 +246,7 @@ async def answer(
     warnings: list[str] | None = None,
 ) -> Response:
     """Vault's envelope around `data` (and a login's or a token creation's `auth`)."""
-    return JSONResponse(envelope(request, data, auth, warnings))
+    return JsonAnswer(envelope(request, data, auth, warnings))
 
 
 def mount_table(
@@ -249,7 +255,7 @@ def mount_table(
     """A table of mounts (`sys/mounts`, `sys/auth`), each path's `entry`: Vault answers it both
     at the top level and under data."""
     data = {f"{path}/": entry(mount) for path, mount in table.items()}
-    return JSONResponse({**data, **envelope(request, data)})
+    return JsonAnswer({**data, **envelope(request, data)})
 
 
 def no_content() -> Response:

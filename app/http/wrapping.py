@@ -15,10 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import Request
-from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.http.body import header
+from app.http.body import JsonAnswer, header
 from app.http.deps import audit_note
 from app.http.framework import ROUTE, route_path
 from app.http.vault import VaultRoute
@@ -40,9 +39,9 @@ def answered_wrapped(request: Request) -> None:
     request.scope.setdefault("state", {})[_ANSWERED_WRAPPED] = True
 
 
-def wrapped_answer(info: dict[str, Any]) -> JSONResponse:
+def wrapped_answer(info: dict[str, Any]) -> JsonAnswer:
     """Vault's envelope of a wrapped answer: only its `wrap_info`."""
-    return JSONResponse(
+    return JsonAnswer(
         {
             "request_id": "",
             "lease_id": "",

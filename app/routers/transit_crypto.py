@@ -7,10 +7,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import Request, Response
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, StrictInt
 
 from app.http.batch import check_batch_size
+from app.http.body import JsonAnswer
 from app.http.deps import audit_note
 from app.http.transit import TransitCall, transit_call
 from app.http.vault import envelope, handled, read_body, vault_body, vault_router
@@ -78,11 +78,11 @@ async def _run(
             succeeded = any("error" not in r for r in results)
             code = body.partial_failure_response_code
             status = code if succeeded and code and 1 <= code <= 599 else 400
-        return JSONResponse(envelope(request, {"batch_results": results}), status_code=status)
+        return JsonAnswer(envelope(request, {"batch_results": results}), status_code=status)
     result = results[0]
     if "error" in result:
         raise crypto.user_error(result["error"])
-    return JSONResponse(envelope(request, {f: result[f] for f in single_fields if f in result}))
+    return JsonAnswer(envelope(request, {f: result[f] for f in single_fields if f in result}))
 
 
 def _carried_bytes(item: TransitItem) -> int:
@@ -329,7 +329,7 @@ async def _hash(request: Request, algorithm: str | None) -> Response:
     body = await read_body(request, TransitHashRequest)
     chosen = crypto.algorithm_of(algorithm or body.algorithm)
     data = crypto.decoded(body.input, "input")
-    return JSONResponse(envelope(request, {"sum": crypto.hash_sum(data, chosen, body.format)}))
+    return JsonAnswer(envelope(request, {"sum": crypto.hash_sum(data, chosen, body.format)}))
 
 
 @router.post("/hash", summary="A hash (Transit)", openapi_extra=vault_body(TransitHashRequest))
@@ -365,7 +365,7 @@ async def _random(request: Request, source: str | None, count: str | None) -> Re
     except ValueError:
         raise crypto.user_error(f"error parsing bytes from path: {count!r}") from None
     data = {"random_bytes": crypto.random_bytes(size, body.format)}
-    return JSONResponse(envelope(request, data))
+    return JsonAnswer(envelope(request, data))
 
 
 @router.post(

@@ -4,9 +4,9 @@
 from typing import Any
 
 from fastapi import Request, Response
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.http.body import JsonAnswer
 from app.http.deps import audit_note, services
 from app.http.vault import (
     envelope,
@@ -35,7 +35,7 @@ async def list_auth_methods(request: Request) -> Response:
 async def read_auth_method(request: Request, path: str) -> Response:
     await vault_admin(request, AdminOperation.AUTH)
     mount = await in_thread(services(request).auth_mounts.find, path)
-    return JSONResponse(envelope(request, auth_entry(mount)))
+    return JsonAnswer(envelope(request, auth_entry(mount)))
 
 
 class VaultAuthEnable(BaseModel):

@@ -4,9 +4,9 @@
 import time
 
 from fastapi import Request, Response
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
+from app.http.body import JsonAnswer
 from app.http.deps import audit_note, services
 from app.http.transit import transit_call
 from app.http.vault import envelope, mount_table, no_content, read_body, vault_body, vault_router
@@ -33,7 +33,7 @@ async def read_mount(request: Request, path: str) -> Response:
     mount = table.get(path.strip("/"))
     if mount is None:
         raise transit.mounts.not_mounted(path)
-    return JSONResponse(envelope(request, mount_entry(mount)))
+    return JsonAnswer(envelope(request, mount_entry(mount)))
 
 
 class VaultMountRequest(BaseModel):
@@ -93,7 +93,7 @@ async def vault_health(request: Request) -> Response:
         "version": OPENBAO_RELEASE,
         **CLUSTER,
     }
-    return JSONResponse(body, status_code=200 if ready else 503)
+    return JsonAnswer(body, status_code=200 if ready else 503)
 
 
 @health_router.get("/seal-status", summary="Seal status as Vault answers it (no token): unsealed")
@@ -112,4 +112,4 @@ async def seal_status(request: Request) -> Response:
         **CLUSTER,
         "storage_type": services(request).settings.resolved_database_url.split(":", 1)[0],
     }
-    return JSONResponse(body)
+    return JsonAnswer(body)

@@ -1,0 +1,57 @@
+"""Transit's request bodies read as Vault reads them: an empty body or `null` is `{}`, and the
+answer warns, in Vault's words, of the fields the route does not take and of those its path
+gives; an answer is the same JSON Starlette would have written."""
+
+import base64
+import json
+
+import pytest
+from fastapi.responses import JSONResponse
+from fastapi.testclient import TestClient
+
+from app.http.body import JsonAnswer
+
+PLAINTEXT = base64.b64encode(b"order 1001").decode()
+
+
+@pytest.fixture
+def vault(client: TestClient) -> TestClient:
+    client.headers["X-Vault-Token"] = client.headers.pop("Authorization").removeprefix("Bearer ")
+    assert client.post("/v1/transit/keys/orders").status_code in (200, 204)
+    return client
+
+
+def test_a_body_of_known_fields_gets_no_warning(vault: TestClient) -> None:
+    answer = vault.post("/v1/transit/encrypt/orders", json={"plaintext": PLAINTEXT})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["warnings"] is None
+
+
+def test_unknown_fields_and_fields_of_the_path_are_warned_of(vault: TestClient) -> None:
+    body = {"plaintext": PLAINTEXT, "name": "other", "colour": "red", "size": 3}
+    answer = vault.post("/v1/transit/encrypt/orders", json=body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["warnings"] == [
+        "Endpoint replaced the value of these parameters with the values captured from the "
+        "endpoint's path: [name]",
+        "Endpoint ignored these unrecognized parameters: [colour size]",
+    ]
+
+
+@pytest.mark.parametrize("body", [b"", b"null", b"  null \n", b"{}"])
+def test_an_empty_body_is_an_empty_object(vault: TestClient, body: bytes) -> None:
+    answer = vault.post("/v1/transit/keys/orders/rotate", content=body)
+    assert answer.status_code in (200, 204), answer.text
+
+
+def test_a_json_answer_is_what_starlette_would_write() -> None:
+    content = {
+        "request_id": "0f3c",
+        "data": {"keys": {1: 1796338184, 2: 1796338190}, "ok": True, "none": None},
+        "text": 'é \u2028 " \\ \n',
+        "list": [1, 2.5, -3, "x"],
+        "warnings": None,
+    }
+    assert JsonAnswer(content).body == JSONResponse(content).body
+    keys = json.loads(JsonAnswer(content).body)["data"]["keys"]
+    assert keys == {"1": 1796338184, "2": 1796338190}

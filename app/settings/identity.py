@@ -44,9 +44,9 @@ class IdentitySettings(BaseModel):
         "replica goes on accepting a token after its revocation, a narrowed or deleted policy, "
         "a rotated admin token or a disabled auth method; the process that made the change "
         "refuses from its next request. 0 (the default): read it for every request, so that "
-        "every replica refuses from its next request too (one read serves the requests that "
-        "arrive while it is under way); 0.5 serves a small encryption by a scoped token about "
-        "a tenth faster (docs/performance/choices.md).",
+        "every replica refuses from its next request too (one read, begun after they arrived, "
+        "serves the requests that arrived together); 0.5 serves a small encryption by a scoped "
+        "token about a tenth faster (docs/performance/choices.md).",
     )
     jwks_min_refetch_seconds: float = Field(
         30.0,

@@ -352,8 +352,8 @@ class Family(Generic[KeyT]):
         the item's field whose envelope may name the key version; a batch result keeps its
         null fields with `keep_nulls` (an FE result outside the bounds is null). `hot` sends its
         requests straight to it (`app.http.stack.HotOperations`): single calls whose work is a
-        few microseconds, where the router's search and FastAPI's layers would be a measurable
-        share.
+        few microseconds, or whose toll over the same work in process is a promise (an FE
+        decryption), where the router's search and FastAPI's layers would be a measurable share.
 
         `path` takes raw bytes too, as it always has; the document lists them under the raw
         form's path only, where generated clients type them as bytes (`raw_body`)."""

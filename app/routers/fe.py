@@ -126,6 +126,7 @@ async def encrypt(key: FeKey, item: FeEncryptRequest) -> FeCiphertext:
     summary="The inner product or quadratic form, or null outside the bounds",
     batch="Many (functional key, ciphertext, bounds) decryptions",
     keep_nulls=True,
+    hot=True,
 )
 async def decrypt(key: FeKey, item: FeDecryptRequest) -> FeResult:
     result = await key.decrypt(item.functional_key, item.ciphertext, item.bounds, item.key_version)

@@ -80,6 +80,7 @@ def test_the_hot_routes_are_declared_so() -> None:
         ("/v1/aez/{name}/encrypt", Operation.ENCRYPT),
         ("/v1/aez/{name}/decrypt", Operation.DECRYPT),
         ("/v1/aez/{name}/datakey", Operation.ENCRYPT),
+        ("/v1/fe/{name}/decrypt", Operation.DECRYPT),
         ("/v1/hmac/{name}", Operation.HMAC),
         ("/v1/hmac/{name}/verify", Operation.HMAC),
         ("/v1/sign/{name}", Operation.SIGN),

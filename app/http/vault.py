@@ -226,9 +226,12 @@ def envelope(
     warnings: list[str] | None = None,
     wrap_info: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    noted = [*(warnings or []), *(getattr(request.state, "vault_warnings", None) or [])]
+    # The request's state as the dict it is: Starlette's attribute view raises and catches an
+    # AttributeError for a name not set, most requests' case.
+    state = request.scope["state"]
+    noted = [*(warnings or []), *(state.get("vault_warnings") or [])]
     return {
-        "request_id": request.state.request_id,
+        "request_id": state["request_id"],
         "lease_id": "",
         "renewable": False,
         "lease_duration": 0,

@@ -206,7 +206,12 @@ class _ReadsAtOnce(Session):
             raise StoreUnavailableError("the key store is closed")
         connection: sqlite3.Connection | None = getattr(self._mine, "connection", None)
         if connection is None:
-            connection = self._database._connect(lock_wait_seconds=0)
+            try:
+                connection = self._database._connect(lock_wait_seconds=0)
+            except sqlite3.Error as exc:  # busy while it set the connection up, or gone
+                raise StoreUnavailableError(
+                    f"the SQLite store did not open at once: {exc}"
+                ) from None
             with self._opened_lock:
                 self._opened.append(connection)
             self._mine.connection = connection

@@ -1,6 +1,7 @@
 """The auth state repository on SQLite and PostgreSQL: the generation read, moved, and read at
 once (on the event loop) where the store allows it: SQLite's file, never waiting for a lock."""
 
+import threading
 from pathlib import Path
 
 from app.store import KeyStore, open_store
@@ -27,3 +28,20 @@ def test_a_read_at_once_of_a_store_that_cannot_answer_is_none(tmp_path: Path) ->
     assert store.auth_state.read_at_once() is not None
     store.close()
     assert store.auth_state.read_at_once() is None
+
+
+def test_a_sqlite_file_that_does_not_open_is_no_read_at_once(tmp_path: Path) -> None:
+    """A thread's first read at once opens its connection; a file that cannot be opened then
+    (here a directory in its place) is None, not an error."""
+    path = tmp_path / "store.sqlite3"
+    store = open_store(f"sqlite:///{path}", root())
+    try:
+        path.rename(tmp_path / "moved.sqlite3")
+        path.mkdir()
+        answers: list[object] = []
+        reader = threading.Thread(target=lambda: answers.append(store.auth_state.read_at_once()))
+        reader.start()
+        reader.join()
+        assert answers == [None]
+    finally:
+        store.close()

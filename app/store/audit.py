@@ -115,15 +115,26 @@ class AuditRepository:
         return None if row is None else _row(row)
 
     def chain(self, chain: str, after_seq: int, limit: int) -> Sequence[tuple[Any, ...]]:
-        """Up to `limit` records of `chain` after position `after_seq`, in chain order, as the
-        database gives them: `AuditRow`'s fields in order, the MAC as bytes (verify reads
-        millions; an object for each costs a tenth of its time)."""
+        """The records of `chain` at positions `after_seq` + 1 to `after_seq` + `limit` (fewer
+        where some are missing), in chain order, as the database gives them: `AuditRow`'s
+        fields in order, the MAC as bytes (verify reads millions; an object for each costs a
+        tenth of its time). A window of positions, not a count after one: with statistics
+        older than the rows, PostgreSQL sorts a chain's whole remainder for `seq > ? ORDER BY
+        seq LIMIT ?`, and a chain read page by page in that form costs its length squared."""
         with self._session.transaction(write=False) as cursor:
             cursor.execute(
-                f"SELECT {COLUMNS} FROM audit WHERE chain = ? AND seq > ? ORDER BY seq LIMIT ?",
-                (chain, after_seq, limit),
+                f"SELECT {COLUMNS} FROM audit WHERE chain = ? AND seq > ? AND seq <= ?"
+                " ORDER BY seq",
+                (chain, after_seq, after_seq + limit),
             )
             return cursor.fetchall()
+
+    def last_seq(self, chain: str) -> int:
+        """The highest position stored in `chain` (0: none)."""
+        with self._session.transaction(write=False) as cursor:
+            cursor.execute("SELECT max(seq) FROM audit WHERE chain = ?", (chain,))
+            row = cursor.fetchone()
+        return 0 if row is None or row[0] is None else int(row[0])
 
     def heads(self) -> Sequence[AuditHead]:
         """The head of every chain, and a head of seq 0 for a chain with records but no head."""

@@ -15,6 +15,7 @@ import json
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from app.ops.audit.record import SYSTEM, AuditRecord, canonical
 from app.store import AuditHead, AuditRow, KeyStore, journal
@@ -240,9 +241,7 @@ def _verify_chain(
     compare = hmac.compare_digest
     expected, last_mac, anchored_mac = 1, b"", b""
     anchored = 0 if anchor is None else anchor.seq
-    after = 0
-    while True:
-        page = store.audit.chain(head.chain, after, _VERIFY_PAGE)
+    for page in _pages(store, head.chain):
         for row in page:
             if row[1] != expected:
                 return expected - 1, ChainFault(
@@ -260,9 +259,6 @@ def _verify_chain(
             if expected == anchored:
                 anchored_mac = last_mac
             expected += 1
-        if len(page) < _VERIFY_PAGE:
-            break
-        after = expected - 1
     last = expected - 1
     if head.seq == 0 and not head.tag:
         return last, ChainFault(head.chain, 1, "the chain has no head: it was tampered with")
@@ -286,10 +282,12 @@ def _verify_chain(
 
 
 def _chain_rows(store: KeyStore, chain: str) -> Iterator[AuditRow]:
-    after = 0
-    while True:
-        page = store.audit.chain(chain, after, _VERIFY_PAGE)
+    for page in _pages(store, chain):
         yield from map(AuditRow._make, page)
-        if len(page) < _VERIFY_PAGE:
-            return
-        after = page[-1][1]
+
+
+def _pages(store: KeyStore, chain: str) -> Iterator[Sequence[tuple[Any, ...]]]:
+    """A chain's records as stored when its reading began, a window of positions at a time
+    (a window with a gap is short; one wholly missing, empty)."""
+    for after in range(0, store.audit.last_seq(chain), _VERIFY_PAGE):
+        yield store.audit.chain(chain, after, _VERIFY_PAGE)

@@ -98,6 +98,72 @@ def test_records_are_found_by_every_condition_and_paged_in_order(store: KeyStore
     assert [r[1] for r in store.audit.chain("c1", 1, 1)] == [2]
 
 
+def test_a_chain_is_read_by_windows_of_positions(store: KeyStore) -> None:
+    """A window with a gap is short, one wholly missing is empty; the last position is that of
+    the highest record stored."""
+    store.audit.append([_row("c1", seq) for seq in (1, 2, 5, 6, 7)], AuditHead("c1", 7, b"t"))
+    assert [r[1] for r in store.audit.chain("c1", 0, 3)] == [1, 2]
+    assert [r[1] for r in store.audit.chain("c1", 2, 2)] == []
+    assert [r[1] for r in store.audit.chain("c1", 3, 3)] == [5, 6]
+    assert store.audit.last_seq("c1") == 7
+    assert store.audit.last_seq("c2") == 0
+
+
+@pytest.mark.postgres
+def test_a_window_reads_no_more_than_its_rows_on_postgres_without_statistics(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before ANALYZE has seen them, PostgreSQL guesses a chain holds a few rows, and for
+    `seq > ? ORDER BY seq LIMIT ?` it would sort all that follow; a window is read alone."""
+    store = open_store(postgres_url, root())
+    try:
+        with store.database.transaction(write=True) as cursor:
+            cursor.execute("ALTER TABLE audit SET (autovacuum_enabled = false)")
+        store.audit.append([_row("c1", seq) for seq in range(1, 3001)], AuditHead("c1", 3000, b"t"))
+        statements: list[tuple[str, Any]] = []
+        transaction = store.database.transaction
+
+        def noting(write: bool) -> Any:
+            context = transaction(write)
+
+            class Noted:
+                def __enter__(self) -> Any:
+                    cursor = context.__enter__()
+
+                    class Cursor:
+                        def execute(self, sql: str, params: Any = ()) -> Any:
+                            statements.append((sql, params))
+                            return cursor.execute(sql, params)
+
+                        def __getattr__(self, name: str) -> Any:
+                            return getattr(cursor, name)
+
+                    return Cursor()
+
+                def __exit__(self, *exc: Any) -> Any:
+                    return context.__exit__(*exc)
+
+            return Noted()
+
+        monkeypatch.setattr(store.database, "transaction", noting)
+        assert [r[1] for r in store.audit.chain("c1", 100, 50)] == list(range(101, 151))
+        monkeypatch.undo()
+        ((sql, params),) = statements
+        with store.database.transaction(write=False) as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+            (plan,) = cursor.fetchone()  # type: ignore[misc]
+        read = []
+        nodes = [plan[0]["Plan"]]
+        while nodes:
+            node = nodes.pop()
+            nodes += node.get("Plans", [])
+            if "Scan" in node["Node Type"]:
+                read.append(node["Actual Rows"])
+        assert read and max(read) <= 50, plan
+    finally:
+        store.close()
+
+
 def test_a_chain_with_records_but_no_head_shows_a_head_of_nothing(store: KeyStore) -> None:
     store.audit.append([_row("c1", 1)], AuditHead("c1", 1, b"h"))
     with store.database.transaction(write=True) as cursor:

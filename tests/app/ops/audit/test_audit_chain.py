@@ -84,7 +84,7 @@ def test_a_chain_stored_whole_verifies_and_a_changed_record_is_named(store: KeyS
 def test_a_chain_read_over_many_pages_verifies_and_a_change_on_a_later_page_is_named(
     store: KeyStore, monkeypatch: pytest.MonkeyPatch, count: int
 ) -> None:
-    """Pages of 3, read one ahead of the check: full pages then a short or an empty one."""
+    """Pages of 3: full pages then a short or an empty one."""
     monkeypatch.setattr(chain, "_VERIFY_PAGE", 3)
     key = store.audit.mac_key()
     written = chain.Chain()
@@ -99,6 +99,20 @@ def test_a_chain_read_over_many_pages_verifies_and_a_change_on_a_later_page_is_n
     rows, _ = other.seal(key, _records(count))
     _store(store, key, rows)
     assert chain.verify(store) == (7 + count, [fault])
+
+
+def test_a_gap_wider_than_a_page_is_named_where_the_chain_goes_on(
+    store: KeyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(chain, "_VERIFY_PAGE", 3)
+    key = store.audit.mac_key()
+    written = chain.Chain()
+    rows, _ = written.seal(key, _records(10))
+    _store(store, key, rows[:2] + rows[7:])
+    assert chain.verify(store) == (
+        2,
+        [chain.ChainFault(written.name, 3, "missing (the chain goes on at record 8)")],
+    )
 
 
 def test_a_chain_is_registered_once(store: KeyStore) -> None:

@@ -25,7 +25,6 @@ from app.ops.auth import Operation, Principal
 from app.ops.errors import forbidden
 from app.ops.transit.keys import checked_name
 from app.ops.transit.mounts import DEFAULT, ENGINE, Mounts, native_name, resolve
-from app.ops.work import in_thread
 from app.store import SecretMount
 
 MOUNT = "transit_mount"
@@ -55,10 +54,7 @@ class TransitMounts:
                 scope["method"] = "POST"  # Vault takes PUT as POST (`bao write` sends PUT)
             mounts = self._mounts()
             if path.startswith("/v1/") and path.split("/", 3)[2] not in mounts.reserved:
-                table = mounts.cached_table()
-                if table is None:
-                    table = await in_thread(mounts.table)
-                found = resolve(table, path[4:])
+                found = resolve(await mounts.current_table(), path[4:])
                 if found is not None:
                     if scope["method"] == "PUT":
                         scope["method"] = "POST"

@@ -24,6 +24,7 @@ from typing import Any
 
 from app.ops.errors import Problem, invalid_input
 from app.ops.keyring import Keyring
+from app.ops.work import SharedRead
 from app.settings import Settings
 from app.store import (
     KeyNotFoundError,
@@ -67,16 +68,26 @@ class Mounts:
         self._lock = threading.Lock()
         self._table: dict[str, SecretMount] | None = None
         self._read_at = 0.0
+        self._shared = SharedRead(self.table)
 
-    def cached_table(self) -> dict[str, SecretMount] | None:
+    def _cached(self) -> dict[str, SecretMount] | None:
         """The table by path, if this process read it recently enough; None otherwise."""
         if self._table is not None and time.monotonic() - self._read_at < self.cache_seconds:
             return self._table
         return None
 
+    async def current_table(self) -> dict[str, SecretMount]:
+        """The table for a request on the event loop: the cached one, else one read in a worker
+        thread for all the requests that find the cache stale together (a thread hop each, the
+        moment it expires, cost a wave of small requests more than their work)."""
+        cached = self._cached()
+        if cached is not None:
+            return cached
+        return await self._shared(time.monotonic() - self.cache_seconds)
+
     def table(self) -> dict[str, SecretMount]:
         """The attached mounts by path, `transit` first (may query the store)."""
-        cached = self.cached_table()
+        cached = self._cached()
         if cached is not None:
             return cached
         return self._refresh()

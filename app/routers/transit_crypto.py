@@ -93,12 +93,14 @@ def note_versions(request: Request, results: list[dict[str, Any]]) -> None:
     audit_note(request.scope).versions([r.get("key_version") for r in results])
 
 
-async def _upserted(request: Request, call: TransitCall, body: TransitDataRequest) -> None:
-    """Transit creates a missing key on its first encryption, for a caller who may create
-    keys (the admin token): of the body's `type`, derived when the items carry a context."""
+async def _upserted(request: Request, call: TransitCall, body: TransitDataRequest) -> VersionedKey:
+    """The key that encrypts. Transit creates a missing key on its first encryption, for a
+    caller who may create keys (the admin token): of the body's `type`, derived when the
+    items carry a context."""
     services = call.services
-    if await services.transit.exists(call.name):
-        return
+    key = await services.transit.found(call.name, sealing=True)
+    if key is not None:
+        return _named_for(request, key, "encrypt")
     items = body.batch_input if body.batch_input is not None else [body]
     create = TransitKeyCreate(
         type=body.type or "aes256-gcm96",
@@ -110,12 +112,18 @@ async def _upserted(request: Request, call: TransitCall, body: TransitDataReques
     await in_thread(
         keys.upsert, services.store, call.name, create, call.principal.admin, services.settings
     )
+    return await _sealing_key(request, call, "encrypt")
 
 
 async def _sealing_key(request: Request, call: TransitCall, operation: str) -> VersionedKey:
-    """The key that encrypts; for an RSA or HPKE key, the record names that family's own
-    operation (rewrap, which neither has natively, keeps its name)."""
+    """The key that encrypts."""
     key = await call.services.transit.key(call.name, sealing=True)
+    return _named_for(request, key, operation)
+
+
+def _named_for(request: Request, key: VersionedKey, operation: str) -> VersionedKey:
+    """`key`; for an RSA or HPKE key, the record names that family's own operation (rewrap,
+    which neither has natively, keeps its name)."""
     if isinstance(key, RsaKey | HpkeKey) and operation:
         family = "rsa" if isinstance(key, RsaKey) else "hpke"
         audit_note(request.scope).operation = f"{family}_{operation}"
@@ -132,8 +140,7 @@ async def encrypt(request: Request) -> Response:
     name = request.path_params["name"]
     call = await transit_call(request, "aead_encrypt", Operation.ENCRYPT, name)
     body = await read_body(request, TransitDataRequest)
-    await _upserted(request, call, body)
-    key = await _sealing_key(request, call, "encrypt")
+    key = await _upserted(request, call, body)
     return await _run(
         request,
         call,

@@ -375,14 +375,6 @@ class TransitKeys:
         self.keyring = keyring
         self.trial_versions = trial_versions
 
-    async def exists(self, name: str) -> bool:
-        """Whether the key exists; one in the cache does, without asking the store."""
-        try:
-            await self.keyring.fetch(name)
-        except KeyNotFoundError:
-            return False
-        return True
-
     async def warm(self, key: VersionedKey, item: TransitItem) -> None:
         """Bring into the cache the versions a single item names, so that running it on the
         event loop reads no store; one the store does not have is the item's to report."""
@@ -390,6 +382,14 @@ class TransitKeys:
             if 0 < version < key.latest.version:
                 with suppress(VersionNotFoundError):
                     await self.keyring.fetch(key.name, version)
+
+    async def found(self, name: str, sealing: bool = False) -> VersionedKey | None:
+        """The key as `key` gives it, or None where there is none (one in the cache is found
+        without asking the store)."""
+        try:
+            return await self.key(name, sealing=sealing)
+        except KeyNotFoundError:
+            return None
 
     async def key(self, name: str, any_type: bool = False, sealing: bool = False) -> VersionedKey:
         """The key as its family's verbs take it; `any_type`: as Transit's own (HMAC);

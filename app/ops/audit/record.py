@@ -64,13 +64,17 @@ class AuditRecord:
     room: int = 0  # journal bytes set aside for it before the change was made, given back by it
 
 
+# One encoder for every record: `json.dumps` with options makes a new one per call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(value: object) -> str:
     """`value` as the JSON its record's MAC covers: keys sorted, no spaces, text as it is."""
     if not value and isinstance(value, dict):  # most records: no details
         return "{}"
     if type(value) is int:
         return str(value)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def audit_unavailable(detail: str) -> Problem:

@@ -14,7 +14,7 @@ request reuses this process's last reading of the generation if it began less th
 `CIPHERD_AUTH_CHECK_SECONDS` ago and no change of this process's has committed since
 (`app.store.database.Database.auth_moves`); else it reads it again, one read serving every
 request that arrived before it started (`SharedRead` for the requests of an event loop, in one
-hop to a worker thread; `Generation` for threads). So a narrowed policy narrows every token
+hop to a worker thread; `SharedBlockingRead` for threads). So a narrowed policy narrows every token
 that carries it from the next request on the process that changed it, and within that bound on
 every other process and replica; and a request that needs nothing from the store
 (`Authenticator.cached_principal`) is answered without leaving the event loop (the figures:
@@ -31,14 +31,14 @@ import hmac
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.ops.errors import Problem, unauthorized
 from app.ops.keyring import StoreCache, store_outage
 from app.ops.ratelimit import RateLimits
-from app.ops.work import SharedRead
+from app.ops.work import SharedBlockingRead, SharedRead
 from app.store import AuthState, AwsCredential, KeyStore, StoreUnavailableError, TokenRecord
 
 TOKEN_PREFIX = "cdt_"
@@ -166,47 +166,6 @@ def new_aws_credentials() -> tuple[str, str]:
     return access_key_id, secrets.token_urlsafe(30)
 
 
-class Generation:
-    """Reads of the store's auth state shared by the requests that wait on one: a request gets
-    the answer of a read that started after it arrived (so it sees every change committed
-    before it), and while one read is under way the requests arriving meanwhile wait for the
-    next, which one of them starts. So a process makes at most one read at a time, however
-    many requests come."""
-
-    def __init__(self, read: Callable[[], AuthState]) -> None:
-        self._read = read
-        self._changed = threading.Condition()
-        self._arrived = 0  # requests counted so far
-        self._answered = 0  # the requests the last read covers
-        self._reading = False
-        self._state: AuthState | None = None
-
-    def fresh(self) -> AuthState:
-        with self._changed:
-            self._arrived += 1
-            ticket = self._arrived
-            while True:
-                if self._answered >= ticket and self._state is not None:
-                    return self._state
-                if not self._reading:
-                    self._reading = True
-                    covers = self._arrived
-                    break
-                self._changed.wait()
-        try:
-            state = self._read()
-        except BaseException:
-            with self._changed:
-                self._reading = False
-                self._changed.notify_all()
-            raise
-        with self._changed:
-            self._reading = False
-            self._state, self._answered = state, max(self._answered, covers)
-            self._changed.notify_all()
-        return state
-
-
 class Authenticator:
     def __init__(
         self,
@@ -225,7 +184,7 @@ class Authenticator:
         self._grace_seconds = grace_seconds
         self._check_seconds = check_seconds
         self.limits = limits
-        self._generation = Generation(store.auth_state.read)
+        self._thread_read = SharedBlockingRead(store.auth_state.read)
         self._shared_read = SharedRead(self._read_state, self._read_state_at_once)
         self._outage = store_outage(store)
         self._lock = threading.Lock()
@@ -340,11 +299,8 @@ class Authenticator:
             return recent
         try:
             return self._read_state()
-        except StoreUnavailableError:
-            seen = self._seen_within_grace()
-            if seen is None:
-                raise
-            return seen
+        except StoreUnavailableError as exc:
+            return self._last_within_grace(exc)
 
     async def current_state(self, arrived: float) -> AuthState:
         """`state` for a request that arrived at `arrived` (time.monotonic()), on the event
@@ -356,11 +312,16 @@ class Authenticator:
             return recent
         try:
             return await self._shared_read(arrived)
-        except StoreUnavailableError:
-            seen = self._seen_within_grace()
-            if seen is None:
-                raise
-            return seen
+        except StoreUnavailableError as exc:
+            return self._last_within_grace(exc)
+
+    def _last_within_grace(self, unanswered: StoreUnavailableError) -> AuthState:
+        """The last reading when the store did not answer, if it is within the outage grace;
+        else the store's error."""
+        seen = self._seen_within_grace()
+        if seen is None:
+            raise unanswered
+        return seen
 
     def _seen_within_grace(self) -> AuthState | None:
         """The last reading, if it is no older than the outage grace."""
@@ -392,7 +353,7 @@ class Authenticator:
         # Both taken before the read starts: what it answers covers them.
         moves, asked_at = self._store.database.auth_moves, time.monotonic()
         try:
-            state = self._generation.fresh()
+            state = self._thread_read()
         except StoreUnavailableError:
             self._outage.failed()
             raise

@@ -1,5 +1,5 @@
 """Where a verb's computation runs: on the event loop when it is small, else in a thread; and
-reads that the requests of an event loop share.
+reads that the requests of an event loop, or blocking threads, share.
 
 A hop to a worker thread and back costs more than the AEZ or AES-GCM work of a small payload, so
 those run inline; large payloads would stall every other request of the worker, so they go to
@@ -7,6 +7,7 @@ the thread pool.
 """
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -116,3 +117,42 @@ class SharedRead(Generic[ResultT]):
             self._answered_by_this, self._answered_by_next = self._answered_by_next, []
             assert self._loop is not None
             self._start(self._loop)
+
+
+class SharedBlockingRead(Generic[ResultT]):
+    """`SharedRead` for threads that block: a caller gets the answer of a read that started
+    after it asked, and the callers asking while one read is under way wait for the next,
+    which one of them makes. So however many threads ask, one read at a time is made."""
+
+    def __init__(self, read: Callable[[], ResultT]) -> None:
+        self._read = read
+        self._changed = threading.Condition()
+        self._asked = 0  # callers counted so far
+        self._answered = 0  # the callers the last read covers
+        self._reading = False
+        self._last: tuple[ResultT] | None = None
+
+    def __call__(self) -> ResultT:
+        with self._changed:
+            self._asked += 1
+            ticket = self._asked
+            while True:
+                if self._answered >= ticket and self._last is not None:
+                    return self._last[0]
+                if not self._reading:
+                    self._reading = True
+                    covers = self._asked
+                    break
+                self._changed.wait()
+        try:
+            answer = self._read()
+        except BaseException:
+            with self._changed:
+                self._reading = False
+                self._changed.notify_all()
+            raise
+        with self._changed:
+            self._reading = False
+            self._last, self._answered = (answer,), max(self._answered, covers)
+            self._changed.notify_all()
+        return answer

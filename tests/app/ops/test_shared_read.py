@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from app.ops.work import SharedRead
+from app.ops.work import SharedBlockingRead, SharedRead
 
 
 class Counter:
@@ -177,3 +177,36 @@ def test_an_answer_read_earlier_never_replaces_a_later_one() -> None:
     quick, again = asyncio.run(run())
     assert quick == 101
     assert again == 101
+
+
+def test_threads_asking_during_a_read_share_the_next_one() -> None:
+    """`SharedBlockingRead`: the one thread whose read is under way gets it; the ten that asked
+    meanwhile get the next read, made once for all of them."""
+    counter = Counter()
+    counter.release.clear()
+    read = SharedBlockingRead(counter)
+    answers: list[int] = []
+    first = threading.Thread(target=lambda: answers.append(read()))
+    first.start()
+    deadline = time.monotonic() + 5
+    while counter.started == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    later = [threading.Thread(target=lambda: answers.append(read())) for _ in range(10)]
+    for thread in later:
+        thread.start()
+    time.sleep(0.05)
+    counter.release.set()
+    for thread in [first, *later]:
+        thread.join(5)
+    assert sorted(answers) == [1] + [2] * 10
+    assert counter.started == 2
+
+
+def test_a_failed_blocking_read_fails_its_callers_and_the_next_caller_reads_again() -> None:
+    counter = Counter()
+    counter.failing = True
+    read = SharedBlockingRead(counter)
+    with pytest.raises(RuntimeError, match="read 1 failed"):
+        read()
+    counter.failing = False
+    assert read() == 2

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.store import AuditHead, AuditQuery, AuditRow, KeyStore, KeyWrapper, open_store
+from app.store import AuditHead, AuditQuery, AuditRow, KeyStore, KeyWrapper, open_store, postgres
 from app.store import audit as store_audit
 from tests.app.store.stores import NEW_ROOT_KEY, at_once, root
 
@@ -121,31 +121,13 @@ def test_a_window_reads_no_more_than_its_rows_on_postgres_without_statistics(
             cursor.execute("ALTER TABLE audit SET (autovacuum_enabled = false)")
         store.audit.append([_row("c1", seq) for seq in range(1, 3001)], AuditHead("c1", 3000, b"t"))
         statements: list[tuple[str, Any]] = []
-        transaction = store.database.transaction
+        real_execute = postgres._Statements.execute
 
-        def noting(write: bool) -> Any:
-            context = transaction(write)
+        def noting(statements_self: Any, sql: str, params: Any = ()) -> None:
+            statements.append((sql, params))
+            real_execute(statements_self, sql, params)
 
-            class Noted:
-                def __enter__(self) -> Any:
-                    cursor = context.__enter__()
-
-                    class Cursor:
-                        def execute(self, sql: str, params: Any = ()) -> Any:
-                            statements.append((sql, params))
-                            return cursor.execute(sql, params)
-
-                        def __getattr__(self, name: str) -> Any:
-                            return getattr(cursor, name)
-
-                    return Cursor()
-
-                def __exit__(self, *exc: Any) -> Any:
-                    return context.__exit__(*exc)
-
-            return Noted()
-
-        monkeypatch.setattr(store.database, "transaction", noting)
+        monkeypatch.setattr(postgres._Statements, "execute", noting)
         assert [r[1] for r in store.audit.chain("c1", 100, 50)] == list(range(101, 151))
         monkeypatch.undo()
         ((sql, params),) = statements

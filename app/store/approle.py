@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from app.store.database import Cursor, Session
+from app.store.database import Cursor, Session, delete_expired
 from app.store.records import AppRole, SecretId
 
 ROLE_COLUMNS = "mount, name, role_id, settings, hmac_key, created_at, updated_at"
@@ -237,15 +237,8 @@ class AppRoleRepository:
         """Drop up to `limit` secret ids that have expired (a login refuses them already);
         how many."""
         with self._session.transaction(write=True) as cursor:
-            cursor.execute(
-                "SELECT accessor FROM approle_secret_ids"
-                " WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?",
-                (now, limit),
-            )
-            expired = [row[0] for row in cursor.fetchall()]
-            for accessor in expired:
-                cursor.execute("DELETE FROM approle_secret_ids WHERE accessor = ?", (accessor,))
-            return len(expired)
+            due = "expires_at IS NOT NULL AND expires_at <= ?"
+            return len(delete_expired(cursor, "approle_secret_ids", "accessor", due, (now,), limit))
 
 
 def _of(secret: SecretId) -> tuple[str, str]:

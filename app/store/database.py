@@ -35,6 +35,20 @@ class Cursor(Protocol):
     def fetchall(self) -> list[tuple[Any, ...]]: ...
 
 
+def delete_expired(
+    cursor: Cursor, table: str, key: str, expired: str, params: Sequence[Any], limit: int
+) -> list[Any]:
+    """Delete up to `limit` rows of `table` for which `expired` holds, those that expired first,
+    in one statement; the `key` column of each. The maintenance pass frees rows this way a
+    bounded number at a time."""
+    cursor.execute(
+        f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table} WHERE {expired}"
+        f" ORDER BY expires_at LIMIT ?) RETURNING {key}",
+        (*params, limit),
+    )
+    return [row[0] for row in cursor.fetchall()]
+
+
 @dataclass(frozen=True)
 class Dialect:
     """Where a backend's SQL differs from the shared queries'."""

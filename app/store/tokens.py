@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.store.auth_state import advance, moves_generation
-from app.store.database import Cursor, Session
+from app.store.database import Cursor, Session, delete_expired
 from app.store.records import TokenRecord
 
 COLUMNS = (
@@ -138,17 +138,12 @@ class TokenRepository:
         """Drop up to `limit` tokens that expired before `before`; how many. An expired token
         is refused already: this only frees its row (its children live on as orphans)."""
         with self._session.transaction(write=True) as cursor:
-            cursor.execute(
-                "SELECT id FROM tokens WHERE expires_at IS NOT NULL AND expires_at < ?"
-                " ORDER BY expires_at LIMIT ?",
-                (before, limit),
-            )
-            ids = [row[0] for row in cursor.fetchall()]
+            due = "expires_at IS NOT NULL AND expires_at < ?"
+            ids = delete_expired(cursor, "tokens", "id", due, (before,), limit)
             for token_id in ids:
                 cursor.execute(
                     "UPDATE tokens SET parent_id = NULL WHERE parent_id = ?", (token_id,)
                 )
-                cursor.execute("DELETE FROM tokens WHERE id = ?", (token_id,))
             return len(ids)
 
 

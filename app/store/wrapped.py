@@ -5,7 +5,7 @@ caller ever gets it) or expires."""
 
 from typing import Any
 
-from app.store.database import Cursor, Session
+from app.store.database import Cursor, Session, delete_expired
 from app.store.keyring import Terms
 from app.store.records import WrappedResponse
 
@@ -72,15 +72,8 @@ class WrappedResponseRepository:
         """Drop up to `limit` expired wrapped answers (unwrapping refuses them already); how
         many."""
         with self._session.transaction(write=True) as cursor:
-            cursor.execute(
-                "SELECT accessor FROM wrapped_responses WHERE expires_at <= ?"
-                " ORDER BY expires_at LIMIT ?",
-                (now, limit),
-            )
-            expired = [row[0] for row in cursor.fetchall()]
-            for accessor in expired:
-                cursor.execute("DELETE FROM wrapped_responses WHERE accessor = ?", (accessor,))
-            return len(expired)
+            due = "expires_at <= ?"
+            return len(delete_expired(cursor, "wrapped_responses", "accessor", due, (now,), limit))
 
     def _open(self, cursor: Cursor, wrapped: WrappedResponse, term: int, sealed: bytes) -> bytes:
         return self._terms.wrapper(cursor, term).unwrap(sealed, wrapped.accessor, 0, SEALED_TYPE)

@@ -33,3 +33,16 @@ def test_an_expired_wrapped_answer_is_refused_and_purged(store: KeyStore) -> Non
     assert store.wrapped.delete_expired(200.0, 10) == 1
     assert store.wrapped.take(expired.token_hash, 200.0) is None
     assert store.wrapped.lookup(live.token_hash, 200.0) is not None
+
+
+def test_a_purge_takes_the_earliest_expired_first_and_at_most_its_limit(store: KeyStore) -> None:
+    for index, ttl in enumerate([50, 10, 30, 5000]):
+        token = f"token-{index}".encode()
+        record = WrappedResponse(f"acc-{index}", hashlib.sha256(token).digest(), "p", 100.0, ttl)
+        store.wrapped.add(record, b"{}")
+    assert store.wrapped.delete_expired(1000.0, 2) == 2
+    with store.database.transaction(write=False) as cursor:
+        cursor.execute("SELECT accessor FROM wrapped_responses ORDER BY accessor")
+        assert [row[0] for row in cursor.fetchall()] == ["acc-0", "acc-3"]
+    assert store.wrapped.delete_expired(1000.0, 2) == 1
+    assert store.wrapped.delete_expired(1000.0, 2) == 0

@@ -200,13 +200,18 @@ class Authenticator:
             store, store.aws_credentials.get, cache_seconds, grace_seconds, MAX_CACHED_TOKENS
         )
 
+    @staticmethod
+    def _digest(token: str | None) -> bytes:
+        """The digest a token is stored and cached by; 401 when the request carries none."""
+        if not token:
+            raise unauthorized("this operation needs an Authorization: Bearer token")
+        return hash_token(token)
+
     def principal(self, token: str | None, state: AuthState) -> Principal:
         """The principal a bearer token stands for under `state` (`current_state`); 401 if it
         is missing or not valid. Queries the store for a token not cached: call it off the
         event loop."""
-        if not token:
-            raise unauthorized("this operation needs an Authorization: Bearer token")
-        digest = hash_token(token)
+        digest = self._digest(token)
         if self._is_admin(state, digest):
             return ADMIN
         record = self._tokens.load(digest)
@@ -220,9 +225,7 @@ class Authenticator:
         """What `principal` answers (its 401s too), if this process can tell without the
         store: the token's record cached with no number of uses to spend, and its policies
         cached. None: call `principal`. Safe on the event loop."""
-        if not token:
-            raise unauthorized("this operation needs an Authorization: Bearer token")
-        digest = hash_token(token)
+        digest = self._digest(token)
         if self._is_admin(state, digest):
             return ADMIN
         hit = self._tokens.cached(digest)

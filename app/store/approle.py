@@ -73,19 +73,17 @@ class AppRoleRepository:
             return "role-id-taken"
 
     def role(self, mount: str, name: str) -> AppRole | None:
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute(
-                f"SELECT {ROLE_COLUMNS} FROM approle_roles WHERE mount = ? AND name = ?",
-                (mount, name),
-            )
-            row = cursor.fetchone()
-        return None if row is None else _role(row)
+        return self._role_where("name", mount, name)
 
     def role_by_id(self, mount: str, role_id: str) -> AppRole | None:
+        return self._role_where("role_id", mount, role_id)
+
+    def _role_where(self, column: str, mount: str, value: str) -> AppRole | None:
+        """The mount's role whose `column` (a unique one) is `value`."""
         with self._session.transaction(write=False) as cursor:
             cursor.execute(
-                f"SELECT {ROLE_COLUMNS} FROM approle_roles WHERE mount = ? AND role_id = ?",
-                (mount, role_id),
+                f"SELECT {ROLE_COLUMNS} FROM approle_roles WHERE mount = ? AND {column} = ?",
+                (mount, value),
             )
             row = cursor.fetchone()
         return None if row is None else _role(row)

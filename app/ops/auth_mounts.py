@@ -24,22 +24,22 @@ from app.store import AuthMount, KeyStore, MountExistsError, MountNotFoundError
 
 # Each type a mount may have, and the family of routes that serves it.
 FAMILIES = {"approle": "approle", "jwt": "jwt", "oidc": "jwt", "cert": "cert", "token": "token"}
-TOKEN = AuthMount(
-    accessor="auth_token_00000000",
-    path="token",
-    type="token",
-    description="token based credentials",
-    config={},
-    created_at=0.0,
-)
-APPROLE = AuthMount(
-    accessor="auth_approle_00000000",
-    path="approle",
-    type="approle",
-    description="AppRole, mounted by default",
-    config={},
-    created_at=0.0,
-)
+
+
+def _built_in(type_: str, description: str) -> AuthMount:
+    """A mount every service has, at its type's own path."""
+    return AuthMount(
+        accessor=f"auth_{type_}_00000000",
+        path=type_,
+        type=type_,
+        description=description,
+        config={},
+        created_at=0.0,
+    )
+
+
+TOKEN = _built_in("token", "token based credentials")
+APPROLE = _built_in("approle", "AppRole, mounted by default")
 BUILT_IN = {TOKEN.path: TOKEN, APPROLE.path: APPROLE}
 # A mount path: segments of letters, digits, '-', '_' and '.', separated by '/'.
 _PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,47}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,47}){0,3}")

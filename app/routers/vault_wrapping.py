@@ -9,7 +9,8 @@ address.
 """
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from fastapi import Request, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +23,7 @@ from app.ops.work import in_thread
 from app.ops.wrapping import is_wrapping_token
 
 router = vault_router("/v1/sys/wrapping", "sys-wrapping")
+T = TypeVar("T")
 
 
 class WrappingToken(BaseModel):
@@ -33,6 +35,14 @@ class WrappingToken(BaseModel):
 def _refused(request: Request, problem: Problem) -> Problem:
     client = request.scope.get("client")
     return services(request).auth.refusal(client[0] if client else None, problem)
+
+
+async def _using(request: Request, use: Callable[[str], T], token: str) -> T:
+    """`use(token)` off the event loop; a token it refuses counts toward the throttle."""
+    try:
+        return await in_thread(use, token)
+    except Problem as problem:
+        raise _refused(request, problem) from None
 
 
 async def _wrapping_token(request: Request, lookup: bool = False) -> str:
@@ -58,10 +68,7 @@ async def _wrapping_token(request: Request, lookup: bool = False) -> str:
 )
 async def lookup(request: Request) -> Response:
     token = await _wrapping_token(request, lookup=True)
-    try:
-        data = await in_thread(services(request).wrapping.lookup, token)
-    except Problem as problem:
-        raise _refused(request, problem) from None
+    data = await _using(request, services(request).wrapping.lookup, token)
     return await answer(request, data)
 
 
@@ -72,10 +79,7 @@ async def lookup(request: Request) -> Response:
 )
 async def unwrap(request: Request) -> Response:
     token = await _wrapping_token(request)
-    try:
-        record, wrapped = await in_thread(services(request).wrapping.unwrap, token)
-    except Problem as problem:
-        raise _refused(request, problem) from None
+    record, wrapped = await _using(request, services(request).wrapping.unwrap, token)
     audit_note(request.scope).details.update(
         wrapping_accessor=record.accessor, creation_path=record.creation_path
     )
@@ -90,10 +94,7 @@ async def unwrap(request: Request) -> Response:
 async def rewrap(request: Request) -> Response:
     token = await _wrapping_token(request)
     await services(request).audit.admit_change(audit_note(request.scope))
-    try:
-        info = await in_thread(services(request).wrapping.rewrap, token)
-    except Problem as problem:
-        raise _refused(request, problem) from None
+    info = await _using(request, services(request).wrapping.rewrap, token)
     audit_note(request.scope).details["wrapping_accessor"] = info["accessor"]
     answered_wrapped(request)
     return wrapped_answer(info)

@@ -215,12 +215,11 @@ async def revoke_self(request: Request) -> Response:
 async def revoke(request: Request) -> Response:
     principal, body = await _caller_and_ref(request)
     record = await in_thread(vault_tokens.by_token, services(request).store, body.token)
-    if record is None:  # Vault answers an unknown token's revocation 204 too
-        if not principal.may(AdminOperation.TOKENS):
-            raise forbidden("revoking another token needs the admin operation 'tokens'")
-        return no_content()
-    if record.id != principal.token_id and not principal.may(AdminOperation.TOKENS):
+    own = record is not None and record.id == principal.token_id
+    if not own and not principal.may(AdminOperation.TOKENS):
         raise forbidden("revoking another token needs the admin operation 'tokens'")
+    if record is None:  # Vault answers an unknown token's revocation 204 too
+        return no_content()
     return await _revoke(request, record)
 
 

@@ -162,3 +162,23 @@ def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
     native = client.get("/v1/policies/p").json()
     assert native["rules"] == [{"keys": ["orders-*"], "operations": ["encrypt"]}]
     assert native["admin"] == ["tokens"]
+
+
+def test_vault_revoke_by_value_takes_the_callers_own_or_needs_the_tokens_operation(
+    client: TestClient, app: FastAPI
+) -> None:
+    mine = make_token(client, keys=["*"], operations=["read"])
+    other = make_token(client, keys=["*"], operations=["read"])
+    with as_token(app, mine["token"]) as user:
+        for token in (other["token"], "s.not-a-token-of-this-service"):
+            refused = user.post("/v1/auth/token/revoke", json={"token": token})
+            assert refused.status_code == 403, refused.text
+        assert user.post("/v1/auth/token/revoke", json={"token": mine["token"]}).status_code == 204
+        assert user.get("/v1/keys").status_code == 401
+    with as_token(app, other["token"]) as still:
+        assert still.get("/v1/keys").status_code == 200
+    unknown = client.post("/v1/auth/token/revoke", json={"token": "s.not-a-token-of-this-service"})
+    assert unknown.status_code == 204
+    assert client.post("/v1/auth/token/revoke", json={"token": other["token"]}).status_code == 204
+    with as_token(app, other["token"]) as gone:
+        assert gone.get("/v1/keys").status_code == 401

@@ -18,7 +18,8 @@ import base64
 import secrets
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
@@ -27,6 +28,9 @@ import psycopg
 from tests.e2e import clusters
 from tests.e2e.server import Server, running
 
+# Requests sent together by the concurrent kind: a wave that shares one auth-generation read.
+AT_ONCE = 32
+CONCURRENT = f"AEZ encrypt, hot key, admin token, {AT_ONCE} at once"
 STATEMENTS_SQL = (
     "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s"
     " JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = 'cipherd'"
@@ -86,12 +90,20 @@ def _measure(
     return (after - reading - (reading - before)) / count
 
 
-def _kinds(client: httpx.Client, scoped: httpx.Client) -> dict[str, Callable[[int], None]]:
+def _kinds(
+    client: httpx.Client, scoped: httpx.Client, crowd: list[httpx.Client], pool: ThreadPoolExecutor
+) -> dict[str, Callable[[int], None]]:
+    """Each kind of request, as a call that sends one (the concurrent kind: AT_ONCE)."""
     plaintext = {"plaintext": _b64(b"x" * 64)}
     sealed = client.post("/v1/aez/hot/encrypt", json=plaintext).json()["ciphertext"]
 
     def expect(answer: httpx.Response, status: int = 200) -> None:
         assert answer.status_code == status, answer.text
+
+    def together(index: int) -> None:
+        answers = pool.map(lambda c: c.post("/v1/aez/hot/encrypt", json=plaintext), crowd)
+        for answer in answers:
+            expect(answer)
 
     return {
         "nothing (a listing of the trail, flushing it)": lambda i: expect(
@@ -103,6 +115,7 @@ def _kinds(client: httpx.Client, scoped: httpx.Client) -> dict[str, Callable[[in
         "AEZ decrypt, hot key, scoped token": lambda i: expect(
             scoped.post("/v1/aez/hot/decrypt", json={"ciphertext": sealed})
         ),
+        CONCURRENT: together,
         "AEZ encrypt batch of 100, hot key": lambda i: expect(
             client.post("/v1/aez/hot/encrypt/batch", json={"items": [plaintext] * 100})
         ),
@@ -142,22 +155,27 @@ def main() -> None:
                     env=settings | extra,
                 ) as server,
                 server.client() as client,
+                ExitStack() as clients,
+                ThreadPoolExecutor(AT_ONCE) as pool,
             ):
+                crowd = [clients.enter_context(server.client()) for _ in range(AT_ONCE)]
                 if not label:
                     assert client.post("/v1/keys", json={"name": "hot", "type": "aez"}).is_success
                 token = client.post(
                     "/v1/tokens", json={"keys": ["hot"], "operations": ["encrypt", "decrypt"]}
                 ).json()["token"]
                 with server.client(token) as scoped:
-                    kinds = _kinds(client, scoped)
+                    kinds = _kinds(client, scoped, crowd, pool)
                     if label:
                         kinds = {k: v for k, v in kinds.items() if "hot key" in k}
                     for name, request in kinds.items():
+                        per_call = AT_ONCE if request is kinds.get(CONCURRENT) else 1
                         if "creation" in name or "rotation" in name:
                             count = max(args.requests // 5, 20)
                         else:
-                            count = args.requests
-                        results.append((name + label, _measure(cluster, server, count, request)))
+                            count = max(args.requests // per_call, 10)
+                        cost = _measure(cluster, server, count, request) / per_call
+                        results.append((name + label, cost))
                 held.append(_connections(cluster))
     print(f"connections held by the {args.workers} workers at the end of each run: {held}")
     print()

@@ -4,11 +4,12 @@ replica holds, read from the server's own counters (pg_stat_statements, pg_stat_
 cluster of the benchmark's own (initdb on a free port, tests/e2e/clusters.py), behind a real
 `cipherd serve`.
 
-Each kind of request runs `--requests` times, one at a time, over one connection, and the
-server's counters before and after give its cost; what the audit mover stores for those
-requests (whose records it moves in groups, in transactions of its own) is counted with them,
-after the trail has been flushed. The hot kinds find their key and token in the worker's
-caches; "cold" runs with CIPHERD_KEY_CACHE_SECONDS=0, every request a key lookup.
+Each kind of request runs `--requests` times, one at a time, over one connection (but one kind,
+sent AT_ONCE at a time over as many connections), and the server's counters before and after give
+its cost; what the audit mover stores for those requests (whose records it moves in groups, in
+transactions of its own) is counted with them, after the trail has been flushed. The hot kinds find
+their key and token in the worker's caches; "cold" runs with CIPHERD_KEY_CACHE_SECONDS=0, every
+request a key lookup.
 
 Run: .venv/bin/python -m bench.db_cost [--requests 500] [--workers 2]
 """
@@ -169,7 +170,7 @@ def main() -> None:
                     if label:
                         kinds = {k: v for k, v in kinds.items() if "hot key" in k}
                     for name, request in kinds.items():
-                        per_call = AT_ONCE if request is kinds.get(CONCURRENT) else 1
+                        per_call = AT_ONCE if name == CONCURRENT else 1
                         if "creation" in name or "rotation" in name:
                             count = max(args.requests // 5, 20)
                         else:

@@ -4,6 +4,7 @@ Backends turn their drivers' failures into these at their edge, so no caller imp
 """
 
 from datetime import UTC, datetime
+from typing import ClassVar
 
 
 class KeyStoreError(Exception):
@@ -37,61 +38,60 @@ class UnwrapError(Exception):
     identity."""
 
 
-class KeyNotFoundError(KeyStoreError, LookupError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"no key named {name!r}")
+class KeyNamedError(KeyStoreError):
+    """An error about one key, kept in `name`. A subclass gives its message as `template`, which
+    names the key as `{name!r}` and may name the other values the subclass passes."""
+
+    template: ClassVar[str]
+
+    def __init__(self, name: str, **values: object) -> None:
+        super().__init__(self.template.format(name=name, **values))
         self.name = name
 
 
-class VersionNotFoundError(KeyStoreError, LookupError):
+class KeyNotFoundError(KeyNamedError, LookupError):
+    template = "no key named {name!r}"
+
+
+class VersionNotFoundError(KeyNamedError, LookupError):
+    template = "key {name!r} has no version {version}"
+
     def __init__(self, name: str, version: int) -> None:
-        super().__init__(f"key {name!r} has no version {version}")
-        self.name = name
+        super().__init__(name, version=version)
         self.version = version
 
 
-class KeyChangedError(KeyStoreError):
+class KeyChangedError(KeyNamedError):
     """The key was deleted, and perhaps its name given to a new key, while a new version was
     being drawn for it: the version belongs to neither, so nothing was stored."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(
-            f"key {name!r} was deleted or replaced while its new version was being made; "
-            "nothing was stored"
-        )
-        self.name = name
+    template = (
+        "key {name!r} was deleted or replaced while its new version was being made; "
+        "nothing was stored"
+    )
 
 
-class KeyExistsError(KeyStoreError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"a key named {name!r} already exists")
-        self.name = name
+class KeyExistsError(KeyNamedError):
+    template = "a key named {name!r} already exists"
 
 
-class KeyPendingDeletionError(KeyStoreError):
+class KeyPendingDeletionError(KeyNamedError):
     """The key is scheduled for deletion: nothing may use or change it but a restore."""
 
+    template = (
+        "key {name!r} is pending deletion (due {when}); POST /v1/keys/{name}/restore cancels it"
+    )
+
     def __init__(self, name: str, deletion_date: float) -> None:
-        when = datetime.fromtimestamp(deletion_date, UTC).isoformat()
-        super().__init__(
-            f"key {name!r} is pending deletion (due {when}); POST /v1/keys/{name}/restore "
-            "cancels it"
-        )
-        self.name = name
+        super().__init__(name, when=datetime.fromtimestamp(deletion_date, UTC).isoformat())
 
 
-class KeyNotPendingDeletionError(KeyStoreError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"key {name!r} is not pending deletion: there is nothing to restore")
-        self.name = name
+class KeyNotPendingDeletionError(KeyNamedError):
+    template = "key {name!r} is not pending deletion: there is nothing to restore"
 
 
-class DeletionProtectedError(KeyStoreError):
-    def __init__(self, name: str) -> None:
-        super().__init__(
-            f"key {name!r} has deletion_protection: PATCH it to false before deleting it"
-        )
-        self.name = name
+class DeletionProtectedError(KeyNamedError):
+    template = "key {name!r} has deletion_protection: PATCH it to false before deleting it"
 
 
 class MountExistsError(KeyStoreError):

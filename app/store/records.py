@@ -181,6 +181,8 @@ class SecretMount:
     """A secrets-engine mount: its path under /v1/ (None once disabled: detached, its former
     path kept), its engine, and the prefix that makes its key names native ones."""
 
+    # `SecretMountRepository` reads a row as these fields in this order.
+
     accessor: str
     path: str | None
     type: str

@@ -3,13 +3,14 @@ makes its key names native key names. A disabled mount keeps its row, detached (
 that its prefix is never handed to another mount while its keys wait for their deletion."""
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import astuple
 
 from app.store.database import Session
 from app.store.errors import MountExistsError, MountNotFoundError
 from app.store.records import SecretMount
 
-COLUMNS = "accessor, path, former_path, type, key_prefix, description, created_at, detached_at"
+# In the order of `SecretMount`'s fields, so that a row is its arguments.
+COLUMNS = "accessor, path, type, key_prefix, description, created_at, former_path, detached_at"
 
 
 class SecretMountRepository:
@@ -25,16 +26,7 @@ class SecretMountRepository:
                     raise MountExistsError(mount.path or "")
                 cursor.execute(
                     f"INSERT INTO secret_mounts ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        mount.accessor,
-                        mount.path,
-                        mount.former_path,
-                        mount.type,
-                        mount.key_prefix,
-                        mount.description,
-                        mount.created_at,
-                        mount.detached_at,
-                    ),
+                    astuple(mount),
                 )
         except self._session.dialect.integrity_error:
             # Another replica took the path (or the prefix) between our check and our insert.
@@ -44,7 +36,7 @@ class SecretMountRepository:
         """Every mount, detached ones too, by creation."""
         with self._session.transaction(write=False) as cursor:
             cursor.execute(f"SELECT {COLUMNS} FROM secret_mounts ORDER BY created_at, accessor")
-            return [_mount(row) for row in cursor.fetchall()]
+            return [SecretMount(*row) for row in cursor.fetchall()]
 
     def prefix_taken(self, prefix: str) -> bool:
         """Whether a mount, attached or detached, has this key prefix."""
@@ -68,18 +60,4 @@ class SecretMountRepository:
             cursor.execute(f"SELECT {COLUMNS} FROM secret_mounts WHERE accessor = ?", (row[0],))
             detached = cursor.fetchone()
             assert detached is not None
-            return _mount(detached)
-
-
-def _mount(row: tuple[Any, ...]) -> SecretMount:
-    accessor, path, former_path, type_, prefix, description, created_at, detached_at = row
-    return SecretMount(
-        accessor=accessor,
-        path=path,
-        former_path=former_path,
-        type=type_,
-        key_prefix=prefix,
-        description=description,
-        created_at=created_at,
-        detached_at=detached_at,
-    )
+            return SecretMount(*detached)

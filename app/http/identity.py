@@ -1,6 +1,6 @@
 """What every login route and token route answers with, and how a failed login is refused.
 
-A login method establishes an identity, calls `app.ops.identity.issue_login_token`, and
+A login method establishes an identity, calls `app.ops.role_tokens.role_token`, and
 answers with `login_answer` (Vault's envelope with its `auth` block); the audit record of the
 request then names the token made (its accessor, never the token), the identity and its
 policies. A login that fails is raised through `login_refused`, which counts it toward the

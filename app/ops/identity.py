@@ -1,14 +1,14 @@
 """Identities and the tokens issued to them: the one way every token comes to be.
 
 A login method (AppRole, JWT/OIDC, certificates) proves who is calling and calls
-`issue_login_token` with the `Identity` it established and the policies and token settings of
-the role it matched; the token API makes tokens through `mint` too. `vault_auth` is the `auth`
-block of Vault's answer to either.
+`app.ops.role_tokens.role_token` with the `Identity` it established and the role it matched,
+which calls `issue_login_token`; the token API makes tokens through `mint` too. `vault_auth`
+is the `auth` block of Vault's answer to either.
 """
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.ops.auth import DEFAULT_POLICY, ROOT_POLICY, hash_token, new_token
@@ -150,53 +150,25 @@ def mint(
 
 
 def issue_login_token(
-    store: KeyStore,
-    limits: TokenLimits,
-    identity: Identity,
-    policies: Sequence[str],
-    *,
-    ttl_seconds: float | None = None,
-    max_ttl_seconds: float | None = None,
-    period_seconds: float | None = None,
-    explicit_max_seconds: float | None = None,
-    num_uses: int | None = None,
-    renewable: bool = True,
-    metadata: Mapping[str, str] | None = None,
-    no_default_policy: bool = False,
+    store: KeyStore, limits: TokenLimits, identity: Identity, terms: TokenTerms
 ) -> IssuedToken:
-    """The token a successful login gets: every login method calls this, and only this, once
-    it has established `identity`.
+    """The token a successful login gets, once the method has established `identity`: every
+    login method comes here through `app.ops.role_tokens.role_token`, with its role's terms.
 
     `store`, `limits`: the service's (`services.store`, `services.token_limits`).
     `identity`: `Identity(method, mount, role, name)`, e.g. `Identity("approle", "approle",
     "ci", "approle:ci")`; `name` is what every audit record of the token's requests names.
-    `policies`: the role's policy names (`default` is added unless `no_default_policy`; `root`
-    is refused: no login gives root).
-    `ttl_seconds`, `max_ttl_seconds`: the role's token TTL and max TTL (None or 0: the
-    service's default and maximum); `period_seconds`: a periodic token; `explicit_max_seconds`:
-    a hard cap even on a periodic token; `num_uses`: requests it may make (None or 0: any);
-    `renewable`; `metadata`: Vault's `meta` (strings, e.g. `{"role_name": "ci"}`), shown by
-    lookups, never secrets.
+    `terms`: the role's policies (`root` is refused: no login gives root) and TTLs; its
+    description is the method's.
 
     The token is an orphan (no parent: revoking the login's caller is meaningless), its path
     `auth/<mount>/login`. Answer with `app.http.identity.login_answer` (Vault's `auth` block,
     and the audit record's details); a login that fails goes through
     `app.http.identity.login_refused` (the failed-authentication throttle).
     """
-    if ROOT_POLICY in policies:
+    if ROOT_POLICY in terms.policies:
         raise invalid_input("a login cannot give the root policy")
-    terms = TokenTerms(
-        policies=policies,
-        ttl_seconds=ttl_seconds,
-        max_ttl_seconds=max_ttl_seconds,
-        explicit_max_seconds=explicit_max_seconds,
-        period_seconds=period_seconds,
-        renewable=renewable,
-        num_uses=num_uses,
-        metadata=dict(metadata or {}),
-        no_default_policy=no_default_policy,
-        description=f"{identity.method} login",
-    )
+    terms = replace(terms, description=f"{identity.method} login")
     return mint(store, limits, identity, terms, None, f"auth/{identity.mount}/login")
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.ops.errors import invalid_input
-from app.ops.identity import Identity, IssuedToken, TokenLimits, issue_login_token
+from app.ops.identity import Identity, IssuedToken, TokenLimits, TokenTerms, issue_login_token
 from app.store import KeyStore
 
 # The `token_*` fields every kind of role has (Vault's tokenutil), with Vault's defaults.
@@ -42,16 +42,14 @@ def role_token(
     metadata: Mapping[str, str],
 ) -> IssuedToken:
     """A token for `identity` on the role's policies and TTLs (0: the service's defaults)."""
-    return issue_login_token(
-        store,
-        limits,
-        identity,
-        role["token_policies"],
+    terms = TokenTerms(
+        policies=role["token_policies"],
         ttl_seconds=role["token_ttl"] or None,
         max_ttl_seconds=role["token_max_ttl"] or None,
         period_seconds=role["token_period"] or None,
         explicit_max_seconds=role["token_explicit_max_ttl"] or None,
         num_uses=role["token_num_uses"] or None,
-        metadata=metadata,
+        metadata=dict(metadata),
         no_default_policy=role["token_no_default_policy"],
     )
+    return issue_login_token(store, limits, identity, terms)

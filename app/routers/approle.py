@@ -34,7 +34,8 @@ from app.ops.approle import (
 )
 from app.ops.durations import Duration, Strings
 from app.ops.errors import Problem
-from app.ops.identity import Identity, issue_login_token
+from app.ops.identity import Identity
+from app.ops.role_tokens import role_token
 from app.ops.work import in_thread
 
 router = login_router("approle")
@@ -300,20 +301,12 @@ async def login(request: Request) -> Response:
         )
     except Problem as problem:
         raise login_refused(request, problem) from None
-    settings = {**ROLE_DEFAULTS, **role.settings}
-    metadata = {**(spent.metadata if spent else {}), "role_name": role.name}
     issued = await in_thread(
-        issue_login_token,
+        role_token,
         service.store,
         service.token_limits,
         Identity("approle", mount.path, role.name, f"approle:{role.name}"),
-        settings["token_policies"],
-        ttl_seconds=settings["token_ttl"],
-        max_ttl_seconds=settings["token_max_ttl"],
-        period_seconds=settings["token_period"],
-        explicit_max_seconds=settings["token_explicit_max_ttl"],
-        num_uses=settings["token_num_uses"],
-        metadata=metadata,
-        no_default_policy=settings["token_no_default_policy"],
+        {**ROLE_DEFAULTS, **role.settings},
+        {**(spent.metadata if spent else {}), "role_name": role.name},
     )
     return await login_answer(request, issued)

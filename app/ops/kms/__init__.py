@@ -2,19 +2,11 @@
 verbs, free of any web framework; `app.http.kms` carries it over HTTP (SigV4, the frame).
 
 An action is one declared function in one of the modules named by `actions.MODULES`, one module
-per group of actions:
-
-    from app.ops.kms.actions import KmsCall, KmsRequest, action
-
-    class DescribeKeyRequest(KmsRequest):
-        KeyId: KeyIdField
-        GrantTokens: GrantTokens = None
+per group of actions, as `keys.describe_key` is:
 
     @action("DescribeKey")
     async def describe_key(call: KmsCall, request: DescribeKeyRequest) -> dict[str, Any]:
-        name = await call.key(request.KeyId, "keys_get_key", Operation.READ)
         ...
-        return {"KeyMetadata": ...}
 
 The request model (the function's second parameter) is AWS's request shape: its fields are the
 members of AWS's, in AWS's spelling; a body that does not fit it is a `ValidationException`.

@@ -80,12 +80,10 @@ class AppRoleRepository:
 
     def _role_where(self, column: str, mount: str, value: str) -> AppRole | None:
         """The mount's role whose `column` (a unique one) is `value`."""
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute(
-                f"SELECT {ROLE_COLUMNS} FROM approle_roles WHERE mount = ? AND {column} = ?",
-                (mount, value),
-            )
-            row = cursor.fetchone()
+        row = self._session.read_row(
+            f"SELECT {ROLE_COLUMNS} FROM approle_roles WHERE mount = ? AND {column} = ?",
+            (mount, value),
+        )
         return None if row is None else _role(row)
 
     def role_names(self, mount: str) -> Sequence[str]:
@@ -169,13 +167,11 @@ class AppRoleRepository:
     ) -> SecretId | None:
         """A role's secret id by its HMAC or by its accessor."""
         column, value = ("secret_hash", secret_hash) if secret_hash else ("accessor", accessor)
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute(
-                f"SELECT {SECRET_COLUMNS} FROM approle_secret_ids"
-                f" WHERE mount = ? AND role = ? AND {column} = ?",
-                (mount, role, value),
-            )
-            row = cursor.fetchone()
+        row = self._session.read_row(
+            f"SELECT {SECRET_COLUMNS} FROM approle_secret_ids"
+            f" WHERE mount = ? AND role = ? AND {column} = ?",
+            (mount, role, value),
+        )
         return None if row is None else _secret(row)
 
     def accessors(self, mount: str, role: str, now: float) -> Sequence[str]:

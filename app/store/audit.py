@@ -109,9 +109,9 @@ class AuditRepository:
 
     def record(self, chain: str, seq: int) -> AuditRow | None:
         """One record by its place in its chain."""
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute(f"SELECT {COLUMNS} FROM audit WHERE chain = ? AND seq = ?", (chain, seq))
-            row = cursor.fetchone()
+        row = self._session.read_row(
+            f"SELECT {COLUMNS} FROM audit WHERE chain = ? AND seq = ?", (chain, seq)
+        )
         return None if row is None else _row(row)
 
     def chain(self, chain: str, after_seq: int, limit: int) -> Sequence[tuple[Any, ...]]:
@@ -131,9 +131,7 @@ class AuditRepository:
 
     def last_seq(self, chain: str) -> int:
         """The highest position stored in `chain` (0: none)."""
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute("SELECT max(seq) FROM audit WHERE chain = ?", (chain,))
-            row = cursor.fetchone()
+        row = self._session.read_row("SELECT max(seq) FROM audit WHERE chain = ?", (chain,))
         return 0 if row is None or row[0] is None else int(row[0])
 
     def heads(self) -> Sequence[AuditHead]:

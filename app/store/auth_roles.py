@@ -48,11 +48,9 @@ class AuthRoleRepository:
             return True
 
     def get(self, mount: str, name: str) -> dict[str, Any] | None:
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute(
-                "SELECT settings FROM auth_roles WHERE mount = ? AND name = ?", (mount, name)
-            )
-            row = cursor.fetchone()
+        row = self._session.read_row(
+            "SELECT settings FROM auth_roles WHERE mount = ? AND name = ?", (mount, name)
+        )
         return None if row is None else json.loads(row[0])
 
     def names(self, mount: str) -> Sequence[str]:

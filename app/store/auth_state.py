@@ -83,8 +83,6 @@ class AuthStateRepository:
 
 
 def _read(session: Session) -> AuthState:
-    with session.transaction(write=False) as cursor:
-        cursor.execute("SELECT generation, admin_token_hash FROM auth_state WHERE id = 1")
-        row = cursor.fetchone()
+    row = session.read_row("SELECT generation, admin_token_hash FROM auth_state WHERE id = 1")
     assert row is not None  # the schema's creation inserts it
     return AuthState(row[0], None if row[1] is None else bytes(row[1]))

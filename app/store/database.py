@@ -82,6 +82,12 @@ class Session(ABC):
         """The auth generation moved in this session's last transaction
         (`app.store.auth_state`): once it has committed, count it in `Database.auth_moves`."""
 
+    def read_row(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """The first row a read gives, in a transaction of its own; None if it gives none."""
+        with self.transaction(write=False) as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone()
+
     def at_once(self) -> "Session | None":
         """A session for reads that the event loop may make itself because they never wait
         (SQLite's, of a file on this machine); None where a read may wait on a network."""
@@ -121,9 +127,7 @@ class Database(Session):
 
     def ping(self) -> None:
         """Raise if the store cannot be reached."""
-        with self.transaction(write=False) as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        self.read_row("SELECT 1")
 
     @abstractmethod
     def close(self) -> None:

@@ -41,9 +41,7 @@ class KmsAliasRepository:
         return KmsAlias(name, key_name, now, now)
 
     def get(self, name: str) -> KmsAlias | None:
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute(f"SELECT {COLUMNS} FROM kms_aliases WHERE name = ?", (name,))
-            row = cursor.fetchone()
+        row = self._session.read_row(f"SELECT {COLUMNS} FROM kms_aliases WHERE name = ?", (name,))
         return None if row is None else _alias(row)
 
     def point(self, name: str, key_name: str) -> bool:

@@ -43,9 +43,7 @@ class PolicyRepository:
         return PolicyRecord(name, version, json.loads(text), created_at, when)
 
     def get(self, name: str) -> PolicyRecord | None:
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute(f"SELECT {COLUMNS} FROM policies WHERE name = ?", (name,))
-            row = cursor.fetchone()
+        row = self._session.read_row(f"SELECT {COLUMNS} FROM policies WHERE name = ?", (name,))
         return None if row is None else _policy(row)
 
     def get_many(self, names: Sequence[str]) -> Sequence[PolicyRecord]:

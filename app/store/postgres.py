@@ -221,9 +221,7 @@ class PostgresDatabase(Database):
         return cursor.fetchone() is not None
 
     def read_clock(self) -> float:
-        with self.transaction(write=False) as cursor:
-            cursor.execute("SELECT extract(epoch FROM clock_timestamp())")
-            row = cursor.fetchone()
+        row = self.read_row("SELECT extract(epoch FROM clock_timestamp())")
         assert row is not None
         return float(row[0])
 

@@ -40,9 +40,8 @@ class SecretMountRepository:
 
     def prefix_taken(self, prefix: str) -> bool:
         """Whether a mount, attached or detached, has this key prefix."""
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute("SELECT 1 FROM secret_mounts WHERE key_prefix = ?", (prefix,))
-            return cursor.fetchone() is not None
+        sql = "SELECT 1 FROM secret_mounts WHERE key_prefix = ?"
+        return self._session.read_row(sql, (prefix,)) is not None
 
     def detach(self, path: str, when: float) -> SecretMount:
         """Free a mount's path, keeping its row and prefix; `MountNotFoundError` if no mount

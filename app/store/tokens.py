@@ -61,16 +61,14 @@ class TokenRepository:
 
     def by_hash(self, token_hash: bytes) -> TokenRecord | None:
         """The token whose SHA-256 is `token_hash`, if any."""
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute(f"SELECT {COLUMNS} FROM tokens WHERE token_hash = ?", (token_hash,))
-            row = cursor.fetchone()
+        row = self._session.read_row(
+            f"SELECT {COLUMNS} FROM tokens WHERE token_hash = ?", (token_hash,)
+        )
         return None if row is None else token_of(row)
 
     def by_id(self, token_id: str) -> TokenRecord | None:
         """The token whose id (its accessor) is `token_id`, if any."""
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute(f"SELECT {COLUMNS} FROM tokens WHERE id = ?", (token_id,))
-            row = cursor.fetchone()
+        row = self._session.read_row(f"SELECT {COLUMNS} FROM tokens WHERE id = ?", (token_id,))
         return None if row is None else token_of(row)
 
     def list(self) -> Sequence[TokenRecord]:

@@ -41,12 +41,10 @@ class WrappedResponseRepository:
 
     def lookup(self, token_hash: bytes, now: float) -> WrappedResponse | None:
         """What is known of a live wrapping token, without its answer."""
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute(
-                f"SELECT {COLUMNS} FROM wrapped_responses WHERE token_hash = ? AND expires_at > ?",
-                (token_hash, now),
-            )
-            row = cursor.fetchone()
+        row = self._session.read_row(
+            f"SELECT {COLUMNS} FROM wrapped_responses WHERE token_hash = ? AND expires_at > ?",
+            (token_hash, now),
+        )
         return None if row is None else _wrapped(row)
 
     def take(self, token_hash: bytes, now: float) -> tuple[WrappedResponse, bytes] | None:

@@ -152,6 +152,7 @@ async def write_role_id(request: Request, role_name: RoleName) -> Response:
 
 
 class ApproleSecretIdRequest(BaseModel):
+    # `NewSecretId`'s fields, as Vault names them (no docstring: it would enter the document).
     model_config = ConfigDict(extra="ignore")
 
     metadata: str = Field("", max_length=65536, description="a JSON object of strings")
@@ -166,24 +167,13 @@ class ApproleCustomSecretId(ApproleSecretIdRequest):
 
 
 async def _new_secret_id(
-    request: Request, roles: AppRoles, role_name: str, asked: NewSecretId
+    request: Request, roles: AppRoles, role_name: str, body: ApproleSecretIdRequest
 ) -> Response:
-    data = await in_thread(roles.new_secret_id, role_name, asked)
+    data = await in_thread(roles.new_secret_id, role_name, NewSecretId(**dict(body)))
     audit_note(request.scope).details.update(
         role=role_name, secret_id_accessor=data["secret_id_accessor"]
     )
     return await answer(request, data)
-
-
-def _asked(body: ApproleSecretIdRequest, secret_id: str | None = None) -> NewSecretId:
-    return NewSecretId(
-        secret_id=secret_id,
-        metadata=body.metadata,
-        cidr_list=body.cidr_list,
-        token_bound_cidrs=body.token_bound_cidrs,
-        num_uses=body.num_uses,
-        ttl=body.ttl,
-    )
 
 
 @router.post(
@@ -193,7 +183,7 @@ def _asked(body: ApproleSecretIdRequest, secret_id: str | None = None) -> NewSec
 )
 async def generate_secret_id(request: Request, role_name: RoleName) -> Response:
     roles, body = await _roles_and_body(request, ApproleSecretIdRequest, change=True)
-    return await _new_secret_id(request, roles, role_name, _asked(body))
+    return await _new_secret_id(request, roles, role_name, body)
 
 
 @listing(router, "/role/{role_name}/secret-id", "The accessors of a role's secret ids")
@@ -209,7 +199,7 @@ async def list_secret_id_accessors(request: Request, role_name: RoleName) -> Res
 )
 async def create_custom_secret_id(request: Request, role_name: RoleName) -> Response:
     roles, body = await _roles_and_body(request, ApproleCustomSecretId, change=True)
-    return await _new_secret_id(request, roles, role_name, _asked(body, body.secret_id))
+    return await _new_secret_id(request, roles, role_name, body)
 
 
 class ApproleSecretId(BaseModel):

@@ -19,6 +19,7 @@ import ecies as eciespy
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, mldsa, padding, rsa, utils
+from ecies.keys import PrivateKey
 from joserfc import jwt as joserfc_jwt
 from joserfc.jwk import KeySet
 
@@ -199,11 +200,11 @@ def test_backup_and_bring_your_own_key(client: cipherd.Client) -> None:
     assert (restored.name, restored.type, restored.latest_version) == (copy, "aez", 1)
     assert client.aez.decrypt(copy, sealed.ciphertext, nonce=b"n").plaintext == b"kept"
 
-    secret = eciespy.utils.generate_key()
+    secret = PrivateKey("secp256k1")
     wrapped = eciespy.encrypt(wrapping_key, secret.secret)
     imported = client.keys.import_material(own, "ecies-secp256k1", wrapped)
     assert imported.name == own
-    outside = eciespy.encrypt(secret.public_key.format(True), b"from elsewhere")
+    outside = eciespy.encrypt(secret.public_key.to_bytes(True), b"from elsewhere")
     assert client.ecies.decrypt(own, outside).plaintext == b"from elsewhere"
 
 

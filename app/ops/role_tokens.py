@@ -41,7 +41,9 @@ def role_token(
     role: Mapping[str, Any],
     metadata: Mapping[str, str],
 ) -> IssuedToken:
-    """A token for `identity` on the role's policies and TTLs (0: the service's defaults)."""
+    """A token for `identity` on the role's policies and TTLs (0: the service's defaults),
+    with `metadata` as Vault's `meta` (strings, e.g. `{"role_name": "ci"}`): lookups show it,
+    so it never holds a secret."""
     terms = TokenTerms(
         policies=role["token_policies"],
         ttl_seconds=role["token_ttl"] or None,

@@ -138,9 +138,10 @@ class TokenRepository:
         with self._session.transaction(write=True) as cursor:
             due = "expires_at IS NOT NULL AND expires_at < ?"
             ids = delete_expired(cursor, "tokens", "id", due, (before,), limit)
-            for token_id in ids:
+            if ids:
+                marks = ", ".join("?" * len(ids))
                 cursor.execute(
-                    "UPDATE tokens SET parent_id = NULL WHERE parent_id = ?", (token_id,)
+                    f"UPDATE tokens SET parent_id = NULL WHERE parent_id IN ({marks})", ids
                 )
             return len(ids)
 

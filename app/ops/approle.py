@@ -112,9 +112,14 @@ def settings_of(current: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[
     return settings
 
 
+def full_settings(role: AppRole) -> dict[str, Any]:
+    """A role's settings, with Vault's defaults for those it was never given."""
+    return {**ROLE_DEFAULTS, **role.settings}
+
+
 def role_data(role: AppRole) -> dict[str, Any]:
     """A role as Vault's read answers it."""
-    data = {**ROLE_DEFAULTS, **role.settings}
+    data = full_settings(role)
     data["secret_id_bound_cidrs"] = data["secret_id_bound_cidrs"] or None
     return dict(sorted(data.items()))
 
@@ -224,7 +229,7 @@ class AppRoles:
     def new_secret_id(self, name: str, asked: NewSecretId) -> dict[str, Any]:
         """Draw (or take) a secret id for role `name`: Vault's answer, with the secret id."""
         role = self.role(name)
-        settings = {**ROLE_DEFAULTS, **role.settings}
+        settings = full_settings(role)
         uses, ttl = _bounded(settings, asked)
         cidr_list = _cidrs("cidr_list", asked.cidr_list)
         _within("cidr_list", cidr_list, settings["secret_id_bound_cidrs"])
@@ -311,7 +316,7 @@ class AppRoles:
         """The secret id a login to `role` from `address` spends (None for a role that binds
         none): 400 otherwise, saying only what Vault says. The client's address is checked
         before a use is spent."""
-        settings = {**ROLE_DEFAULTS, **role.settings}
+        settings = full_settings(role)
         if not address_allowed(address, settings["secret_id_bound_cidrs"]):
             raise invalid_input(
                 f'source address "{address}" unauthorized by CIDR restrictions on the role'

@@ -25,10 +25,10 @@ from app.http.vault import (
     vault_body,
 )
 from app.ops.approle import (
-    ROLE_DEFAULTS,
     ROLE_NAME,
     AppRoles,
     NewSecretId,
+    full_settings,
     role_data,
     secret_data,
 )
@@ -296,7 +296,7 @@ async def login(request: Request) -> Response:
         service.store,
         service.token_limits,
         Identity("approle", mount.path, role.name, f"approle:{role.name}"),
-        {**ROLE_DEFAULTS, **role.settings},
+        full_settings(role),
         {**(spent.metadata if spent else {}), "role_name": role.name},
     )
     return await login_answer(request, issued)

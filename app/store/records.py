@@ -182,7 +182,6 @@ class SecretMount:
     path kept), its engine, and the prefix that makes its key names native ones."""
 
     # `SecretMountRepository` reads a row as these fields in this order.
-
     accessor: str
     path: str | None
     type: str

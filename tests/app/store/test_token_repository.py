@@ -85,3 +85,13 @@ def test_expired_tokens_are_dropped_their_children_kept_as_orphans(store: KeySto
     child = store.tokens.by_id("c" * 16)
     assert child is not None and child.parent_id is None
     assert store.tokens.by_id("l" * 16) is not None
+
+
+def test_one_purge_orphans_the_children_of_every_token_it_drops(store: KeyStore) -> None:
+    for parent in ("a" * 16, "b" * 16):
+        store.tokens.add(token(parent, expires_at=10.0))
+        store.tokens.add(token(parent[0] + "c" * 15, parent))
+    assert store.tokens.delete_expired(50.0, 10) == 2
+    for child in ("a" + "c" * 15, "b" + "c" * 15):
+        record = store.tokens.by_id(child)
+        assert record is not None and record.parent_id is None

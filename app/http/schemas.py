@@ -3,7 +3,7 @@ request body that refuses unknown fields, a key version."""
 
 import base64
 import binascii
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import (
     BaseModel,
@@ -103,28 +103,27 @@ class DatakeyAnswer(BaseModel):
         )
 
 
-class CiphertextAnswer(BaseModel):
-    # No docstring: it would describe every family's subclass in the document.
-    ciphertext: Base64Bytes
-    key_version: int
+class SealedAnswer(BaseModel):
+    # Bytes made under one key version, in the field `data_field` names, and that version. No
+    # docstring: it would describe every subclass in the document.
+    data_field: ClassVar[str]
 
     @classmethod
     def of(cls, sealed: Sealed) -> Self:
-        return cls(ciphertext=sealed.data, key_version=sealed.version)
+        return cls(**{cls.data_field: sealed.data, "key_version": sealed.version})
 
     def raw(self) -> tuple[bytes, int]:
         """The bytes and the key version of a raw (application/octet-stream) answer."""
-        return self.ciphertext, self.key_version
+        return self.__dict__[self.data_field], self.__dict__["key_version"]
 
 
-class PlaintextAnswer(BaseModel):
-    plaintext: Base64Bytes
+class CiphertextAnswer(SealedAnswer):
+    data_field = "ciphertext"
+    ciphertext: Base64Bytes
     key_version: int
 
-    @classmethod
-    def of(cls, opened: Sealed) -> Self:
-        return cls(plaintext=opened.data, key_version=opened.version)
 
-    def raw(self) -> tuple[bytes, int]:
-        """The bytes and the key version of a raw (application/octet-stream) answer."""
-        return self.plaintext, self.key_version
+class PlaintextAnswer(SealedAnswer):
+    data_field = "plaintext"
+    plaintext: Base64Bytes
+    key_version: int

@@ -11,7 +11,7 @@ from app.http.batch import Items
 from app.http.deps import KeyName, ServicesDep, key_access
 from app.http.operation import Family, operation_id
 from app.http.problems import ERROR_RESPONSES
-from app.http.schemas import Base64Bytes, KeyVersion, RequestBody
+from app.http.schemas import Base64Bytes, CiphertextAnswer, KeyVersion, RequestBody, SealedAnswer
 from app.ops.auth import Operation
 from app.ops.fe import FeKey
 from app.ops.keys import timestamp
@@ -84,14 +84,14 @@ class FeDecryptManyRequest(RequestBody):
         ]
 
 
-class FeFunctionalKey(BaseModel):
+class FeFunctionalKey(SealedAnswer):
+    data_field = "functional_key"
     functional_key: Base64Bytes
     key_version: int
 
 
-class FeCiphertext(BaseModel):
-    ciphertext: Base64Bytes
-    key_version: int
+class FeCiphertext(CiphertextAnswer):
+    pass
 
 
 class FeResult(BaseModel):
@@ -105,8 +105,7 @@ class FeResult(BaseModel):
     batch="Many functional keys",
 )
 async def keygen(key: FeKey, item: FeKeygenRequest) -> FeFunctionalKey:
-    sealed = await key.keygen(item.y, item.f, item.key_version)
-    return FeFunctionalKey(functional_key=sealed.data, key_version=sealed.version)
+    return FeFunctionalKey.of(await key.keygen(item.y, item.f, item.key_version))
 
 
 @family.operation(
@@ -116,8 +115,7 @@ async def keygen(key: FeKey, item: FeKeygenRequest) -> FeFunctionalKey:
     batch="Many ciphertexts",
 )
 async def encrypt(key: FeKey, item: FeEncryptRequest) -> FeCiphertext:
-    sealed = await key.encrypt(item.x, item.y, item.key_version)
-    return FeCiphertext(ciphertext=sealed.data, key_version=sealed.version)
+    return FeCiphertext.of(await key.encrypt(item.x, item.y, item.key_version))
 
 
 @family.operation(

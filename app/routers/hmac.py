@@ -5,7 +5,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.http.operation import Family
-from app.http.schemas import Base64Bytes, PayloadVersion, RequestBody
+from app.http.schemas import Base64Bytes, PayloadVersion, RequestBody, SealedAnswer
 from app.ops.auth import Operation
 from app.ops.mac import Algorithm, MacKey
 
@@ -28,7 +28,8 @@ class HmacVerifyRequest(RequestBody):
     key_version: PayloadVersion = None
 
 
-class Hmac(BaseModel):
+class Hmac(SealedAnswer):
+    data_field = "hmac"
     hmac: Base64Bytes = Field(description="cipherd:v<N>: followed by the MAC's bytes")
     key_version: int
 
@@ -45,8 +46,7 @@ class HmacVerdict(BaseModel):
     hot=True,
 )
 def hmac(key: MacKey, item: HmacRequest) -> Hmac:
-    sealed = key.hmac(item.message, item.algorithm)
-    return Hmac(hmac=sealed.data, key_version=sealed.version)
+    return Hmac.of(key.hmac(item.message, item.algorithm))
 
 
 @family.operation(

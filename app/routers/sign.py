@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field, StrictBool
 
 from app.http.operation import Family, KeyCall
-from app.http.schemas import Base64Bytes, PayloadVersion, RequestBody
+from app.http.schemas import Base64Bytes, PayloadVersion, RequestBody, SealedAnswer
 from app.ops import sign as signatures
 from app.ops.auth import Operation
 from app.ops.sign import SigningKey
@@ -80,7 +80,8 @@ class PublicVerifyRequest(SignOptions):
     signature: Base64Bytes
 
 
-class Signature(BaseModel):
+class Signature(SealedAnswer):
+    data_field = "signature"
     signature: Base64Bytes
     key_version: int
 
@@ -97,8 +98,7 @@ class Verdict(BaseModel):
     hot=True,
 )
 def sign(key: SigningKey, item: SignRequest) -> Signature:
-    signed = key.sign(item.message, item, item.envelope)
-    return Signature(signature=signed.data, key_version=signed.version)
+    return Signature.of(key.sign(item.message, item, item.envelope))
 
 
 @verifying.operation(

@@ -119,33 +119,45 @@ async def admin(request: Request, token: Token) -> Principal:
 
 
 class AdminAccess:
-    """Admits a token allowed the admin operation `operation` (the admin token, or one whose
-    policies grant it); with `change`, as `admin_change` for a change."""
+    """Admits a token allowed any of the admin operations `operations` (the admin token, or one
+    whose policies grant one); with `change`, as `admin_change` for a change."""
 
-    def __init__(self, operation: AdminOperation, change: bool = False) -> None:
-        self.operation = operation
+    def __init__(self, operations: tuple[AdminOperation, ...], change: bool = False) -> None:
+        self.operations = operations
         self.change = change
 
     async def __call__(self, request: Request, token: Token) -> Principal:
-        return await admin_access(request, self.operation, self.change, token)
+        return await admin_access(request, self.operations, self.change, token)
 
 
 async def admin_access(
-    request: Request, operation: AdminOperation, change: bool, token: str | None
+    request: Request,
+    operations: AdminOperation | tuple[AdminOperation, ...],
+    change: bool,
+    token: str | None,
 ) -> Principal:
-    """The caller, if allowed the admin operation `operation` (401, 403); for a `change`, only
-    once the audit trail can take its record (503 otherwise)."""
+    """The caller, if allowed any of the admin operations `operations` (401, 403); for a
+    `change`, only once the audit trail can take its record (503 otherwise)."""
     principal = await principal_of(request.scope, services(request).auth, token)
-    if not principal.may(operation):
-        raise forbidden(f"this operation needs the admin operation {operation.value!r}")
+    require_admin_operation(principal, operations)
     if change:
         await services(request).audit.admit_change(audit_note(request.scope))
     return principal
 
 
-def admin_of(operation: AdminOperation, change: bool = False) -> Any:
-    """A dependency that admits a token allowed the admin operation `operation`."""
-    return Depends(AdminAccess(operation, change))
+def require_admin_operation(
+    principal: Principal, operations: AdminOperation | tuple[AdminOperation, ...]
+) -> None:
+    """403 unless `principal` is allowed one of the admin operations `operations`."""
+    allowed = (operations,) if isinstance(operations, AdminOperation) else operations
+    if not any(principal.may(operation) for operation in allowed):
+        names = " or ".join(repr(operation.value) for operation in allowed)
+        raise forbidden(f"this operation needs the admin operation {names}")
+
+
+def admin_of(*operations: AdminOperation, change: bool = False) -> Any:
+    """A dependency that admits a token allowed any of the admin operations `operations`."""
+    return Depends(AdminAccess(operations, change))
 
 
 async def admin_change(request: Request, token: Token) -> Principal:
@@ -157,34 +169,40 @@ async def admin_change(request: Request, token: Token) -> Principal:
 
 
 async def admit_change(
-    request: Request, principal: Principal, access: Access, name: str
+    request: Request,
+    principal: Principal,
+    access: Access,
+    name: str,
+    admin_operation: AdminOperation | None = None,
 ) -> Principal:
-    """The caller, about to change key `name`, if allowed to do `access` on it (403): the
-    change is made only if the audit trail is writable right now (503 `audit-unavailable` if
-    not), and its record follows it."""
-    for operation in (access,) if isinstance(access, Operation) else access:
-        if not principal.allows(operation, name):
-            raise forbidden(f"the token's scope has no {operation.value!r} for key {name!r}")
+    """The caller, about to change key `name`, if allowed to do `access` on it, or allowed
+    `admin_operation` on every key (403): the change is made only if the audit trail is writable
+    right now (503 `audit-unavailable` if not), and its record follows it."""
+    if admin_operation is None or not principal.may(admin_operation):
+        for operation in (access,) if isinstance(access, Operation) else access:
+            if not principal.allows(operation, name):
+                raise forbidden(f"the token's scope has no {operation.value!r} for key {name!r}")
     await services(request).audit.admit_change(audit_note(request.scope))
     return principal
 
 
 class KeyChange:
-    """Admits a token allowed to do `operation` on the path's key, about to change it
-    (`admit_change`)."""
+    """Admits a token allowed to do `operation` on the path's key, or `admin_operation` on
+    every key, about to change it (`admit_change`)."""
 
-    def __init__(self, operation: Access) -> None:
+    def __init__(self, operation: Access, admin_operation: AdminOperation | None) -> None:
         self.operation = operation
+        self.admin_operation = admin_operation
 
     async def __call__(self, request: Request, name: KeyName, token: Token) -> Principal:
         principal = await principal_of(request.scope, services(request).auth, token)
-        return await admit_change(request, principal, self.operation, name)
+        return await admit_change(request, principal, self.operation, name, self.admin_operation)
 
 
-def key_change(operation: Access) -> Any:
-    """A dependency that admits a token allowed to do `operation` on the path's key, about to
-    change it."""
-    return Depends(KeyChange(operation))
+def key_change(operation: Access, admin_operation: AdminOperation | None = None) -> Any:
+    """A dependency that admits a token allowed to do `operation` on the path's key, or
+    `admin_operation` on every key, about to change it."""
+    return Depends(KeyChange(operation, admin_operation))
 
 
 # What only a token with every operation may do besides the admin (export and back up a key's
@@ -233,7 +251,6 @@ async def _services(request: Request) -> Services:
     return services(request)
 
 
-Admin = Annotated[Principal, Depends(admin)]
 Caller = Annotated[Principal, Depends(caller)]
 AdminChange = Annotated[Principal, Depends(admin_change)]
 ServicesDep = Annotated[Services, Depends(_services)]

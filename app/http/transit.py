@@ -17,11 +17,11 @@ from typing import Any
 from fastapi import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.http.deps import Access, audit_note, principal_of, services
+from app.http.deps import Access, audit_note, principal_of, require_admin_operation, services
 from app.http.framework import PATH_PARAMS, route_path, route_scope
 from app.http.vault import at_vault_path, vault_token
 from app.ops import Services
-from app.ops.auth import Operation, Principal
+from app.ops.auth import AdminOperation, Operation, Principal
 from app.ops.errors import forbidden
 from app.ops.transit.keys import checked_name
 from app.ops.transit.mounts import DEFAULT, ENGINE, Mounts, native_name, resolve
@@ -99,15 +99,15 @@ def mount_of(request: Request) -> SecretMount:
 async def transit_call(
     request: Request,
     operation: str,
-    access: Access | None = None,
+    access: Access | AdminOperation | None = None,
     name: str | None = None,
     change: bool = False,
 ) -> TransitCall:
     """The checks of a Transit route: the key's native name (400 if the service cannot name a
-    key so), a valid token allowed `access` on it (None: the admin token; an empty tuple: any
-    valid token), and, for a `change`,
-    an audit trail that can take its record first (503 otherwise). Its record will say the
-    native `operation`, the key and the path the request came by."""
+    key so), a valid token allowed `access` on it (an admin operation: that operation; None: the
+    admin token; an empty tuple: any valid token), and, for a `change`, an audit trail that can
+    take its record first (503 otherwise). Its record will say the native `operation`, the key
+    and the path the request came by."""
     mount = mount_of(request)
     native = checked_name(native_name(mount, name)) if name is not None else ""
     note = audit_note(request.scope)
@@ -123,6 +123,8 @@ async def transit_call(
     if access is None:
         if not principal.admin:
             raise forbidden("this operation needs the admin token")
+    elif isinstance(access, AdminOperation):
+        require_admin_operation(principal, access)
     else:
         call.allow(access)
     if change:

@@ -7,14 +7,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from app.http.deps import Admin, ServicesDep
+from app.http.deps import ServicesDep, admin_of
 from app.http.operation import operation_id
 from app.ops import audit
 from app.ops.audit import AuditQuery
+from app.ops.auth import AdminOperation, Principal
 from app.ops.errors import invalid_input
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"], generate_unique_id_function=operation_id)
 MAX_PAGE = 1000
+Auditor = Annotated[Principal, admin_of(AdminOperation.AUDIT)]
 # `outcome`: success (status below 400), failure (400 and above), or one status code.
 _OUTCOMES = {"success": (None, 399), "failure": (400, None)}
 
@@ -54,10 +56,12 @@ def _statuses(outcome: str | None) -> tuple[int | None, int | None]:
     raise invalid_input("outcome: success, failure or a three-digit status")
 
 
-@router.get("", response_model=AuditPage, summary="Audit records, oldest first (admin)")
+@router.get(
+    "", response_model=AuditPage, summary="Audit records, oldest first (admin operation audit)"
+)
 def list_audit(
     services: ServicesDep,
-    _: Admin,
+    _: Auditor,
     key: Annotated[str | None, Query(max_length=128)] = None,
     principal: Annotated[str | None, Query(max_length=64)] = None,
     operation: Annotated[str | None, Query(max_length=64)] = None,
@@ -111,8 +115,8 @@ class AuditVerification(BaseModel):
 @router.post(
     "/verify",
     response_model=AuditVerification,
-    summary="Check every chain against itself and its latest anchor (admin)",
+    summary="Check every chain against itself and its latest anchor (admin operation audit)",
 )
-def verify_audit(services: ServicesDep, _: Admin) -> AuditVerification:
+def verify_audit(services: ServicesDep, _: Auditor) -> AuditVerification:
     services.audit.flush()  # this process's records so far, its caller's included
     return AuditVerification(**audit.report(services.store, services.settings))

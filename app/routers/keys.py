@@ -22,7 +22,7 @@ from app.http.deps import (
 from app.http.operation import operation_id
 from app.http.schemas import Base64Bytes
 from app.ops import backup, jwt, keys
-from app.ops.auth import Operation, Principal
+from app.ops.auth import AdminOperation, Operation, Principal
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyOut, KeyTypeName
 from app.ops.keytypes import PublicFormat
 from app.ops.work import in_thread
@@ -34,7 +34,7 @@ router = APIRouter(prefix="/v1/keys", tags=["keys"], generate_unique_id_function
 Rotating = Annotated[Principal, key_change(Operation.ROTATE)]
 Deleting = Annotated[Principal, key_change(Operation.DELETE)]
 Configuring = Annotated[Principal, key_change(Operation.CONFIGURE)]
-BackingUp = Annotated[Principal, key_change(EVERY_OPERATION)]
+BackingUp = Annotated[Principal, key_change(EVERY_OPERATION, AdminOperation.BACKUP)]
 MAX_PAGE = 1000
 
 
@@ -141,7 +141,8 @@ async def create_key(request: Request, services: ServicesDep, principal: Caller)
     status_code=status.HTTP_201_CREATED,
     response_model=KeyOut,
     summary="Import a backup, or key material made elsewhere (BYOK) as a new key or a new "
-    "version (admin, or a token with create, and rotate for BYOK, for its name)",
+    "version (admin, or a token with create, and rotate for BYOK, for its name; a backup also "
+    "with the admin operation backup)",
     responses={
         200: {"model": KeyOut, "description": "the material became a new version of the key"},
         409: {"description": "the name is taken (backup), or by a key of another type (BYOK)"},
@@ -162,7 +163,7 @@ async def import_key(
         )
         note.key = body.name or document.key.name
         note.details["signer"] = base64.b64encode(signer).decode()
-        await admit_change(request, principal, Operation.CREATE, note.key)
+        await admit_change(request, principal, Operation.CREATE, note.key, AdminOperation.BACKUP)
         key = await in_thread(
             backup.restore, services.store, services.settings, document, body.name
         )
@@ -359,7 +360,7 @@ def export_key(name: KeyName, services: ServicesDep, version: Version = None) ->
     "/{name}/backup",
     response_model=KeyBackup,
     summary="Every version and policy of a key created with allow_backup, encrypted to "
-    "another instance's wrapping key (admin, or a token with every operation)",
+    "another instance's wrapping key (admin operation backup, or a token with every operation)",
     responses={403: {"description": "the key was not created with allow_backup"}},
     openapi_extra=json_body(KeyBackupRequest),
 )

@@ -1,17 +1,24 @@
-"""The service's own keys, for the admin: the keyring (`app.ops.root`) and the wrapping key
-(`app.ops.backup`)."""
+"""The service's own keys: the keyring (`app.ops.root`) and the wrapping key (`app.ops.backup`),
+for a token allowed the admin operation `sys` (the wrapping key's public part also for
+`backup`); the admin token's rotation, for the admin token alone: its answer is the new one."""
+
+from typing import Annotated
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from app.http.deps import Admin, AdminChange, ServicesDep, audit_note
+from app.http.deps import AdminChange, ServicesDep, admin_of, audit_note
 from app.http.operation import operation_id
 from app.http.schemas import Base64Bytes
 from app.ops import admin_token, backup, root
+from app.ops.auth import AdminOperation, Principal
 from app.ops.root import KeyringOut
 from app.ops.work import in_thread
 
 router = APIRouter(prefix="/v1/sys", tags=["sys"], generate_unique_id_function=operation_id)
+System = Annotated[Principal, admin_of(AdminOperation.SYS)]
+SystemChange = Annotated[Principal, admin_of(AdminOperation.SYS, change=True)]
+WrappingKeyReader = Annotated[Principal, admin_of(AdminOperation.SYS, AdminOperation.BACKUP)]
 
 
 class AdminToken(BaseModel):
@@ -32,16 +39,19 @@ class WrappingKey(BaseModel):
 @router.get(
     "/wrapping-key",
     response_model=WrappingKey,
-    summary="The public key that backups and key material are encrypted to (admin)",
+    summary="The public key that backups and key material are encrypted to (admin operation "
+    "sys or backup)",
 )
-async def wrapping_key(services: ServicesDep, _: Admin) -> WrappingKey:
+async def wrapping_key(services: ServicesDep, _: WrappingKeyReader) -> WrappingKey:
     public_key = await in_thread(backup.wrapping_public_key, services.store)
     signing_key = await in_thread(backup.signing_public_key, services.store)
     return WrappingKey(public_key=public_key, signing_key=signing_key)
 
 
-@router.get("/keyring", response_model=KeyringOut, summary="The keyring's newest term (admin)")
-async def keyring(services: ServicesDep, _: Admin) -> KeyringOut:
+@router.get(
+    "/keyring", response_model=KeyringOut, summary="The keyring's newest term (admin operation sys)"
+)
+async def keyring(services: ServicesDep, _: System) -> KeyringOut:
     return await in_thread(root.keyring_status, services.store)
 
 
@@ -49,9 +59,9 @@ async def keyring(services: ServicesDep, _: Admin) -> KeyringOut:
     "/keyring/rotate",
     response_model=KeyringOut,
     summary="Add a keyring term that new key versions use; older ones are rewrapped onto it "
-    "in the background (admin)",
+    "in the background (admin operation sys)",
 )
-async def rotate_keyring(request: Request, services: ServicesDep, _: Admin) -> KeyringOut:
+async def rotate_keyring(request: Request, services: ServicesDep, _: SystemChange) -> KeyringOut:
     rotated = await in_thread(root.rotate_keyring, services.store)
     audit_note(request.scope).details["term"] = rotated.term
     services.rewrap.wake()

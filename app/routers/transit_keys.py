@@ -12,7 +12,7 @@ from app.http.deps import audit_note
 from app.http.transit import TransitCall, transit_call
 from app.http.vault import answer, keys_of, listing, no_content, read_body, vault_body, vault_router
 from app.ops import keys as native_keys
-from app.ops.auth import Operation
+from app.ops.auth import AdminOperation, Operation
 from app.ops.transit import backup, keys
 from app.ops.transit.keys import TransitKeyConfig, TransitKeyCreate, checked_name
 from app.ops.transit.mounts import native_name
@@ -137,7 +137,7 @@ async def export_key_version(
 
 @router.get("/backup/{name}", summary="Back a key up in Transit's format")
 async def backup_key(request: Request, name: TransitName) -> Response:
-    call = await transit_call(request, "keys_backup_key", name=name)
+    call = await transit_call(request, "keys_backup_key", AdminOperation.BACKUP, name)
     made = await in_thread(backup.make, call.services.store, call.name, name)
     return await answer(request, {"backup": made})
 
@@ -151,8 +151,8 @@ class TransitRestoreRequest(BaseModel):
 
 
 async def _restore(request: Request, name: str | None) -> Response:
-    # The admin token first; the name may come from the body, or from the backup in it.
-    call = await transit_call(request, "keys_import_key", name=name, change=True)
+    # The token first; the name may come from the body, or from the backup in it.
+    call = await transit_call(request, "keys_import_key", AdminOperation.BACKUP, name, change=True)
     body = await read_body(request, TransitRestoreRequest)
     if name is None:
         call.name = checked_name(

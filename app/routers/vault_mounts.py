@@ -11,6 +11,7 @@ from app.http.deps import audit_note, services
 from app.http.transit import transit_call
 from app.http.vault import envelope, mount_table, no_content, read_body, vault_body, vault_router
 from app.ops import health, keys, transit
+from app.ops.auth import AdminOperation
 from app.ops.transit.mounts import OPENBAO_RELEASE, mount_entry
 from app.ops.work import in_thread
 
@@ -21,14 +22,14 @@ CLUSTER = {"cluster_name": "cipherd", "cluster_id": "00000000-0000-0000-0000-000
 
 @router.get("/mounts", summary="The secrets engines mounted (Vault's sys/mounts)")
 async def list_mounts(request: Request) -> Response:
-    call = await transit_call(request, "sys_list_mounts")
+    call = await transit_call(request, "sys_list_mounts", AdminOperation.SYS)
     table = await in_thread(call.services.mounts.table)
     return mount_table(request, table, mount_entry)
 
 
 @router.get("/mounts/{path:path}", summary="One mount's settings")
 async def read_mount(request: Request, path: str) -> Response:
-    call = await transit_call(request, "sys_read_mount")
+    call = await transit_call(request, "sys_read_mount", AdminOperation.SYS)
     table = await in_thread(call.services.mounts.table)
     mount = table.get(path.strip("/"))
     if mount is None:
@@ -50,7 +51,7 @@ class VaultMountRequest(BaseModel):
     openapi_extra=vault_body(VaultMountRequest),
 )
 async def enable_mount(request: Request, path: str) -> Response:
-    call = await transit_call(request, "sys_enable_mount", change=True)
+    call = await transit_call(request, "sys_enable_mount", AdminOperation.SYS, change=True)
     body = await read_body(request, VaultMountRequest)
     mount = await in_thread(
         call.services.mounts.enable, path, body.type, (body.description or "")[:1024]
@@ -65,7 +66,7 @@ async def enable_mount(request: Request, path: str) -> Response:
     status_code=204,
 )
 async def disable_mount(request: Request, path: str) -> Response:
-    call = await transit_call(request, "sys_disable_mount", change=True)
+    call = await transit_call(request, "sys_disable_mount", AdminOperation.SYS, change=True)
     services = call.services
     scheduled = await in_thread(
         transit.mounts.disable, services.mounts, services.keyring, path, services.settings

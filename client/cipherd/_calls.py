@@ -285,16 +285,17 @@ def export_key(name: str, *, version: int | None = None) -> Call[models.Exported
 
 
 def backup_key(name: str, wrapping_key: bytes) -> Call[bytes]:
-    """Every version and policy of a key created with `allow_backup` (admin token), encrypted
-    to the wrapping key of the instance that will import it (`sys.wrapping_key` there)."""
+    """Every version and policy of a key created with `allow_backup` (admin operation
+    `backup`, or every operation on the key), encrypted to the wrapping key of the instance that
+    will import it (`sys.wrapping_key` there)."""
     path = f"/v1/keys/{_name(name)}/backup"
     body = {"wrapping_key": b64(wrapping_key)}
     return Call("POST", path, _base64_field("backup"), json=body)
 
 
 def import_backup(backup: bytes, *, name: str | None = None) -> Call[models.Key]:
-    """Restore a backup from another instance as a new key (admin token), under its own name
-    or `name`."""
+    """Restore a backup from another instance as a new key (admin operation `backup`, or
+    `create` on the name), under its own name or `name`."""
     body = _defined(backup=b64(backup), name=name)
     return Call("POST", "/v1/keys/import", _into(models.Key), json=body)
 
@@ -1372,7 +1373,8 @@ def list_audit(
     limit: int | None = None,
     after: str | None = None,
 ) -> Call[models.AuditPage]:
-    """One page of the audit trail (admin token), filtered; `next` is the next page's `after`."""
+    """One page of the audit trail (admin operation `audit`), filtered; `next` is the next
+    page's `after`."""
     params = _defined(
         key=key,
         principal=principal,
@@ -1387,31 +1389,32 @@ def list_audit(
 
 
 def verify_audit() -> Call[models.AuditVerification]:
-    """The service's check of every chain of its audit trail (admin token): whether each
-    record's MAC and place in its chain hold, and the faults found."""
+    """The service's check of every chain of its audit trail (admin operation `audit`):
+    whether each record's MAC and place in its chain hold, and the faults found."""
     return Call("POST", "/v1/audit/verify", _into(models.AuditVerification), idempotent=True)
 
 
 def keyring() -> Call[models.Keyring]:
     """The keyring's current term and how many key versions are still wrapped under older
-    ones (admin token)."""
+    ones (admin operation `sys`)."""
     return Call("GET", "/v1/sys/keyring", _into(models.Keyring), idempotent=True)
 
 
 def rotate_keyring() -> Call[models.Keyring]:
-    """A new keyring term (admin token): every process then rewraps older versions onto it."""
+    """A new keyring term (admin operation `sys`): every process then rewraps older versions
+    onto it."""
     return Call("POST", "/v1/sys/keyring/rotate", _into(models.Keyring))
 
 
 def wrapping_key() -> Call[bytes]:
     """The public key backups and key material for this instance are encrypted to (admin
-    token): SEC1 secp256k1."""
+    operation `sys` or `backup`): SEC1 secp256k1."""
     return Call("GET", "/v1/sys/wrapping-key", _base64_field("public_key"), idempotent=True)
 
 
 def signing_key() -> Call[bytes]:
-    """The Ed25519 public key this instance signs its backups with (admin token): what another
-    instance's CIPHERD_BACKUP_SIGNERS names to import them."""
+    """The Ed25519 public key this instance signs its backups with (admin operation `sys` or
+    `backup`): what another instance's CIPHERD_BACKUP_SIGNERS names to import them."""
     return Call("GET", "/v1/sys/wrapping-key", _base64_field("signing_key"), idempotent=True)
 
 

@@ -65,6 +65,55 @@ def test_policies_grant_admin_operations_by_name(client: TestClient, app: FastAP
     assert client.get(f"/v1/tokens/{child.json()['id']}").status_code == 404
 
 
+def test_the_audit_sys_and_backup_admin_operations_each_open_their_routes(
+    client: TestClient, app: FastAPI
+) -> None:
+    assert client.post(
+        "/v1/keys", json={"name": "k", "type": "aez", "allow_backup": True}
+    ).is_success
+    transit = {"exportable": True, "allow_plaintext_backup": True}
+    assert client.post("/v1/transit/keys/t", json=transit).status_code == 200
+    tokens = {}
+    for admin in ("audit", "sys", "backup"):
+        assert client.post(f"/v1/policies/{admin}-role", json={"admin": [admin]}).is_success
+        tokens[admin] = make_token(client, policies=[f"{admin}-role"])["token"]
+    with as_token(app, tokens["audit"]) as auditor:
+        assert auditor.get("/v1/audit").status_code == 200
+        assert auditor.post("/v1/audit/verify").status_code == 200
+        for refused in (
+            auditor.get("/v1/sys/keyring"),
+            auditor.get("/v1/sys/wrapping-key"),
+            auditor.get("/v1/sys/mounts"),
+            auditor.get("/v1/transit/backup/t"),
+        ):
+            assert refused.status_code == 403, refused.text
+    with as_token(app, tokens["sys"]) as operator:
+        assert operator.get("/v1/sys/keyring").json()["term"] == 1
+        assert operator.post("/v1/sys/keyring/rotate").json()["term"] == 2
+        assert operator.get("/v1/sys/wrapping-key").status_code == 200
+        assert "transit/" in operator.get("/v1/sys/mounts").json()["data"]
+        assert operator.post("/v1/sys/mounts/payments", json={"type": "transit"}).status_code == 204
+        # The answer to the admin token's rotation is the new admin token: the admin token's own.
+        refused = operator.post("/v1/sys/admin-token/rotate")
+        assert refused.status_code == 403, refused.text
+        assert operator.get("/v1/audit").status_code == 403
+        to = {"wrapping_key": operator.get("/v1/sys/wrapping-key").json()["public_key"]}
+        assert operator.post("/v1/keys/k/backup", json=to).status_code == 403
+    with as_token(app, tokens["backup"]) as backer:
+        to = {"wrapping_key": backer.get("/v1/sys/wrapping-key").json()["public_key"]}
+        blob = backer.post("/v1/keys/k/backup", json=to).json()["backup"]
+        restored = backer.post("/v1/keys/import", json={"backup": blob, "name": "k-copy"})
+        assert restored.status_code == 201, restored.text
+        made = backer.get("/v1/transit/backup/t").json()["data"]["backup"]
+        assert backer.post("/v1/transit/restore/t-copy", json={"backup": made}).status_code == 204
+        # It backs keys up and restores them, and nothing else.
+        assert backer.post("/v1/keys", json={"name": "new", "type": "aez"}).status_code == 403
+        assert backer.get("/v1/sys/keyring").status_code == 403
+        assert backer.get("/v1/audit").status_code == 403
+    assert client.get("/v1/keys/k-copy").json()["allow_backup"] is True
+    assert client.get("/v1/transit/keys/t-copy").status_code == 200
+
+
 def test_the_built_in_policies(client: TestClient) -> None:
     assert client.get("/v1/policies").json()["policies"] == ["default", "root"]
     assert client.post("/v1/policies/root", json={}).status_code == 422

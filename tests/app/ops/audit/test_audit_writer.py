@@ -159,6 +159,7 @@ def test_a_record_that_cannot_be_written_fails_its_request(tmp_path: Path) -> No
             client.post("/v1/keys", json={"name": "b", "type": "aez"}),
             client.post("/v1/keys/a/rotate"),
             client.post("/v1/tokens", json={"keys": ["*"], "operations": ["read"]}),
+            client.post("/v1/sys/keyring/rotate"),
         ):
             assert answer.status_code == 503, answer.text
             assert answer.json()["type"] == "urn:cipherd:problem:audit-unavailable"
@@ -166,6 +167,7 @@ def test_a_record_that_cannot_be_written_fails_its_request(tmp_path: Path) -> No
         assert client.get("/v1/keys/b").status_code == 404
         assert client.get("/v1/keys/a").json()["latest_version"] == 2  # the one made above
         assert client.get("/v1/tokens").json()["tokens"] == []
+        assert client.get("/v1/sys/keyring").json()["term"] == 1
 
 
 @pytest.mark.parametrize("sync", ["changes", "full"])

@@ -1,7 +1,6 @@
 """Aliases of AWS KMS's API: `alias/<name>` -> a key's native name. An alias goes with its key
 when the key is destroyed."""
 
-import builtins
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,21 +74,6 @@ class KmsAliasRepository:
         with self._session.transaction(write=False) as cursor:
             cursor.execute(f"{query} ORDER BY name LIMIT ?", (*args, limit))
             return [_alias(row) for row in cursor.fetchall()]
-
-    def of_keys(self, key_names: builtins.list[str]) -> dict[str, builtins.list[str]]:
-        """The aliases of each of `key_names`."""
-        found: dict[str, builtins.list[str]] = {}
-        if not key_names:
-            return found
-        marks = ", ".join("?" * len(key_names))
-        with self._session.transaction(write=False) as cursor:
-            cursor.execute(
-                f"SELECT name, key_name FROM kms_aliases WHERE key_name IN ({marks}) ORDER BY name",
-                tuple(key_names),
-            )
-            for name, key_name in cursor.fetchall():
-                found.setdefault(key_name, []).append(name)
-        return found
 
 
 def _exists(cursor: Cursor, name: str) -> bool:

@@ -24,11 +24,12 @@ _BLOCK = re.compile(
 _COMMENT = re.compile(r"(#|//)[^\n]*")
 _CAPABILITIES = {"create", "read", "update", "patch", "delete", "list", "sudo", "deny"}
 _WRITE = {"create", "update"}
+# The capabilities that write on an admin path (`_grants_admin`).
+_ADMIN_WRITE = {"create", "update", "patch", "delete", "sudo"}
 # Transit's verbs at `transit/<verb>/<key>`: the capability they need and what they allow.
 _TRANSIT = {
     "encrypt": (_WRITE, (Operation.ENCRYPT,)),
     "decrypt": (_WRITE, (Operation.DECRYPT,)),
-    "rewrap": (_WRITE, (Operation.ENCRYPT, Operation.DECRYPT)),
     "sign": (_WRITE, (Operation.SIGN,)),
     "verify": (_WRITE, (Operation.VERIFY,)),
     "hmac": (_WRITE, (Operation.HMAC,)),
@@ -90,7 +91,8 @@ def parse(text: str) -> PolicyDocument:
             continue
         granted = _admin_operation(path)
         if granted is not None:
-            admin.add(granted)
+            if _grants_admin(path, granted, capabilities):
+                admin.add(granted)
             continue
         key, operations = _transit(path, capabilities)
         by_operations.setdefault(tuple(sorted(op.value for op in operations)), []).append(key)
@@ -110,8 +112,28 @@ def _admin_operation(path: str) -> AdminOperation | None:
     return None
 
 
+def _grants_admin(path: str, operation: AdminOperation, capabilities: set[str]) -> bool:
+    """Whether a block on an admin path grants its admin operation: every capability given
+    on `audit` (reading and verifying are all it is); on the others, which write too, a write
+    capability. A block that only reads them is refused: the operation would give it writes
+    Vault does not."""
+    if not capabilities:
+        return False
+    if operation == AdminOperation.AUDIT or capabilities & _ADMIN_WRITE:
+        return True
+    raise invalid_input(
+        f'path "{path}": reading alone does not map: the admin operation {operation.value!r} '
+        "reads and writes together"
+    )
+
+
 def _transit(path: str, capabilities: set[str]) -> tuple[str, tuple[Operation, ...]]:
     parts = path.split("/")
+    if parts[:2] == ["transit", "rewrap"]:
+        raise invalid_input(
+            f'path "{path}": rewrap does not map: here it needs decrypt, which Vault\'s rewrap '
+            "does not give (grant transit/decrypt and transit/encrypt on the keys for it)"
+        )
     if len(parts) != 3 or parts[0] != "transit" or parts[1] not in _TRANSIT:
         raise invalid_input(
             f'path "{path}": only transit/<verb>/<key names> (verbs: {", ".join(_TRANSIT)}), '

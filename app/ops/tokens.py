@@ -163,7 +163,8 @@ def create(
     path: str = "auth/token/create",
 ) -> IssuedToken:
     """A token made by `maker` on `terms`: its child unless `orphan` (or made by the admin
-    token). 403 unless the maker may make tokens, and carries every policy it gives."""
+    token). 403 unless the maker may make tokens, carries every policy it gives and may do
+    every operation it gives on every key the given patterns match."""
     if not maker.may(AdminOperation.TOKENS):
         raise forbidden("making tokens needs the admin operation 'tokens'")
     if not maker.admin:
@@ -171,6 +172,14 @@ def create(
         extra = sorted(set(terms.policies) - granted)
         if extra:
             raise forbidden(f"the token lacks the policies it would give: {', '.join(extra)}")
+        lacking = [
+            f"{operation} on {pattern!r}"
+            for operation in terms.operations
+            for pattern in terms.key_patterns
+            if not maker.holds(Operation(operation), pattern)
+        ]
+        if lacking:
+            raise forbidden(f"the token lacks the scope it would give: {', '.join(lacking[:5])}")
     if not terms.policies and not terms.key_patterns:
         raise invalid_input("a token needs policies, or keys and operations")
     if bool(terms.key_patterns) != bool(terms.operations):

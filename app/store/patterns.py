@@ -11,6 +11,7 @@ form match exactly as `fnmatch.fnmatchcase` does, which stays the access decisio
 pattern outside the grammar (a token issued before it was checked) lists no key.
 """
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -96,6 +97,42 @@ def parse(glob: str) -> GlobParts:
     if wildcards > MAX_WILDCARDS:
         raise PatternError(f"{glob!r}: {wildcards} wildcards, where at most {MAX_WILDCARDS} are")
     return tuple(parts)
+
+
+def _characters(part: Part) -> frozenset[str]:
+    """The key-name characters a one-character part (literal, `?` or set) matches."""
+    if part.kind == "literal":
+        return frozenset(part.chars)
+    if part.kind == "one":
+        return NAME_CHARACTERS
+    inside = frozenset(c for c in NAME_CHARACTERS for a, b in part.ranges if a <= c <= b)
+    return NAME_CHARACTERS - inside if part.negated else inside
+
+
+def covers(outer: str, inner: str) -> bool:
+    """Whether every key name `inner` matches, `outer` matches too. Sound, not complete: a
+    `*` of `outer` may take any run of `inner`'s parts, any other part of `outer` one part of
+    `inner` whose characters it all takes; a True is proof, a False may be too cautious (either
+    glob outside the grammar: False)."""
+    try:
+        big, small = parse(outer), parse(inner)
+    except PatternError:
+        return False
+
+    @functools.cache
+    def match(i: int, j: int) -> bool:  # small[i:] within big[j:]
+        if j == len(big):
+            return i == len(small)
+        if big[j].kind == "any":
+            return match(i, j + 1) or (i < len(small) and match(i + 1, j))
+        return (
+            i < len(small)
+            and small[i].kind != "any"
+            and _characters(small[i]) <= _characters(big[j])
+            and match(i + 1, j + 1)
+        )
+
+    return match(0, 0)
 
 
 def usable(globs: Iterable[str]) -> list[GlobParts]:

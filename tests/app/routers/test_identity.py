@@ -7,6 +7,8 @@ import base64
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from app.ops.auth import Operation
+
 PLAINTEXT = base64.b64encode(b"x").decode()
 
 
@@ -63,6 +65,35 @@ def test_policies_grant_admin_operations_by_name(client: TestClient, app: FastAP
     assert child.json()["parent"] == maker["id"]
     assert client.delete(f"/v1/tokens/{maker['id']}").status_code == 204
     assert client.get(f"/v1/tokens/{child.json()['id']}").status_code == 404
+
+
+def test_a_token_maker_gives_no_scope_it_lacks(client: TestClient, app: FastAPI) -> None:
+    rules = [{"keys": ["orders-*"], "operations": ["encrypt", "public"]}]
+    client.post("/v1/policies/orders-maker", json={"admin": ["tokens"], "rules": rules})
+    bare = make_token(client, keys=["nothing"], operations=["read"], policies=["token-maker"])
+    maker = make_token(client, policies=["orders-maker"])
+    client.post("/v1/policies/token-maker", json={"admin": ["tokens"]})
+    with as_token(app, maker["token"]) as user:
+        for keys, operations in (
+            (["orders-eu"], ["encrypt"]),
+            (["orders-eu-*", "orders-us"], ["encrypt", "verify"]),  # public gives verify
+        ):
+            made = user.post("/v1/tokens", json={"keys": keys, "operations": operations})
+            assert made.status_code == 201, made.text
+        for keys, operations in (
+            (["*"], ["encrypt"]),
+            (["order*"], ["encrypt"]),
+            (["orders-eu"], ["decrypt"]),
+            (["orders-eu"], ["encrypt", "rotate"]),
+        ):
+            refused = user.post("/v1/tokens", json={"keys": keys, "operations": operations})
+            assert refused.status_code == 403, (keys, operations, refused.text)
+            assert "lacks the scope" in refused.json()["detail"]
+    # The admin operation `tokens` alone gives no key: it cannot make a token that has one.
+    every = [operation.value for operation in Operation]
+    with as_token(app, bare["token"]) as user:
+        refused = user.post("/v1/tokens", json={"keys": ["*"], "operations": every})
+        assert refused.status_code == 403, refused.text
 
 
 def test_the_audit_sys_and_backup_admin_operations_each_open_their_routes(
@@ -196,6 +227,15 @@ def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
         ('path "secret/data/x" { capabilities = ["read"] }', "only transit/<verb>"),
         ('path "transit/encrypt/x" { capabilities = ["deny"] }', "deny does not map"),
         ('path "transit/encrypt/x" { capabilities = ["update"] allowed_parameters = {} }', ""),
+        # Vault's rewrap gives no plaintext; here rewrap needs decrypt.
+        ('path "transit/rewrap/x" { capabilities = ["update"] }', "rewrap does not map"),
+        # Reading policies would be writing them here, and so granting anything.
+        ('path "sys/policies/acl/*" { capabilities = ["read", "list"] }', "reading alone"),
+        (
+            'path "auth/token/lookup" { capabilities = ["update"] }\n'
+            'path "sys/auth/*" { capabilities = ["read"] }',
+            "reading alone",
+        ),
     ):
         refused = client.put("/v1/sys/policies/acl/p", json={"policy": text})
         assert refused.status_code == 400, refused.text
@@ -211,6 +251,16 @@ def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
     native = client.get("/v1/policies/p").json()
     assert native["rules"] == [{"keys": ["orders-*"], "operations": ["encrypt"]}]
     assert native["admin"] == ["tokens"]
+    # Reading the audit trail is all `audit` is; a block with no capability grants nothing.
+    written = client.put(
+        "/v1/sys/policies/acl/q",
+        json={
+            "policy": 'path "sys/audit" { capabilities = ["read"] }\n'
+            'path "sys/mounts/*" { capabilities = [] }'
+        },
+    )
+    assert written.status_code == 204, written.text
+    assert client.get("/v1/policies/q").json()["admin"] == ["audit"]
 
 
 def test_vault_revoke_by_value_takes_the_callers_own_or_needs_the_tokens_operation(

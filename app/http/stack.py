@@ -81,5 +81,5 @@ class ServiceApp(LeanApp):
         transit = TransitMounts(
             operations, self.router, self.routes, lambda: self.state.services.mounts
         )
-        wrapper = ResponseWrapper(transit, lambda: self.state.services.wrapping)
+        wrapper = ResponseWrapper(transit, lambda: self.state.services)
         return AuthMountRouting(wrapper, lambda: self.state.services.auth_mounts)

@@ -21,6 +21,7 @@ from app.http.body import JsonAnswer, header
 from app.http.deps import audit_note
 from app.http.framework import ROUTE, route_path
 from app.http.vault import VaultRoute
+from app.ops import Services
 from app.ops.work import in_thread
 from app.ops.wrapping import ResponseWrapping
 
@@ -69,16 +70,17 @@ def _wrapped_accessor(answer: dict[str, Any]) -> str:
 class ResponseWrapper:
     """Wraps the answers of Vault routes to requests that ask for it (module docstring)."""
 
-    def __init__(self, app: ASGIApp, wrapping: Callable[[], ResponseWrapping]) -> None:
+    def __init__(self, app: ASGIApp, services: Callable[[], Services]) -> None:
         self.app = app
-        self._wrapping = wrapping
+        self._services = services
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or header(scope, WRAP_TTL) is None:
             await self.app(scope, receive, send)
             return
         path = route_path(scope)
-        wrapping = self._wrapping()
+        services = self._services()
+        wrapping = services.wrapping
         ttl = wrapping.ttl((header(scope, WRAP_TTL) or b"").decode("latin-1"))
         if not ttl or not path.startswith("/v1/"):
             await self.app(scope, receive, send)
@@ -101,8 +103,11 @@ class ResponseWrapper:
             return
         body = b"".join(m.get("body", b"") for m in held if m["type"] == "http.response.body")
         answer = json.loads(body) if len(body) <= wrapping.max_bytes else {}
+        note = audit_note(scope)
+        if not note.change:  # a read's answer: keeping it is a change of its own
+            await services.audit.admit_change(note)
         info = await in_thread(
             wrapping.wrap, body, path.removeprefix("/v1/"), ttl, _wrapped_accessor(answer)
         )
-        audit_note(scope).details["wrapping_accessor"] = info["accessor"]
+        note.details["wrapping_accessor"] = info["accessor"]
         await wrapped_answer(info)(scope, receive, send)

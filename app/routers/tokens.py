@@ -76,6 +76,7 @@ async def lookup_self(services: ServicesDep, caller: Caller) -> TokenOut:
     openapi_extra=json_body(TokenRenew),
 )
 async def renew_self(request: Request, services: ServicesDep, caller: Caller) -> TokenOut:
+    await services.audit.admit_change(audit_note(request.scope))
     return await _renew(request, services, partial(tokens.own, caller=caller))
 
 

@@ -79,6 +79,7 @@ async def lookup(request: Request) -> Response:
 )
 async def unwrap(request: Request) -> Response:
     token = await _wrapping_token(request)
+    await services(request).audit.admit_change(audit_note(request.scope))  # the token is spent
     record, wrapped = await _using(request, services(request).wrapping.unwrap, token)
     audit_note(request.scope).details.update(
         wrapping_accessor=record.accessor, creation_path=record.creation_path

@@ -137,6 +137,12 @@ def test_a_record_that_cannot_be_written_fails_its_request(tmp_path: Path) -> No
     writable = Settings(data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN)
     with TestClient(create_app(writable), headers=headers) as client:
         assert client.post("/v1/keys", json={"name": "a", "type": "aez"}).status_code == 201
+        scoped = client.post(
+            "/v1/tokens", json={"keys": ["a"], "operations": ["read"], "ttl_seconds": 600}
+        ).json()
+        wrap = {"X-Vault-Wrap-TTL": "60"}
+        wrapped = client.post("/v1/sys/wrapping/wrap", json={"x": "y"}, headers=wrap).json()
+        wrapping_token = wrapped["wrap_info"]["token"]
     # A full disk: the encryption is made, but its answer never leaves.
     full = writable.model_copy(update={"audit_file": Path("/dev/full")})
     with TestClient(create_app(full), headers=headers) as client:
@@ -160,14 +166,27 @@ def test_a_record_that_cannot_be_written_fails_its_request(tmp_path: Path) -> No
             client.post("/v1/keys/a/rotate"),
             client.post("/v1/tokens", json={"keys": ["*"], "operations": ["read"]}),
             client.post("/v1/sys/keyring/rotate"),
+            client.post(
+                "/v1/tokens/self/renew",
+                json={"increment_seconds": 3600},
+                headers={"Authorization": f"Bearer {scoped['token']}"},
+            ),
+            client.post("/v1/sys/wrapping/unwrap", json={"token": wrapping_token}),
+            client.post("/v1/sys/wrapping/wrap", json={"x": "z"}, headers=wrap),
+            client.get("/v1/auth/token/lookup-self", headers=wrap),
         ):
+            # Refused before the change (in Vault's error form on Vault's paths).
             assert answer.status_code == 503, answer.text
-            assert answer.json()["type"] == "urn:cipherd:problem:audit-unavailable"
+            assert "could not be written, so it was not carried out" in answer.text
     with TestClient(create_app(writable), headers=headers) as client:
         assert client.get("/v1/keys/b").status_code == 404
         assert client.get("/v1/keys/a").json()["latest_version"] == 2  # the one made above
-        assert client.get("/v1/tokens").json()["tokens"] == []
+        assert [t["id"] for t in client.get("/v1/tokens").json()["tokens"]] == [scoped["id"]]
         assert client.get("/v1/sys/keyring").json()["term"] == 1
+        assert client.get(f"/v1/tokens/{scoped['id']}").json()["expires_at"] == scoped["expires_at"]
+        # Not spent: the wrapped answer is still there, once.
+        unwrapped = client.post("/v1/sys/wrapping/unwrap", json={"token": wrapping_token})
+        assert unwrapped.json()["data"] == {"x": "y"}, unwrapped.text
 
 
 @pytest.mark.parametrize("sync", ["changes", "full"])

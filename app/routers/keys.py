@@ -141,8 +141,8 @@ async def create_key(request: Request, services: ServicesDep, principal: Caller)
     status_code=status.HTTP_201_CREATED,
     response_model=KeyOut,
     summary="Import a backup, or key material made elsewhere (BYOK) as a new key or a new "
-    "version (admin, or a token with create, and rotate for BYOK, for its name; a backup also "
-    "with the admin operation backup)",
+    "version (admin, or a token with create, and rotate for BYOK, for its name; a backup, "
+    "instead, with the admin operation backup)",
     responses={
         200: {"model": KeyOut, "description": "the material became a new version of the key"},
         409: {"description": "the name is taken (backup), or by a key of another type (BYOK)"},

@@ -1,6 +1,7 @@
 """The service's own keys: the keyring (`app.ops.root`) and the wrapping key (`app.ops.backup`),
 for a token allowed the admin operation `sys` (the wrapping key's public part also for
-`backup`); the admin token's rotation, for the admin token alone: its answer is the new one."""
+`backup`); the admin token's rotation, for the admin token (or a token with the `root` policy):
+its answer is the new one."""
 
 from typing import Annotated
 

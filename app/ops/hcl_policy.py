@@ -140,6 +140,11 @@ def _transit(path: str, capabilities: set[str]) -> tuple[str, tuple[Operation, .
             "the token, policy, auth, audit and mounts admin paths map onto this service's rules"
         )
     needed, operations = _TRANSIT[parts[1]]
+    if parts[1] == "keys" and capabilities - {"read", "list"}:
+        raise invalid_input(
+            f'path "{path}": only read maps on transit/keys: creating, changing and deleting '
+            "keys through Transit take the admin token here"
+        )
     if not capabilities & needed:
         return parts[2], ()
     if not re.match(KEY_PATTERN, parts[2]):

@@ -131,8 +131,8 @@ async def lookup(request: Request) -> Response:
 async def _by_accessor(request: Request) -> tuple[Any, VaultTokenRef]:
     """The stored token the body's `accessor` names (400 `invalid accessor` as Vault, if none),
     for a caller with the admin operation `tokens`, and the body."""
+    await vault_admin(request, AdminOperation.TOKENS)  # the token before the body
     body = await read_body(request, VaultTokenRef)
-    await vault_admin(request, AdminOperation.TOKENS)
     store = services(request).store
     record = await in_thread(vault_tokens.by_accessor, store, body.accessor)
     if record is None:

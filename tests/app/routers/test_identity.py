@@ -227,6 +227,8 @@ def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
         ('path "secret/data/x" { capabilities = ["read"] }', "only transit/<verb>"),
         ('path "transit/encrypt/x" { capabilities = ["deny"] }', "deny does not map"),
         ('path "transit/encrypt/x" { capabilities = ["update"] allowed_parameters = {} }', ""),
+        # Making keys through Transit takes the admin token here.
+        ('path "transit/keys/orders" { capabilities = ["create", "read"] }', "only read maps"),
         # Vault's rewrap gives no plaintext; here rewrap needs decrypt.
         ('path "transit/rewrap/x" { capabilities = ["update"] }', "rewrap does not map"),
         # Reading policies would be writing them here, and so granting anything.
@@ -261,6 +263,16 @@ def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
     )
     assert written.status_code == 204, written.text
     assert client.get("/v1/policies/q").json()["admin"] == ["audit"]
+
+
+def test_a_token_lookup_by_accessor_checks_the_token_before_the_body(
+    client: TestClient, app: FastAPI
+) -> None:
+    scoped = make_token(client, keys=["*"], operations=["read"])
+    with as_token(app, scoped["token"]) as user:
+        for path in ("lookup-accessor", "renew-accessor", "revoke-accessor"):
+            answer = user.post(f"/v1/auth/token/{path}", content=b"{not json")
+            assert answer.status_code == 403, (path, answer.text)
 
 
 def test_vault_revoke_by_value_takes_the_callers_own_or_needs_the_tokens_operation(

@@ -40,7 +40,6 @@ from app.ops.keyring import StoreCache, store_outage
 from app.ops.ratelimit import RateLimits
 from app.ops.work import SharedBlockingRead, SharedRead
 from app.store import AuthState, AwsCredential, KeyStore, StoreUnavailableError, TokenRecord
-from app.store.patterns import covers
 
 TOKEN_PREFIX = "cdt_"
 MAX_CACHED_TOKENS = 10_000
@@ -88,18 +87,14 @@ class Rule:
     patterns: tuple[str, ...]
     operations: frozenset[str]
 
-    def _gives(self, operation: Operation) -> bool:
+    def gives(self, operation: Operation) -> bool:
         return operation in self.operations or _IMPLIED.get(operation) in self.operations
 
     def allows(self, operation: Operation, key_name: str | None) -> bool:
-        return self._gives(operation) and (
+        return self.gives(operation) and (
             key_name is None
             or any(fnmatch.fnmatchcase(key_name, pattern) for pattern in self.patterns)
         )
-
-    def holds(self, operation: Operation, glob: str) -> bool:
-        """Whether it allows `operation` on every key `glob` matches."""
-        return self._gives(operation) and any(covers(pattern, glob) for pattern in self.patterns)
 
 
 @dataclass(frozen=True)
@@ -129,10 +124,11 @@ class Principal:
     def allows(self, operation: Operation, key_name: str | None) -> bool:
         return self.admin or any(rule.allows(operation, key_name) for rule in self.rules)
 
-    def holds(self, operation: Operation, glob: str) -> bool:
-        """Whether it may do `operation` on every key `glob` matches: what it may give a token
-        it makes."""
-        return self.admin or any(rule.holds(operation, glob) for rule in self.rules)
+    def patterns_for(self, operation: Operation) -> frozenset[str]:
+        """The key-name patterns of the keys it may do `operation` on (the admin: `*`)."""
+        if self.admin:
+            return frozenset({"*"})
+        return frozenset(p for rule in self.rules if rule.gives(operation) for p in rule.patterns)
 
     def may(self, operation: AdminOperation) -> bool:
         """Whether it may do the admin operation."""

@@ -71,8 +71,10 @@ def _members(glob: str, text: str) -> tuple[tuple[str, str], ...]:
     return tuple(ranges)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse(glob: str) -> GlobParts:
-    """The parts of `glob`, or `PatternError` if it is outside the grammar."""
+    """The parts of `glob`, or `PatternError` if it is outside the grammar (kept for the globs
+    used most: a token's are parsed again for each listing and each scope it gives)."""
     parts: list[Part] = []
     i = 0
     while i < len(glob):

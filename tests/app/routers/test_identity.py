@@ -89,6 +89,22 @@ def test_a_token_maker_gives_no_scope_it_lacks(client: TestClient, app: FastAPI)
             refused = user.post("/v1/tokens", json={"keys": keys, "operations": operations})
             assert refused.status_code == 403, (keys, operations, refused.text)
             assert "lacks the scope" in refused.json()["detail"]
+    # The comparison has a bound, checked before it begins.
+    held = [f"team-{n:03}-eu-west-*" for n in range(100)]
+    client.post(
+        "/v1/policies/wide",
+        json={"admin": ["tokens"], "rules": [{"keys": held, "operations": ["encrypt"]}]},
+    )
+    wide = make_token(client, policies=["wide"])
+    with as_token(app, wide["token"]) as user:
+        asked = [f"other-{n:03}-{'y' * 100}" for n in range(100)]
+        refused = user.post("/v1/tokens", json={"keys": asked, "operations": ["encrypt"]})
+        assert refused.status_code == 403, refused.text
+        assert "too wide to check" in refused.json()["detail"]
+        within = user.post(
+            "/v1/tokens", json={"keys": [held[7][:-1] + "eu"], "operations": ["encrypt"]}
+        )
+        assert within.status_code == 201, within.text
     # The admin operation `tokens` alone gives no key: it cannot make a token that has one.
     every = [operation.value for operation in Operation]
     with as_token(app, bare["token"]) as user:

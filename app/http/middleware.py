@@ -28,6 +28,7 @@ from app.http.operation import operation_id
 from app.http.problems import BodyMemoryFull, BodyTooLarge, problem_response
 from app.ops.audit import AuditNote, AuditRecord, AuditTrail
 from app.ops.audit.record import audit_unavailable
+from app.ops.auth import TOKEN_ID_PATTERN
 from app.ops.errors import Problem
 from app.server.logs import access_writer, request_id_var
 from app.server.metrics import REFUSED, count_request
@@ -39,6 +40,7 @@ log = logging.getLogger("cipherd.errors")
 CLIENT_CLOSED = 499
 
 _CLIENT_REQUEST_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")
+_TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 
 
 class RequestIds:
@@ -179,7 +181,9 @@ class AuditGate:
         name = note.key or scope.get(PATH_PARAMS, {}).get("name")
         token_id = scope.get(PATH_PARAMS, {}).get("token_id")
         if token_id is not None:
-            note.details.setdefault("token", _recordable(token_id))
+            # Not what a refused request put there: a token sent in place of its id is a secret.
+            shown = token_id if _TOKEN_ID.fullmatch(token_id) else "(not a token id)"
+            note.details.setdefault("token", shown)
         return AuditRecord(
             time=started_at,
             request_id=request_id,

@@ -160,6 +160,10 @@ def hash_token(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
+# A token's id as `new_token` draws it: what a path may name a token by.
+TOKEN_ID_PATTERN = r"^[0-9a-f]{16}$"
+
+
 def new_token() -> tuple[str, str]:
     """A fresh (token id, token) pair: the id is also the token's accessor."""
     token_id = secrets.token_hex(8)

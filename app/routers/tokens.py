@@ -12,12 +12,12 @@ from app.http.deps import Caller, ServicesDep, admin_of, audit_note
 from app.http.identity import note_token
 from app.http.operation import operation_id
 from app.ops import Services, tokens
-from app.ops.auth import AdminOperation, Principal
+from app.ops.auth import TOKEN_ID_PATTERN, AdminOperation, Principal
 from app.ops.tokens import TokenCreate, TokenCreated, TokenOut, TokenRenew
 from app.ops.work import in_thread
 
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"], generate_unique_id_function=operation_id)
-TokenId = Annotated[str, Path(pattern=r"^[0-9a-f]{16}$", description="the token's id (accessor)")]
+TokenId = Annotated[str, Path(pattern=TOKEN_ID_PATTERN, description="the token's id (accessor)")]
 Manager = Annotated[Principal, admin_of(AdminOperation.TOKENS)]
 Changer = Annotated[Principal, admin_of(AdminOperation.TOKENS, change=True)]
 

@@ -94,6 +94,16 @@ def test_unsigned_and_incomplete(server: Server) -> None:
     answer = httpx.post(server.url + "/", headers=headers, content=b"{}")
     assert answer.status_code == 400
     assert answer.json()["__type"] == "IncompleteSignatureException"
+    # Another scheme is named when it looks like one; a token in its place is not echoed.
+    for authorization, said in (
+        ("AWS4-HMAC-SHA1 Credential=x", "'AWS4-HMAC-SHA1'"),
+        ("cdt_FAKESECRETFAKESECRETFAKESECRET", "Unsupported AWS 'algorithm'"),
+        ("Bearer cdt_FAKESECRETFAKESECRETFAKESECRET", "Unsupported AWS 'algorithm'"),
+    ):
+        headers["Authorization"] = authorization
+        answer = httpx.post(server.url + "/", headers=headers, content=b"{}")
+        assert answer.json()["__type"] == "IncompleteSignatureException", answer.text
+        assert said in answer.json()["message"] and "FAKESECRET" not in answer.text
 
 
 def test_members_checked_by_the_server(server: Server) -> None:

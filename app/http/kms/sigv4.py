@@ -35,6 +35,7 @@ _USUAL = re.compile(
     r"SignedHeaders=(?P<headers>[a-z0-9;-]+), ?Signature=(?P<signature>[0-9a-f]{64})"
 )
 _SIGNATURE = re.compile(r"[0-9a-f]{64}")
+_ALGORITHM_NAME = re.compile(r"AWS[0-9]?-[A-Z0-9-]{1,32}")
 
 
 def incomplete(message: str) -> KmsError:
@@ -81,7 +82,9 @@ def parse_authorization(value: str | None) -> Authorization:
             )
     algorithm, _, rest = value.strip().partition(" ")
     if algorithm != ALGORITHM:
-        raise incomplete(f"Unsupported AWS 'algorithm': '{algorithm[:64]}'")
+        # Named only if it looks like one: a header of a token alone would echo the token.
+        named = f": '{algorithm}'" if _ALGORITHM_NAME.fullmatch(algorithm) else ""
+        raise incomplete(f"Unsupported AWS 'algorithm'{named}")
     fields: dict[str, str] = {}
     for part in rest.split(","):
         name, equals, content = part.strip().partition("=")

@@ -235,9 +235,16 @@ def test_a_name_from_the_path_is_cut_and_escaped_for_its_record(writable: TestCl
     record = AuditGate.record(scope, AuditNote(), "r-1", 0.0, 422)
     assert record is not None and record.key is not None
     assert record.key.startswith("a\\x00b") and len(record.key) == MAX_RECORDED_NAME + 3
-    token = _scope(writable.app, "/v1/tokens/{token_id}", "DELETE", token_id="t\x01")
-    record = AuditGate.record(token, AuditNote(), "r-2", 0.0, 404)
-    assert record is not None and record.details == {"token": "t\\x01"} and record.key is None
+    # A token id is kept; anything else a refused request put there (a token itself, sent in
+    # place of its id, is a secret) is not.
+    for sent, kept in (
+        ("0123456789abcdef", "0123456789abcdef"),
+        ("cdt_FAKESECRETFAKESECRETFAKESECRETFAKESECRET", "(not a token id)"),
+        ("t\x01", "(not a token id)"),
+    ):
+        token = _scope(writable.app, "/v1/tokens/{token_id}", "DELETE", token_id=sent)
+        record = AuditGate.record(token, AuditNote(), "r-2", 0.0, 404)
+        assert record is not None and record.details == {"token": kept} and record.key is None
 
 
 def test_what_is_not_under_v1_or_not_routed_has_no_record(writable: TestClient) -> None:

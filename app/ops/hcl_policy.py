@@ -12,14 +12,20 @@ it: a policy that cipherd would enforce otherwise than Vault is never stored.
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
 from app.ops.auth import AdminOperation, Operation
 from app.ops.errors import invalid_input
 from app.ops.policies import KEY_PATTERN, PolicyDocument, PolicyRule
 
 MAX_HCL_BYTES = 64 * 1024
 MAX_BLOCKS = 100
+# A block's capabilities hold no bracket or brace: a scan for them stops at the next block, so
+# an unclosed one costs its own length, not the rest of the text's.
 _BLOCK = re.compile(
-    r'path\s+"(?P<path>[^"\n]{1,256})"\s*\{\s*capabilities\s*=\s*\[(?P<caps>[^\]]*)\]\s*\}', re.S
+    r'path\s+"(?P<path>[^"\n]{1,256})"\s*\{\s*capabilities\s*=\s*'
+    r"\[(?P<caps>[^\]\[{}]*)\]\s*\}",
+    re.S,
 )
 _COMMENT = re.compile(r"(#|//)[^\n]*")
 _CAPABILITIES = {"create", "read", "update", "patch", "delete", "list", "sudo", "deny"}
@@ -96,11 +102,15 @@ def parse(text: str) -> PolicyDocument:
             continue
         key, operations = _transit(path, capabilities)
         by_operations.setdefault(tuple(sorted(op.value for op in operations)), []).append(key)
-    rules = [
-        PolicyRule.model_validate({"keys": keys, "operations": list(operations)})
-        for operations, keys in by_operations.items()
-        if operations
-    ]
+    try:
+        rules = [
+            PolicyRule.model_validate({"keys": keys, "operations": list(operations)})
+            for operations, keys in by_operations.items()
+            if operations
+        ]
+    except ValidationError as exc:
+        problem = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        raise invalid_input(f"a key-name pattern does not map: {problem[:200]}") from None
     return PolicyDocument(rules=rules, admin=sorted(admin), hcl=text)
 
 

@@ -1,7 +1,7 @@
 """The audit trail, read and checked by the admin: `GET /v1/audit` with filters, paged, and
 `POST /v1/audit/verify` (`app.ops.audit`)."""
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -56,6 +56,12 @@ def _statuses(outcome: str | None) -> tuple[int | None, int | None]:
     raise invalid_input("outcome: success, failure or a three-digit status")
 
 
+def _seconds(moment: datetime) -> float:
+    """A query's time in seconds since the epoch; one without an offset is UTC, the service's
+    time (not the host's, which could not place year 1)."""
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
 @router.get(
     "", response_model=AuditPage, summary="Audit records, oldest first (admin operation audit)"
 )
@@ -81,8 +87,8 @@ def list_audit(
         operation=operation,
         status_from=status_from,
         status_to=status_to,
-        since=None if since is None else since.timestamp(),
-        until=None if until is None else until.timestamp(),
+        since=None if since is None else _seconds(since),
+        until=None if until is None else _seconds(until),
         after=None if after is None else audit.page_start(services.store, after),
         limit=limit,
     )

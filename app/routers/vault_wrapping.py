@@ -8,12 +8,12 @@ counts, as a failed login does, toward the failed-authentication throttle of the
 address.
 """
 
-import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fastapi import Request, Response
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import from_json
 
 from app.http.deps import audit_note, services
 from app.http.vault import answer, caller, read_body, vault_body, vault_router, vault_token
@@ -111,7 +111,9 @@ async def _object(request: Request) -> dict[str, Any]:
     """The body as a JSON object (`{}` if empty)."""
     body = await request.body()
     try:
-        parsed = json.loads(body) if body.strip() else {}
+        # pydantic's parser, not `json`: it refuses nesting past its depth limit (a 400), where
+        # `json` recurses until the interpreter's limit, and the answer could not be written.
+        parsed = from_json(body) if body.strip() else {}
     except ValueError:
         raise invalid_input("the body is not JSON") from None
     if not isinstance(parsed, dict):

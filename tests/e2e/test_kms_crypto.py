@@ -756,3 +756,15 @@ def test_mac(server: Server, kms: Any, bits: int) -> None:
         400,
     )
     assert not hmac.compare_digest(made["Mac"], wrong)
+
+
+def test_grant_tokens_are_taken(server: Server, kms: Any) -> None:
+    """AWS's SDKs may send GrantTokens with any data call; there are no grants here, so they
+    are taken and change nothing (they were refused as `null`-only)."""
+    name = native_key(server, "kms-granted", "aes256-gcm")
+    grants = ["grant-token-1", "grant-token-2"]
+    blob = kms.encrypt(KeyId=name, Plaintext=MESSAGE, GrantTokens=grants)["CiphertextBlob"]
+    assert kms.decrypt(CiphertextBlob=blob, GrantTokens=grants)["Plaintext"] == MESSAGE
+    pair = kms.generate_data_key(KeyId=name, KeySpec="AES_256", GrantTokens=[])
+    assert len(pair["Plaintext"]) == 32
+    assert kms.describe_key(KeyId=name, GrantTokens=grants)["KeyMetadata"]["Enabled"] is True

@@ -21,7 +21,9 @@ MODULES = ("keys", "rotation", "deletion", "aliases", "tags", "crypto", "datakey
 
 # Fields of AWS's request shapes, with AWS's bounds.
 KeyIdField = Annotated[str, Field(min_length=1, max_length=2048)]
-GrantTokens = Annotated[list[Annotated[str, Field(max_length=8192)]], Field(max_length=10)] | None
+GrantTokenList = (
+    Annotated[list[Annotated[str, Field(max_length=8192)]], Field(max_length=10)] | None
+)
 
 
 class KmsRequest(BaseModel):

@@ -20,7 +20,7 @@ from pydantic import ConfigDict, Field
 from app.ops.aead import AeadKey
 from app.ops.auth import Operation
 from app.ops.kms import ciphertext, specs
-from app.ops.kms.actions import GrantTokens, KeyIdField, KmsCall, KmsRequest, action
+from app.ops.kms.actions import GrantTokenList, KeyIdField, KmsCall, KmsRequest, action
 from app.ops.kms.errors import KmsError, validation
 from app.ops.rsa import RsaKey
 from app.store import KeyMaterial, VersionNotFoundError
@@ -191,7 +191,7 @@ class EncryptRequest(BlobRequest):
     KeyId: KeyIdField
     Plaintext: PlaintextField
     EncryptionContext: Context = None
-    GrantTokens: GrantTokens = None
+    GrantTokens: GrantTokenList = None
     EncryptionAlgorithm: EncryptionAlgorithmField = SYMMETRIC
     DryRun: bool = False
 
@@ -212,7 +212,7 @@ async def encrypt(call: KmsCall, request: EncryptRequest) -> dict[str, Any]:
 class DecryptRequest(BlobRequest):
     CiphertextBlob: CiphertextBlobField
     EncryptionContext: Context = None
-    GrantTokens: GrantTokens = None
+    GrantTokens: GrantTokenList = None
     KeyId: KeyIdField | None = None
     EncryptionAlgorithm: EncryptionAlgorithmField = SYMMETRIC
     Recipient: dict[str, Any] | None = None
@@ -239,7 +239,7 @@ class ReEncryptRequest(BlobRequest):
     DestinationEncryptionContext: Context = None
     SourceEncryptionAlgorithm: EncryptionAlgorithmField = SYMMETRIC
     DestinationEncryptionAlgorithm: EncryptionAlgorithmField = SYMMETRIC
-    GrantTokens: GrantTokens = None
+    GrantTokens: GrantTokenList = None
     DryRun: bool = False
     DryRunModifiers: list[str] | None = None
 

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from app.ops.aead import AeadKey
 from app.ops.auth import Operation
-from app.ops.kms.actions import GrantTokens, KeyIdField, KmsCall, action
+from app.ops.kms.actions import GrantTokenList, KeyIdField, KmsCall, action
 from app.ops.kms.crypto import (
     SYMMETRIC,
     BlobRequest,
@@ -62,7 +62,7 @@ class DataKeyRequest(BlobRequest):
     EncryptionContext: Context = None
     NumberOfBytes: NumberOfBytesField | None = None
     KeySpec: KeySpecField | None = None
-    GrantTokens: GrantTokens = None
+    GrantTokens: GrantTokenList = None
     DryRun: bool = False
 
 
@@ -114,7 +114,7 @@ class DataKeyPairRequest(BlobRequest):
     EncryptionContext: Context = None
     KeyId: KeyIdField
     KeyPairSpec: KeyPairSpecField
-    GrantTokens: GrantTokens = None
+    GrantTokens: GrantTokenList = None
     DryRun: bool = False
 
 

@@ -16,7 +16,7 @@ from app.ops import keys
 from app.ops.auth import Operation
 from app.ops.keys import KeyCreate, KeyPatch
 from app.ops.kms import specs
-from app.ops.kms.actions import GrantTokens, KeyIdField, KmsCall, KmsRequest, action
+from app.ops.kms.actions import GrantTokenList, KeyIdField, KmsCall, KmsRequest, action
 from app.ops.kms.errors import KmsError, unsupported, validation
 from app.ops.kms.tags import TagList, checked_tags
 from app.ops.work import in_thread
@@ -91,7 +91,7 @@ async def create_key(call: KmsCall, request: CreateKeyRequest) -> dict[str, Any]
 
 class DescribeKeyRequest(KmsRequest):
     KeyId: KeyIdField
-    GrantTokens: GrantTokens = None
+    GrantTokens: GrantTokenList = None
 
 
 @action("DescribeKey")

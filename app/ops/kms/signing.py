@@ -17,7 +17,7 @@ from pydantic import Field
 from app.ops import envelope, keys
 from app.ops.auth import Operation
 from app.ops.kms import specs
-from app.ops.kms.actions import GrantTokens, KeyIdField, KmsCall, action
+from app.ops.kms.actions import GrantTokenList, KeyIdField, KmsCall, action
 from app.ops.kms.crypto import BlobRequest, b64, dry_run, usable
 from app.ops.kms.errors import KmsError, unsupported, validation
 from app.ops.mac import MacKey
@@ -96,7 +96,7 @@ class SignRequest(BlobRequest):
     KeyId: KeyIdField
     Message: MessageField
     MessageType: MessageTypeField = "RAW"
-    GrantTokens: GrantTokens = None
+    GrantTokens: GrantTokenList = None
     SigningAlgorithm: SigningAlgorithmField
     DryRun: bool = False
 
@@ -130,7 +130,7 @@ async def verify(call: KmsCall, request: VerifyRequest) -> dict[str, Any]:
 
 class GetPublicKeyRequest(BlobRequest):
     KeyId: KeyIdField
-    GrantTokens: GrantTokens = None
+    GrantTokens: GrantTokenList = None
 
 
 @action("GetPublicKey")
@@ -168,7 +168,7 @@ class MacRequest(BlobRequest):
     Message: MessageField
     KeyId: KeyIdField
     MacAlgorithm: MacAlgorithmField
-    GrantTokens: GrantTokens = None
+    GrantTokens: GrantTokenList = None
     DryRun: bool = False
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.http.deps import audit_note, services
@@ -32,6 +32,7 @@ from app.ops.auth import AdminOperation
 from app.ops.auth_mounts import FAMILIES, AuthMounts
 from app.ops.durations import Duration, Strings
 from app.ops.errors import Problem, invalid_input
+from app.ops.identity import POLICY_NAME
 from app.ops.work import in_thread
 from app.store import AuthMount
 
@@ -103,6 +104,15 @@ class RoleTokenFields(BaseModel):
     token_num_uses: int | None = Field(None, ge=0, le=1_000_000_000)
     token_no_default_policy: bool | None = None
     token_type: str | None = Field(None, max_length=16)
+
+    @field_validator("token_policies", "policies")
+    @classmethod
+    def _policy_names(cls, names: list[str] | None) -> list[str] | None:
+        """Checked when the role is written, not at its first login (which spends a use)."""
+        for name in names or ():
+            if name.strip() and not re.match(POLICY_NAME, name.strip()):
+                raise ValueError(f"policy name {name[:64]!r}: letters, digits, '_', '.', '@', '-'")
+        return names
 
 
 def login_role_routes(

@@ -13,7 +13,7 @@ from typing import Annotated, TypeVar
 from fastapi import Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.http.auth_mounts import administered_mount, auth_mount_of, login_router
+from app.http.auth_mounts import RoleTokenFields, administered_mount, auth_mount_of, login_router
 from app.http.deps import audit_note, services
 from app.http.identity import login_answer, login_refused
 from app.http.vault import (
@@ -68,29 +68,18 @@ async def _changed(
     return no_content()
 
 
-class ApproleRole(BaseModel):
+class ApproleRole(RoleTokenFields):
     """A role's fields to set; those not given keep their value (Vault's defaults for a new
     role)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     bind_secret_id: bool | None = None
     secret_id_bound_cidrs: Strings | None = None
     secret_id_num_uses: int | None = None
     secret_id_ttl: Duration | None = None
     local_secret_ids: bool | None = None
-    token_policies: Strings | None = None
-    policies: Strings | None = Field(None, description="the older name of token_policies")
-    token_ttl: Duration | None = None
-    token_max_ttl: Duration | None = None
-    token_explicit_max_ttl: Duration | None = None
-    token_period: Duration | None = None
     period: Duration | None = Field(None, description="the older name of token_period")
-    token_num_uses: int | None = None
-    token_no_default_policy: bool | None = None
     token_bound_cidrs: Strings | None = None
     token_strictly_bind_ip: bool | None = None
-    token_type: str | None = Field(None, max_length=16)
 
 
 @listing(router, "/role", "The AppRole roles of the mount")

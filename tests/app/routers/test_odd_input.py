@@ -62,3 +62,12 @@ def test_audit_dates_without_an_offset_are_utc_down_to_year_1(client: TestClient
     assert client.get("/v1/audit", params={"until": "0001-01-01"}).json()["records"] == []
     everything = client.get("/v1/audit", params={"since": "0001-01-01T00:00:00"}).json()
     assert everything["records"], everything
+
+
+def test_a_login_roles_policies_are_checked_when_it_is_written(client: TestClient) -> None:
+    """Not at its first login, which would spend a secret id's use to say so."""
+    for policies in (["bad name!"], [f"p{n}" for n in range(65)]):
+        refused = client.post("/v1/auth/approle/role/ci", json={"token_policies": policies})
+        assert refused.status_code == 400, refused.text
+    assert client.post("/v1/auth/approle/role/ci", json={"policies": ["orders"]}).status_code == 204
+    assert client.get("/v1/auth/approle/role/ci").json()["data"]["token_policies"] == ["orders"]

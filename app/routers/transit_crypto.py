@@ -27,6 +27,10 @@ from app.routers.transit_keys import TransitName
 router = vault_router("/v1/transit", "transit")
 # An item's fields whose size decides whether a single call runs on the event loop.
 _CARRIED = ("plaintext", "ciphertext", "input", "hmac", "signature")
+# OpenBao's warning when it does not take a `partial_failure_response_code`.
+_PARTIAL_FAILURE_REVERTED = (
+    "invalid HTTP response code override from partial_failure_response_code, reverting to 400"
+)
 
 
 class TransitDataRequest(TransitItem):
@@ -73,16 +77,29 @@ async def _run(
         results, failed = await in_thread(crypto.run_items, items, run)
     note_versions(request, results)
     if body.batch_input is not None:
-        status = 200
+        status, warnings = 200, None
         if failed:
-            succeeded = any("error" not in r for r in results)
+            status = 400
             code = body.partial_failure_response_code
-            status = code if succeeded and code and 1 <= code <= 599 else 400
-        return JsonAnswer(envelope(request, {"batch_results": results}), status_code=status)
+            if code is not None and any("error" not in r for r in results):
+                if carries_a_body(code):
+                    status = code
+                else:
+                    warnings = [_PARTIAL_FAILURE_REVERTED]
+        data = {"batch_results": results}
+        return JsonAnswer(envelope(request, data, warnings=warnings), status_code=status)
     result = results[0]
     if "error" in result:
         raise crypto.user_error(result["error"])
     return JsonAnswer(envelope(request, {f: result[f] for f in single_fields if f in result}))
+
+
+def carries_a_body(status: int) -> bool:
+    """Whether an answer of `status` may carry the batch's results. OpenBao takes any code from
+    1 to 599, but HTTP gives 1xx, 204, 205 and 304 no body: such an answer loses the results or
+    breaks the connection, so such a code falls back to 400, with OpenBao's warning for a code
+    it does not take."""
+    return 200 <= status <= 599 and status not in (204, 205, 304)
 
 
 def _carried_bytes(item: TransitItem) -> int:

@@ -17,12 +17,14 @@ restored back.
 import base64
 import binascii
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from app.ops.durations import MAX_SECONDS
 from app.ops.errors import Problem
 from app.ops.keytypes import KEY_TYPES
 from app.ops.transit import hmac_keys
@@ -51,6 +53,15 @@ _HKDF = 1
 _NANOSECONDS = 1_000_000_000
 # The largest backup a restore reads (a key of a few thousand versions).
 MAX_BACKUP_BYTES = 8 * 1024 * 1024
+# The largest version number a restore takes: what the store's INTEGER columns hold in
+# PostgreSQL; and its digits, so that no number is read past them.
+_MAX_VERSION = 2**31 - 1
+_VERSION_DIGITS = len(str(_MAX_VERSION))
+# The last second RFC 3339 can write (9999-12-31T23:59:59Z).
+_LAST_SECOND = 253_402_300_799
+_RFC3339 = re.compile(
+    r"(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})?", re.ASCII
+)
 
 
 def bad_backup(detail: str) -> Problem:
@@ -61,13 +72,41 @@ def _moment(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _seconds(text: Any, fallback: float) -> float:
-    if not isinstance(text, str) or text.startswith("0001-"):
-        return fallback
-    cut = text.rstrip("Z")
-    whole, _, fraction = cut.partition(".")
-    moment = datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp()
-    return moment + (float(f"0.{fraction}") if fraction.isdigit() else 0.0)
+def _created(entry: dict[str, Any], version: int, now: float) -> float:
+    """A version's creation time: its `time` (RFC 3339; Go's zero time, year 1, for none), else
+    its `creation_time` (Unix seconds), else now. A malformed one is a 400 naming the field,
+    not its value."""
+    text = entry.get("time")
+    if text is not None and not (isinstance(text, str) and text.startswith("0001-")):
+        moment = _rfc3339(text) if isinstance(text, str) else None
+        if moment is None:
+            raise bad_backup(f"version {version}: time is not an RFC 3339 time")
+        return moment
+    seconds = entry.get("creation_time")
+    if not seconds:
+        return now
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not 0 <= seconds <= _LAST_SECOND
+    ):
+        raise bad_backup(f"version {version}: creation_time is not a time in Unix seconds")
+    return float(seconds)
+
+
+def _rfc3339(text: str) -> float | None:
+    """The Unix time of an RFC 3339 time as Go writes one (up to nine digits of fraction, `Z`
+    or an offset; UTC without either), None when it is not one."""
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        return None
+    whole, fraction, zone = match.groups()
+    offset = "+00:00" if zone in (None, "Z", "z") else zone
+    try:
+        moment = datetime.fromisoformat(f"{whole}{offset}").timestamp()
+    except (ValueError, OverflowError):
+        return None
+    return moment + (float(f"0.{fraction}") if fraction else 0.0)
 
 
 _EMPTY_ENTRY: dict[str, Any] = {
@@ -191,7 +230,7 @@ def _document(backup: str) -> dict[str, Any]:
         raise bad_backup(f"a backup of at most {MAX_BACKUP_BYTES} bytes")
     try:
         document = json.loads(base64.b64decode(backup, validate=True))
-    except (binascii.Error, ValueError):
+    except (binascii.Error, ValueError, RecursionError):
         raise bad_backup("failed to decode the backup: not base64 of JSON") from None
     if not isinstance(document, dict) or not isinstance(document.get("policy"), dict):
         raise bad_backup("failed to decode the backup: no policy")
@@ -201,6 +240,30 @@ def _document(backup: str) -> dict[str, Any]:
 def _number(value: Any, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise bad_backup(f"{what} is not a positive integer")
+    return value
+
+
+def _version(text: Any) -> int:
+    """A version number of the backup's map of versions: from 1 to `_MAX_VERSION`, in ASCII
+    digits (read only when few enough)."""
+    if not (
+        isinstance(text, str)
+        and text.isascii()
+        and text.isdigit()
+        and len(text) <= _VERSION_DIGITS
+        and 1 <= int(text) <= _MAX_VERSION
+    ):
+        raise bad_backup(f"a version of the backup is not numbered from 1 to {_MAX_VERSION}")
+    return int(text)
+
+
+def _count(policy: dict[str, Any], field: str) -> int:
+    """A policy's field that is a non-negative integer (0 when absent or null)."""
+    value = policy.get(field)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise bad_backup(f"{field} is not a non-negative integer")
     return value
 
 
@@ -265,6 +328,22 @@ def _material(native: str, entry: dict[str, Any], version: int) -> tuple[bytes, 
         raise bad_backup(f"version {version}: {exc}") from None
 
 
+def _policies(policy: dict[str, Any], latest: int) -> KeyPolicies:
+    """The key's policies from the backup's, each checked to be one the store can hold."""
+    period = _count(policy, "auto_rotate_period") // _NANOSECONDS
+    if period > MAX_SECONDS:
+        raise bad_backup("auto_rotate_period is more than ten years")
+    min_decryption = _count(policy, "min_decryption_version")
+    if min_decryption > latest:
+        raise bad_backup("min_decryption_version is past the latest version")
+    return KeyPolicies(
+        deletion_protection=not policy.get("deletion_allowed", False),
+        min_decryption_version=max(min_decryption, 1),
+        min_encryption_version=min(_count(policy, "min_encryption_version"), latest),
+        auto_rotate_seconds=float(period) if period else None,
+    )
+
+
 def restore(store: KeyStore, name: str, backup: str, params: dict[str, Any]) -> KeyInfo:
     """Store the key a Transit backup holds as key `name` (`KeyExistsError` if taken): every
     version, its HMAC key and the key's settings. `params` are those of the native type's
@@ -273,7 +352,9 @@ def restore(store: KeyStore, name: str, backup: str, params: dict[str, Any]) -> 
     type_number = policy.get("type")
     transit = _TYPES_BY_NUMBER.get(type_number) if isinstance(type_number, int) else None
     if transit is None:
-        raise bad_backup(f"key type {policy.get('type')!r} is not one this service restores")
+        if isinstance(type_number, int) and 0 <= type_number < 100:
+            raise bad_backup(f"key type {type_number} is not one this service restores")
+        raise bad_backup("the backup's key type is not one this service restores")
     native = native_type(transit)
     derived = bool(policy.get("derived"))
     if derived and policy.get("kdf") != _HKDF:
@@ -283,17 +364,18 @@ def restore(store: KeyStore, name: str, backup: str, params: dict[str, Any]) -> 
     entries = policy.get("keys")
     if not isinstance(entries, dict) or not entries:
         raise bad_backup("the backup holds no key version")
-    if not all(isinstance(n, str) and n.isdigit() for n in entries):
-        raise bad_backup("a version of the backup is not numbered")
+    numbered = {_version(text): entry for text, entry in entries.items()}
+    if len(numbered) != len(entries):
+        raise bad_backup("two entries of the backup have the same version number")
+    policies = _policies(policy, max(numbered))
     versions = []
     hmac_of: dict[int, tuple[bytes, bytes]] = {}
     now = store.clock.now()
-    for number_text, entry in sorted(entries.items(), key=lambda kv: int(kv[0])):
-        number = int(number_text)
-        if not isinstance(entry, dict) or number < 1:
-            raise bad_backup(f"version {number_text!r} is not a key version")
+    for number, entry in sorted(numbered.items()):
+        if not isinstance(entry, dict):
+            raise bad_backup(f"version {number} is not a key version")
         secret, public = _material(native, entry, number)
-        created = _seconds(entry.get("time"), float(entry.get("creation_time") or now))
+        created = _created(entry, number, now)
         versions.append(RestoredVersion(number, created, secret, public))
         raw_hmac = entry.get("hmac_key")
         if isinstance(raw_hmac, str) and raw_hmac and native != "hmac":
@@ -306,14 +388,6 @@ def restore(store: KeyStore, name: str, backup: str, params: dict[str, Any]) -> 
     if policy.get("allow_plaintext_backup"):
         key_params["allow_backup"] = True
     key_params.update(hmac_keys.params_for(hmac_of))
-    latest = max(v.version for v in versions)
-    period = int(policy.get("auto_rotate_period") or 0) // _NANOSECONDS
-    policies = KeyPolicies(
-        deletion_protection=not policy.get("deletion_allowed", False),
-        min_decryption_version=max(int(policy.get("min_decryption_version") or 1), 1),
-        min_encryption_version=min(int(policy.get("min_encryption_version") or 0), latest),
-        auto_rotate_seconds=float(period) if period else None,
-    )
     return store.keys.restore_backup(
         name, native, key_params, bool(policy.get("exportable")), versions, policies
     )

@@ -36,7 +36,9 @@ from app.ops.versioned import VersionedKey
 from app.store import KeyNotFoundError, VersionNotFoundError
 
 PREFIX = "vault:v"
-_PREFIXED = re.compile(r"vault:v(\d+):(.*)", re.DOTALL)
+_PREFIXED = re.compile(r"vault:v([^:]*):(.*)", re.DOTALL)
+# The most digits of a `vault:v<N>:` version read as a number: a longer one names no version.
+_VERSION_DIGITS = 10
 # Transit's hash names -> hashlib's.
 HASHES = {
     "sha2-224": "sha224",
@@ -75,9 +77,19 @@ def named_versions(item: TransitItem) -> list[int]:
     named = [item.key_version] if item.key_version else []
     for text in (item.ciphertext, item.hmac, item.signature):
         match = _PREFIXED.match(text) if text else None
-        if match is not None:
-            named.append(int(match.group(1)) or 1)
+        version = version_number(match.group(1)) if match is not None else None
+        if version is not None:
+            named.append(version)
     return named
+
+
+def version_number(text: str) -> int | None:
+    """The version `vault:v<N>:` names (0 names the first), None when `N` is not a number of
+    at most `_VERSION_DIGITS` ASCII digits: int() would refuse thousands of digits or read
+    other scripts' digits, where Vault's parser refuses them all."""
+    if not (text.isascii() and text.isdigit() and len(text) <= _VERSION_DIGITS):
+        return None
+    return int(text) or 1
 
 
 def user_error(detail: str) -> Problem:
@@ -112,7 +124,9 @@ def unprefixed(text: str | None, what: str, latest: int) -> tuple[int, bytes]:
     match = _PREFIXED.fullmatch(text)
     if match is None:
         raise user_error(f"invalid {what}: wrong number of fields")
-    version = int(match.group(1)) or 1
+    version = version_number(match.group(1))
+    if version is None:
+        raise user_error(f"invalid {what}: version number could not be decoded")
     if version > latest:
         raise user_error(f"invalid {what}: version is too new")
     body = match.group(2)

@@ -16,7 +16,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, ValidationError
 
 from app.ops import keys
 from app.ops.durations import duration_seconds
@@ -168,10 +168,11 @@ def create(
         derived=body.derived,
         convergent=body.convergent_encryption,
     )
-    keys.create(store, request, settings)
     period = _period(body.auto_rotate_period)
-    if period:
-        keys.change_policy(store, None, name, KeyPatch(auto_rotate_seconds=period))
+    patch = key_patch(auto_rotate_seconds=period) if period else None
+    keys.create(store, request, settings)
+    if patch is not None:
+        keys.change_policy(store, None, name, patch)
     return store.keys.get(name), True
 
 
@@ -194,6 +195,24 @@ def upsert(
         create(store, name, body, settings)
 
 
+# Transit's names of the native policies a configuration sets under other names.
+_TRANSIT_FIELDS = {
+    "auto_rotate_seconds": "auto_rotate_period",
+    "deletion_protection": "deletion_allowed",
+}
+
+
+def key_patch(**fields: Any) -> KeyPatch:
+    """The native policy change of Transit's fields; a value the native bounds refuse is Vault's
+    400 naming the field by Transit's name (pydantic's message, which does not repeat it)."""
+    try:
+        return KeyPatch(**fields)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False, include_input=False)[0]
+        field = str(error["loc"][0]) if error["loc"] else "body"
+        raise invalid_input(f"{_TRANSIT_FIELDS.get(field, field)}: {error['msg']}") from None
+
+
 def _period(value: int | str | None) -> int | None:
     """An automatic rotation period in seconds (0: none), as Transit bounds it."""
     if value is None:
@@ -202,6 +221,8 @@ def _period(value: int | str | None) -> int | None:
         period = duration_seconds(value)
     except ValueError as exc:
         raise invalid_input(f"auto_rotate_period: {exc}") from None
+    except OverflowError:
+        raise invalid_input("auto_rotate_period: a duration is from 0 to ten years") from None
     if period and period < MIN_AUTO_ROTATE_SECONDS:
         raise invalid_input("auto rotate period must be 0 to disable or at least an hour")
     return period
@@ -215,7 +236,7 @@ def configure(store: KeyStore, keyring: Keyring, name: str, body: TransitKeyConf
     if body.exportable is False and current.exportable:
         raise invalid_input("cannot disable exportability after it has been enabled")
     period = _period(body.auto_rotate_period)
-    patch = KeyPatch(
+    patch = key_patch(
         min_decryption_version=body.min_decryption_version or None,
         min_encryption_version=body.min_encryption_version,
         deletion_protection=None if body.deletion_allowed is None else not body.deletion_allowed,

@@ -1,13 +1,16 @@
 """The signing keys of a JWT issuer, as its JWKS URL or OIDC discovery document gives them.
 
-A key set is fetched over HTTP(S) with a timeout and a size bound (`MAX_DOCUMENT_BYTES`), never
-following a redirect, and trusting the CA certificates a mount names (else the system's). Each
-process keeps one key set per source for `KEYS_CACHE_SECONDS`; a token whose `kid` the set does
-not hold makes it fetch again, at most once per `min_refetch_seconds` per source, so that a
-stream of tokens with unknown key ids costs the issuer one request per interval at most, while
-an issuer's key rotation is seen within that interval.
+A key set is fetched over HTTP(S) within a deadline for the whole fetch and a size bound
+(`MAX_DOCUMENT_BYTES`), never following a redirect, and trusting the CA certificates a mount
+names (else the system's). Each process keeps one key set per source for `KEYS_CACHE_SECONDS`; a
+token whose `kid` the set does not hold makes it fetch again, at most once per
+`min_refetch_seconds` per source, so that a stream of tokens with unknown key ids costs the
+issuer one request per interval at most, while an issuer's key rotation is seen within that
+interval. Errors and audit records show an issuer's URL without its userinfo and query
+(`shown_url`), where credentials may be.
 """
 
+import asyncio
 import json
 import ssl
 import threading
@@ -15,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from joserfc.errors import JoseError
@@ -23,9 +27,11 @@ from joserfc.jwk import Key, KeySet
 from app.ops.errors import Problem
 
 # Bounds on what an issuer may send: a document (a JWKS or a discovery document), the time to
-# fetch it, and the keys a set may hold.
+# connect or to wait for each read, the time for the whole fetch however slowly the issuer
+# answers, and the keys a set may hold.
 MAX_DOCUMENT_BYTES = 256 * 1024
 FETCH_TIMEOUT_SECONDS = 5.0
+FETCH_DEADLINE_SECONDS = 10.0
 MAX_KEYS = 100
 # How long a fetched key set is used before it is fetched again on its next use.
 KEYS_CACHE_SECONDS = 3600.0
@@ -51,10 +57,29 @@ class Source:
     discovery: bool = False
 
 
+def shown_url(url: str) -> str:
+    """A URL as errors and audit records show it: `scheme://host[:port]/path`, without the
+    userinfo, query and fragment, where a password or an access token may be."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(an invalid URL)"
+    if not parts.netloc:
+        return f"{parts.scheme[:16]}:(no host)" if parts.scheme else "(no host)"
+    if "@" in f"{parts.path}?{parts.query}#{parts.fragment}":
+        # A password holding an unencoded '/', '?' or '#' ends the authority early: the rest of
+        # it is in what follows, up to an '@'.
+        return f"{parts.scheme}://(hidden)"
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"[:200]
+
+
 def fetch_json(url: str, ca_pem: str) -> Any:
-    """The JSON document at `url` (IssuerUnreachable if it cannot be had within the bounds)."""
+    """The JSON document at `url` (IssuerUnreachable if it cannot be had within the bounds).
+    It runs in a worker thread, on an event loop of its own: one deadline then bounds the whole
+    fetch (connecting, the headers, the body), which per-read timeouts do not."""
+    shown = shown_url(url)
     if not url.startswith(("https://", "http://")):
-        raise IssuerUnreachable(f"{url[:200]}: not an http(s) URL")
+        raise IssuerUnreachable(f"{shown}: not an http(s) URL")
     verify: ssl.SSLContext | bool = True
     if ca_pem:
         try:
@@ -62,23 +87,33 @@ def fetch_json(url: str, ca_pem: str) -> Any:
         except (ssl.SSLError, ValueError):
             raise IssuerUnreachable("the CA PEM holds no usable certificate") from None
     try:
-        with (
-            httpx.Client(verify=verify, timeout=FETCH_TIMEOUT_SECONDS, trust_env=False) as client,
-            client.stream("GET", url, headers={"Accept": "application/json"}) as response,
-        ):
-            if response.status_code != 200:
-                raise IssuerUnreachable(f"{url[:200]}: HTTP {response.status_code}")
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > MAX_DOCUMENT_BYTES:
-                    raise IssuerUnreachable(f"{url[:200]}: over {MAX_DOCUMENT_BYTES} bytes")
-    except httpx.HTTPError as exc:
-        raise IssuerUnreachable(f"{url[:200]}: {type(exc).__name__}") from None
+        body = asyncio.run(_fetch(url, shown, verify, FETCH_DEADLINE_SECONDS))
+    except TimeoutError:
+        raise IssuerUnreachable(
+            f"{shown}: no complete answer within {FETCH_DEADLINE_SECONDS:g} s"
+        ) from None
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise IssuerUnreachable(f"{shown}: {type(exc).__name__}") from None
     try:
         return json.loads(body)
-    except ValueError:
-        raise IssuerUnreachable(f"{url[:200]}: not a JSON document") from None
+    except (ValueError, RecursionError):
+        raise IssuerUnreachable(f"{shown}: not a JSON document") from None
+
+
+async def _fetch(url: str, shown: str, verify: ssl.SSLContext | bool, deadline: float) -> bytes:
+    async with (
+        asyncio.timeout(deadline),
+        httpx.AsyncClient(verify=verify, timeout=FETCH_TIMEOUT_SECONDS, trust_env=False) as client,
+        client.stream("GET", url, headers={"Accept": "application/json"}) as response,
+    ):
+        if response.status_code != 200:
+            raise IssuerUnreachable(f"{shown}: HTTP {response.status_code}")
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > MAX_DOCUMENT_BYTES:
+                raise IssuerUnreachable(f"{shown}: over {MAX_DOCUMENT_BYTES} bytes")
+        return bytes(body)
 
 
 def discovered_jwks_url(discovery_url: str, ca_pem: str) -> tuple[str, str]:
@@ -87,12 +122,14 @@ def discovered_jwks_url(discovery_url: str, ca_pem: str) -> tuple[str, str]:
     base = discovery_url.rstrip("/")
     document = fetch_json(f"{base}/.well-known/openid-configuration", ca_pem)
     if not isinstance(document, dict):
-        raise IssuerUnreachable(f"{base[:200]}: the discovery document is not an object")
+        raise IssuerUnreachable(f"{shown_url(base)}: the discovery document is not an object")
     issuer, jwks_uri = document.get("issuer"), document.get("jwks_uri")
     if not isinstance(jwks_uri, str) or not isinstance(issuer, str):
-        raise IssuerUnreachable(f"{base[:200]}: the discovery document lacks issuer or jwks_uri")
+        raise IssuerUnreachable(
+            f"{shown_url(base)}: the discovery document lacks issuer or jwks_uri"
+        )
     if issuer.rstrip("/") != base:
-        raise IssuerUnreachable(f"{base[:200]}: the discovery document names another issuer")
+        raise IssuerUnreachable(f"{shown_url(base)}: the discovery document names another issuer")
     return issuer, jwks_uri
 
 
@@ -100,7 +137,7 @@ def key_set(document: Any, url: str) -> KeySet:
     """The signing keys of a JWKS document (keys for encryption and symmetric ones left out)."""
     entries = document.get("keys") if isinstance(document, dict) else None
     if not isinstance(entries, list) or len(entries) > MAX_KEYS:
-        raise IssuerUnreachable(f"{url[:200]}: not a JWKS of at most {MAX_KEYS} keys")
+        raise IssuerUnreachable(f"{shown_url(url)}: not a JWKS of at most {MAX_KEYS} keys")
     keys: list[Key] = []
     for entry in entries:
         if not isinstance(entry, dict) or entry.get("use", "sig") != "sig":
@@ -157,7 +194,7 @@ class IssuerKeys:
                 return cached.keys, cached.issuer
         elif recent and cached is None:
             raise IssuerUnreachable(
-                f"{source.url[:200]}: its keys could not be fetched less than "
+                f"{shown_url(source.url)}: its keys could not be fetched less than "
                 f"{self.min_refetch_seconds:g} s ago"
             )
         fetched = self._fetch(source, cached, force=False)

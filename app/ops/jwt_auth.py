@@ -15,6 +15,7 @@ metadata. A refusal says which check failed, never the token.
 
 import fnmatch
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -281,6 +282,11 @@ def _signed_claims(
         header = token.headers()
     except (JoseError, ValueError, UnicodeError):
         raise _invalid_token("the token is not a compact JWS") from None
+    if not isinstance(header, dict):
+        raise _invalid_token("the token is not a compact JWS")
+    crit = header.get("crit")
+    if crit is not None and not (isinstance(crit, list) and all(isinstance(c, str) for c in crit)):
+        raise _invalid_token("the token's crit is not a list of names")
     algs = config["jwt_supported_algs"] or list(SUPPORTED_ALGS)
     alg, kid = header.get("alg"), header.get("kid")
     if not isinstance(alg, str) or alg not in algs:
@@ -292,13 +298,13 @@ def _signed_claims(
         try:
             if jws.validate_compact(token, key, algorithms=[alg]):
                 break
-        except JoseError:
+        except (JoseError, ValueError, TypeError):
             continue
     else:
         raise _invalid_token("failed to verify id token signature")
     try:
         claims = _json_object(token.payload)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise _invalid_token("the token's claims are not a JSON object") from None
     return claims, issuer
 
@@ -321,7 +327,11 @@ def _check_times(claims: Mapping[str, Any], role: Mapping[str, Any], now: float)
     times = {}
     for name in ("exp", "nbf", "iat"):
         value = claims.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or (isinstance(value, float) and not math.isfinite(value))
+        ):
             raise _invalid_token(f"the token's {name} is not a number")
         times[name] = value
     if times["exp"] is None:

@@ -21,6 +21,7 @@ from app.http.vault import answer, no_content, read_body, vault_body
 from app.ops import jwt_auth
 from app.ops.durations import Strings
 from app.ops.errors import Problem
+from app.ops.jwks import shown_url
 from app.ops.work import in_thread
 
 router = login_router("jwt")
@@ -90,9 +91,11 @@ async def write_config(request: Request) -> Response:
 
 
 def _source_of(config: dict[str, Any]) -> str:
+    """The configuration's key source as the audit record names it: a URL without its userinfo
+    and query, which may hold credentials."""
     for field in ("jwks_url", "oidc_discovery_url"):
         if config[field]:
-            return f"{field}={config[field][:256]}"
+            return f"{field}={shown_url(config[field])}"
     return f"jwt_validation_pubkeys={len(config['jwt_validation_pubkeys'])}"
 
 

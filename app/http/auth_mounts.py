@@ -32,7 +32,7 @@ from app.ops.auth import AdminOperation
 from app.ops.auth_mounts import FAMILIES, AuthMounts
 from app.ops.durations import Duration, Strings
 from app.ops.errors import Problem, invalid_input
-from app.ops.identity import POLICY_NAME
+from app.ops.identity import checked_policy_name
 from app.ops.work import in_thread
 from app.store import AuthMount
 
@@ -108,10 +108,11 @@ class RoleTokenFields(BaseModel):
     @field_validator("token_policies", "policies")
     @classmethod
     def _policy_names(cls, names: list[str] | None) -> list[str] | None:
-        """Checked when the role is written, not at its first login (which spends a use)."""
+        """Checked when the role is written, not at its first login (which spends a use); a bad
+        name is `checked_policy_name`'s 400."""
         for name in names or ():
-            if name.strip() and not re.match(POLICY_NAME, name.strip()):
-                raise ValueError(f"policy name {name[:64]!r}: letters, digits, '_', '.', '@', '-'")
+            if name.strip():
+                checked_policy_name(name.strip())
         return names
 
 

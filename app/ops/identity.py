@@ -74,13 +74,17 @@ class IssuedToken:
     record: TokenRecord
 
 
+def checked_policy_name(name: str) -> str:
+    """`name`, if a policy may be named so (400 otherwise)."""
+    if not _POLICY_NAME.match(name):
+        raise invalid_input(f"policy name {name[:64]!r}: letters, digits, '_', '.', '@', '-'")
+    return name
+
+
 def policy_names(names: Sequence[str], no_default: bool) -> tuple[str, ...]:
     """The policies a token carries: `names` checked, without duplicates, sorted, with
     `default` unless `no_default` (or the token is root)."""
-    cleaned = sorted({name.strip() for name in names if name.strip()})
-    for name in cleaned:
-        if not _POLICY_NAME.match(name):
-            raise invalid_input(f"policy name {name[:64]!r}: letters, digits, '_', '.', '@', '-'")
+    cleaned = sorted({checked_policy_name(name.strip()) for name in names if name.strip()})
     if not no_default and ROOT_POLICY not in cleaned:
         cleaned = sorted({*cleaned, DEFAULT_POLICY})
     if len(cleaned) > MAX_POLICIES:

@@ -10,7 +10,6 @@ written or deleted) and `default` (carried by every token unless it was made wit
 until written; never deleted).
 """
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated
@@ -19,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.ops.auth import DEFAULT_POLICY, ROOT_POLICY, AdminOperation, Operation
 from app.ops.errors import Problem, invalid_input
-from app.ops.identity import POLICY_NAME
+from app.ops.identity import checked_policy_name
 from app.ops.keys import timestamp
 from app.store import KeyStore, PolicyRecord
 from app.store.patterns import PatternError, parse
@@ -98,15 +97,9 @@ def _out(record: PolicyRecord) -> PolicyOut:
     )
 
 
-def checked_name(name: str) -> str:
-    if not re.match(POLICY_NAME, name):
-        raise invalid_input(f"policy name {name[:64]!r}: letters, digits, '_', '.', '@', '-'")
-    return name
-
-
 def put(store: KeyStore, name: str, document: PolicyDocument) -> PolicyOut:
     """Create or replace the policy `name` (400 for `root`)."""
-    checked_name(name)
+    checked_policy_name(name)
     if name == ROOT_POLICY:
         raise invalid_input("cannot update the root policy")
     record = store.policies.put(name, document.model_dump(mode="json"), store.clock.now())

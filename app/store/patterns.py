@@ -101,6 +101,7 @@ def parse(glob: str) -> GlobParts:
     return tuple(parts)
 
 
+@functools.lru_cache(maxsize=1024)  # few distinct parts, asked for at every step of `covers`
 def _characters(part: Part) -> frozenset[str]:
     """The key-name characters a one-character part (literal, `?` or set) matches."""
     if part.kind == "literal":

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from joserfc import jwt
 from joserfc.jwk import ECKey, Key, RSAKey
 
-from tests.e2e.server import free_port
+from tests.e2e.server import free_port, http_server
 
 
 def new_key(kind: str = "RSA") -> Key:
@@ -128,12 +128,5 @@ def running_issuer() -> Iterator[Issuer]:
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the tests read the counts."""
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with http_server(port, Handler):
         yield issuer
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)

@@ -5,12 +5,14 @@ to a file (a pipe would fill and stall a server that logs at DEBUG). `start` ret
 /readyz answers 200 and, with several workers, every worker process is up and listening.
 """
 
+import http.server
 import os
 import signal
 import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -35,6 +37,20 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def http_server(port: int, handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[None]:
+    """`handler` answering on 127.0.0.1:`port`, in threads of this process, for the block."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
 
 
 def workers(pid: int) -> list[int]:

@@ -24,7 +24,7 @@ from app.ops.jwt_auth import config_of, verify
 from app.settings import Settings
 from tests.app.ops.test_jwt_auth import ROLE, good, refusal
 from tests.e2e.issuer import Issuer, new_key, public_pem
-from tests.e2e.server import free_port
+from tests.e2e.server import free_port, http_server
 
 PASSWORD = "pw-" + "s3cret" * 3
 ACCESS_TOKEN = "at-" + "t0ken" * 3
@@ -74,16 +74,11 @@ def serving(answer: Answer) -> Iterator[Served]:
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet."""
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield served
-    finally:
-        served.stopped.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with http_server(port, Handler):
+        try:
+            yield served
+        finally:
+            served.stopped.set()  # before the shutdown, which waits for a dripping answer
 
 
 def dripping(stopped: threading.Event, in_headers: bool) -> Answer:

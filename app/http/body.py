@@ -18,10 +18,12 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Scope
 
 from app.http.framework import query_parameters
-from app.ops.errors import Problem, invalid_input
+from app.ops.errors import Problem, first_errors, invalid_input
 from app.ops.work import compute
 
 OCTET_STREAM = "application/octet-stream"
+# The most errors a 422 lists; more are counted in one last entry.
+MAX_LISTED_ERRORS = 100
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 # Models that appear only through `json_body`, for the OpenAPI document's components.
@@ -191,9 +193,22 @@ async def read_json(
         # A large body is parsed in a thread: 32 MB of JSON takes the better part of a second.
         return await compute(len(body), model.model_validate_json, body)
     except ValidationError as exc:
-        raise RequestValidationError(
-            [{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]
-        ) from None
+        raise invalid_request(exc, "body") from None
+
+
+def invalid_request(exc: ValidationError, *where: str) -> RequestValidationError:
+    """FastAPI's 422 for `exc`, its errors located under `where` ("body", "query"): at most
+    MAX_LISTED_ERRORS of them, then one that counts the rest, so that a body of a million
+    unknown fields costs neither seconds to describe nor a million lines of answer."""
+    listed: list[dict[str, Any]] = [
+        {**error, "loc": (*where, *error["loc"])} for error in first_errors(exc, MAX_LISTED_ERRORS)
+    ]
+    unlisted = exc.error_count() - len(listed)
+    if unlisted:
+        listed.append(
+            {"loc": where, "msg": f"{unlisted:,} more errors, not listed", "type": "too_many"}
+        )
+    return RequestValidationError(listed)
 
 
 class JsonAnswer(JSONResponse):
@@ -236,6 +251,4 @@ def read_query(request: Request, model: type[ModelT], known_only: bool = False) 
     try:
         return model.model_validate(values)
     except ValidationError as exc:
-        raise RequestValidationError(
-            [{**error, "loc": ("query", *error["loc"])} for error in exc.errors()]
-        ) from None
+        raise invalid_request(exc, "query") from None

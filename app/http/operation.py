@@ -29,7 +29,6 @@ from functools import partial
 from typing import Any, Generic, TypeVar, cast, get_type_hints
 
 from fastapi import APIRouter, Request, Response
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -37,6 +36,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from app.http.batch import BatchResults, batch_request, check_batch_size
 from app.http.body import (
     binary_response,
+    invalid_request,
     is_raw,
     json_body,
     json_response,
@@ -187,9 +187,7 @@ def _check_key_name(name: str) -> None:
     try:
         _KEY_NAME_ADAPTER.validate_python(name)
     except ValidationError as exc:
-        raise RequestValidationError(
-            [{**error, "loc": ("path", "name")} for error in exc.errors()]
-        ) from None
+        raise invalid_request(exc, "path", "name") from None
 
 
 async def _key_call(request: Request, access: Access, batch: bool) -> KeyCall:

@@ -38,7 +38,7 @@ from pydantic import (
     ValidationError,
 )
 
-from app.ops.errors import Problem, invalid_input
+from app.ops.errors import Problem, first_errors, invalid_input
 from app.ops.fe_policy import SpanBasis, flatten
 from app.ops.keyring import Keyring
 from app.ops.keys import (
@@ -291,7 +291,10 @@ def _within(prefix: str) -> Iterator[None]:
 
 
 def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
+    described = first_errors(exc, 1)
+    if not described:
+        return f"{exc.error_count():,} errors"
+    error = described[0]
     where = ".".join(str(part) for part in error["loc"])
     return f"{where}: {error['msg']}" if where else str(error["msg"])
 

@@ -8,6 +8,9 @@ was wrong with the request. Details never contain secret material.
 
 from typing import Any
 
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
 from app.store import (
     DeletionProtectedError,
     KeyChangedError,
@@ -55,6 +58,19 @@ class Problem(Exception):
             "status": self.status,
             "detail": self.detail,
         }
+
+
+# A body can hold millions of errors (one per field a model refuses), and describing one takes
+# about 3 us: past this many, none is described, only counted.
+MAX_DESCRIBED_ERRORS = 10_000
+
+
+def first_errors(exc: ValidationError, limit: int) -> list[ErrorDetails]:
+    """Up to `limit` of a validation's errors, first first; none when there are more than
+    MAX_DESCRIBED_ERRORS (`exc.error_count()` says how many)."""
+    if exc.error_count() > MAX_DESCRIBED_ERRORS:
+        return []
+    return exc.errors(include_url=False)[:limit]
 
 
 def invalid_input(detail: str) -> Problem:

@@ -131,6 +131,17 @@ def test_unknown_action_member_and_body(server: Server) -> None:
     assert answer.json()["__type"] == "UnknownOperationException"
 
 
+def test_many_unknown_members_are_counted_and_ten_described(server: Server) -> None:
+    members = ", ".join(f'"M{i}": {i}' for i in range(4_000))
+    body = ("{" + members + "}").encode()
+    answer = signed_post(server, credentials(server), "TrentService.ListKeys", body)
+    assert answer.status_code == 400, answer.text
+    message = answer.json()["message"]
+    assert message.startswith("4000 validation errors detected: Value at 'M0'"), message
+    assert message.count("Value at") == 10
+    assert len(answer.content) < 2_000
+
+
 def test_revoking_the_token_revokes_its_key_pair(server: Server) -> None:
     creds = credentials(server)
     kms = kms_client(server, creds)

@@ -38,7 +38,7 @@ from app.http.operation import operation_id
 from app.http.problems import BodyMemoryFull, BodyTooLarge
 from app.ops import Services
 from app.ops.audit import AuditNote
-from app.ops.errors import unauthorized
+from app.ops.errors import first_errors, unauthorized
 from app.ops.kms.actions import Action, KmsCall, declared
 from app.ops.kms.errors import KmsError, kms_error, validation
 from app.ops.work import in_thread
@@ -166,13 +166,13 @@ def _members(action: Action, body: bytes) -> Any:
     try:
         return action.request.model_validate_json(body or b"{}")
     except ValidationError as exc:
-        errors = exc.errors()
         described = "; ".join(
             f"Value at '{'.'.join(str(p) for p in e['loc']) or 'body'}' failed to satisfy "
             f"constraint: {e['msg']}"
-            for e in errors[:10]
+            for e in first_errors(exc, 10)
         )
-        count = len(errors)
+        count = exc.error_count()
+        described = described or "too many to describe"
         raise validation(
             f"{count} validation error{'s' if count > 1 else ''} detected: {described}"
         ) from None

@@ -435,6 +435,29 @@ def test_a_field_the_operation_does_not_take_is_refused(
 
 
 @pytest.mark.parametrize(
+    ("path", "body", "fields", "listed", "last"),
+    [
+        ("/v1/keys", {"name": "k", "type": "aez"}, 150, 101, "50 more errors, not listed"),
+        ("/v1/keys", {"name": "k", "type": "aez"}, 20_000, 1, "20,000 more errors, not listed"),
+        ("/v1/aez/a/encrypt", {"plaintext": ""}, 20_000, 1, "20,000 more errors, not listed"),
+    ],
+)
+def test_a_body_of_many_unknown_fields_gets_a_short_422(
+    client: TestClient, path: str, body: dict[str, Any], fields: int, listed: int, last: str
+) -> None:
+    """Each refused field is an error: listed whole, a body of a million would take a minute to
+    describe and answer in hundreds of megabytes."""
+    client.post("/v1/keys", json={"name": "a", "type": "aez"})
+    response = client.post(path, json={**body, **{f"f{i}": i for i in range(fields)}})
+    assert response.status_code == 422, response.text
+    errors = response.json()["errors"]
+    assert len(errors) == listed
+    assert errors[-1] == {"loc": ["body"], "msg": last, "type": "too_many"}
+    assert len(response.content) < 20_000
+    assert client.get("/v1/keys/k").status_code == 404
+
+
+@pytest.mark.parametrize(
     ("path", "query", "field"),
     [
         ("/v1/ecies/k/encrypt", "version=1", "version"),

@@ -15,20 +15,19 @@ commands) work unchanged:
 """
 
 import functools
+import heapq
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query, Request, Response, Security
-from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader
-from pydantic import BaseModel, ValidationError
-from pydantic_core import from_json
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.types import Scope
 
-from app.http.body import EXTRA_SCHEMA_MODELS, JsonAnswer, body_bytes, header
+from app.http.body import EXTRA_SCHEMA_MODELS, JsonAnswer, body_bytes, header, invalid_request
 from app.http.deps import admin_access, bearer, bearer_token, principal_of, services
 from app.http.framework import ROUTE, HandlerRoute
 from app.ops.auth import AdminOperation, Principal
@@ -185,17 +184,26 @@ async def read_body(request: Request, model: type[ModelT]) -> ModelT:
     content = bytes(body.strip())
     if content == b"null":
         content = b""
+    reader = _reader(model)
     try:
-        parsed = model.model_validate_json(content) if content else model.model_validate({})
+        read = reader.model_validate_json(content) if content else reader.model_validate({})
     except ValidationError as exc:
-        raise RequestValidationError(
-            [{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]
-        ) from None
-    if content.startswith(b"{"):
-        given = from_json(content).keys()  # valid JSON: the model read it
-        if not given <= _taken(model) or given & request.path_params.keys():
-            _note_ignored(request, set(given), model)
-    return parsed
+        raise invalid_request(exc, "body") from None
+    fields = model.model_fields
+    taken = read.model_fields_set & fields.keys()  # the set also names the fields kept
+    given = {fields[name].alias or name for name in taken}.union(read.model_extra or ())
+    if not given <= _taken(model) or given & request.path_params.keys():
+        _note_ignored(request, given, model)
+    return model.model_construct(taken, **{name: getattr(read, name) for name in fields})
+
+
+@functools.cache
+def _reader(model: type[ModelT]) -> type[ModelT]:
+    """`model` keeping the fields it does not take, which the answer's warnings name: one parse
+    both validates a body and finds them (a second parse of 30 MB of JSON held the event loop
+    for seconds)."""
+    config = ConfigDict(extra="allow")  # the rest of model's configuration is inherited
+    return type(model.__name__, (model,), {"model_config": config, "__module__": model.__module__})
 
 
 @functools.cache
@@ -204,17 +212,27 @@ def _taken(model: type[BaseModel]) -> frozenset[str]:
     return frozenset(field.alias or name for name, field in model.model_fields.items())
 
 
+# The most names a warning lists: a body may carry a million fields no route takes.
+MAX_WARNED_NAMES = 100
+
+
+def _names(names: set[str]) -> str:
+    shown = " ".join(heapq.nsmallest(MAX_WARNED_NAMES, names))  # not all sorted: a million took 2 s
+    more = len(names) - MAX_WARNED_NAMES
+    return f"[{shown}] and {more:,} more" if more > 0 else f"[{shown}]"
+
+
 def _note_ignored(request: Request, given: set[str], model: type[BaseModel]) -> None:
-    from_path = sorted(given & set(request.path_params))
-    ignored = sorted(given - _taken(model) - set(request.path_params))
+    from_path = given & set(request.path_params)
+    ignored = given - _taken(model) - set(request.path_params)
     notes = []
     if from_path:
         notes.append(
             "Endpoint replaced the value of these parameters with the values captured from "
-            f"the endpoint's path: [{' '.join(from_path)}]"
+            f"the endpoint's path: {_names(from_path)}"
         )
     if ignored:
-        notes.append(f"Endpoint ignored these unrecognized parameters: [{' '.join(ignored)}]")
+        notes.append(f"Endpoint ignored these unrecognized parameters: {_names(ignored)}")
     if notes:
         request.state.vault_warnings = notes
 

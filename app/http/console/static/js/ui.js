@@ -62,6 +62,17 @@ export function ErrorNote({ error }) {
   </div>`;
 }
 
+// The end of a form that opens in place of a page's list (a new key, an imported one): its
+// action, held back while the task runs, the way back, and why the task failed. Success needs
+// no note here: the page moves to what the form made.
+export function SubmitOrCancel({ task, action, onCancel }) {
+  return html`<div class="actions">
+      <button type="submit" class="primary" disabled=${task.busy !== null}>${action}</button>
+      <button type="button" onClick=${onCancel}>Cancel</button>
+    </div>
+    <${ErrorNote} error=${task.error} />`;
+}
+
 export function Outcome({ task }) {
   if (task.error) return html`<${ErrorNote} error=${task.error} />`;
   return html`<p class="note done" role="status" aria-live="polite">${task.done ?? ""}</p>`;

@@ -2,7 +2,7 @@
 import { post } from "../api.js";
 import { html, useState } from "../lib.js";
 import { go, href } from "../router.js";
-import { ErrorNote, Field, useTask } from "../ui.js";
+import { Field, SubmitOrCancel, useTask } from "../ui.js";
 
 // A backup file is the body of POST /v1/keys/import: {"backup": "<base64>"}. Anything else is
 // refused here rather than sent.
@@ -43,10 +43,6 @@ export function ImportKey({ onCancel }) {
       <${Field} label="Name" value=${name} onValue=${setName} maxlength="128" spellcheck="false"
         pattern="[A-Za-z0-9][A-Za-z0-9._\\-]*" autocomplete="off" hint="empty: the name it was backed up under" />
     </div>
-    <div class="actions">
-      <button type="submit" class="primary" disabled=${task.busy !== null}>Import</button>
-      <button type="button" onClick=${onCancel}>Cancel</button>
-    </div>
-    <${ErrorNote} error=${task.error} />
+    <${SubmitOrCancel} task=${task} action="Import" onCancel=${onCancel} />
   </form>`;
 }

@@ -12,6 +12,7 @@ import {
   Heading,
   Loading,
   Pager,
+  SubmitOrCancel,
   Table,
   Time,
   useLoad,
@@ -164,10 +165,6 @@ function CreateKey({ onCancel }) {
       <${Check} label="Deletion protection" checked=${form.deletionProtection}
         onValue=${set("deletionProtection")} hint="deletion is refused until this is turned off" />
     </fieldset>
-    <div class="actions">
-      <button type="submit" class="primary" disabled=${task.busy !== null}>Create</button>
-      <button type="button" onClick=${onCancel}>Cancel</button>
-    </div>
-    <${ErrorNote} error=${task.error} />
+    <${SubmitOrCancel} task=${task} action="Create" onCancel=${onCancel} />
   </form>`;
 }

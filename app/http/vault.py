@@ -189,27 +189,23 @@ async def read_body(request: Request, model: type[ModelT]) -> ModelT:
         read = reader.model_validate_json(content) if content else reader.model_validate({})
     except ValidationError as exc:
         raise invalid_request(exc, "body") from None
-    fields = model.model_fields
-    taken = read.model_fields_set & fields.keys()  # the set also names the fields kept
-    given = {fields[name].alias or name for name in taken}.union(read.model_extra or ())
-    if not given <= _taken(model) or given & request.path_params.keys():
-        _note_ignored(request, given, model)
-    return model.model_construct(taken, **{name: getattr(read, name) for name in fields})
+    extra = read.model_extra or {}
+    given = read.model_fields_set  # the fields it takes and those it keeps
+    if not extra and given.isdisjoint(request.path_params):
+        return read  # no warning, and nothing kept that the route could see
+    _note_ignored(request, given, model)
+    values = {name: getattr(read, name) for name in model.model_fields}
+    return model.model_construct(given - extra.keys(), **values)
 
 
 @functools.cache
 def _reader(model: type[ModelT]) -> type[ModelT]:
     """`model` keeping the fields it does not take, which the answer's warnings name: one parse
     both validates a body and finds them (a second parse of 30 MB of JSON held the event loop
-    for seconds)."""
+    for seconds). Its fields have no aliases: a client sends them by their names."""
+    assert all(field.alias is None for field in model.model_fields.values()), model
     config = ConfigDict(extra="allow")  # the rest of model's configuration is inherited
     return type(model.__name__, (model,), {"model_config": config, "__module__": model.__module__})
-
-
-@functools.cache
-def _taken(model: type[BaseModel]) -> frozenset[str]:
-    """The body fields `model` takes, by the names a client sends."""
-    return frozenset(field.alias or name for name, field in model.model_fields.items())
 
 
 # The most names a warning lists: a body may carry a million fields no route takes.
@@ -224,7 +220,7 @@ def _names(names: set[str]) -> str:
 
 def _note_ignored(request: Request, given: set[str], model: type[BaseModel]) -> None:
     from_path = given & set(request.path_params)
-    ignored = given - _taken(model) - set(request.path_params)
+    ignored = given - model.model_fields.keys() - set(request.path_params)
     notes = []
     if from_path:
         notes.append(

@@ -163,24 +163,35 @@ def _transit(path: str, capabilities: set[str]) -> tuple[str, tuple[Operation, .
 
 
 def render(document: dict[str, Any]) -> str:
-    """A policy written natively, as the Vault policy that says the same."""
+    """A policy written natively, as the Vault policy that says the same. What no path here
+    can say (FE's keygen, `public`, key management, `backup`) is listed in a closing comment:
+    read as text, the policy never shows less than it grants."""
     if document.get("hcl"):
         return str(document["hcl"])
     verbs = {ops: verb for verb, (_, ops) in _TRANSIT.items() if len(ops) == 1}
-    blocks = []
+    blocks, unsaid = [], []
     for rule in document.get("rules", ()):
+        keys, pathless = rule["keys"], []
         for operation in rule["operations"]:
             verb = verbs.get((Operation(operation),))
             if verb is None:
-                continue  # an operation with no Transit path (FE's keygen, `public`)
+                pathless.append(operation)
+                continue
             capability = "read" if verb == "keys" else "update"
-            for key in rule["keys"]:
+            for key in keys:
                 blocks.append(_block(f"transit/{verb}/{key}", [capability]))
+        if pathless:
+            unsaid.append(f"{', '.join(pathless)} on the keys {' '.join(keys)}")
     admin_paths = {op: path for path, op in _ADMIN.items()}
     for operation in document.get("admin", ()):
         path = admin_paths.get(AdminOperation(operation))
-        if path is not None:
-            blocks.append(_block(f"{path}/*", ["create", "read", "update", "delete", "list"]))
+        if path is None:
+            unsaid.append(f"the admin operation {operation}")
+            continue
+        blocks.append(_block(f"{path}/*", ["create", "read", "update", "delete", "list"]))
+    if unsaid:
+        lines = "\n".join(f"#   {grant}" for grant in unsaid)
+        blocks.append(f"# The policy also grants, with no path that says it:\n{lines}")
     return "\n\n".join(blocks)
 
 

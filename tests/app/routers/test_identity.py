@@ -281,6 +281,21 @@ def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
     assert client.get("/v1/policies/q").json()["admin"] == ["audit"]
 
 
+def test_a_native_policy_read_as_hcl_names_what_no_path_says(client: TestClient) -> None:
+    document = {
+        "rules": [{"keys": ["orders-*"], "operations": ["encrypt", "rotate", "keygen"]}],
+        "admin": ["tokens", "backup"],
+    }
+    assert client.post("/v1/policies/p", json=document).status_code == 200
+    text = client.get("/v1/sys/policies/acl/p").json()["data"]["policy"]
+    assert 'path "transit/encrypt/orders-*" {\n  capabilities = ["update"]\n}' in text
+    assert text.endswith(
+        "# The policy also grants, with no path that says it:\n"
+        "#   rotate, keygen on the keys orders-*\n"
+        "#   the admin operation backup"
+    )
+
+
 def test_a_token_lookup_by_accessor_checks_the_token_before_the_body(
     client: TestClient, app: FastAPI
 ) -> None:

@@ -47,7 +47,7 @@ CRYPTO_SECONDS = Histogram(
 REFUSED = Counter(
     "cipherd_refused",
     "connections and requests refused by a bound, by reason: connection-limit, head-timeout, "
-    "body-timeout, body-memory, auth-throttle, token-rate",
+    "head-too-large, body-timeout, body-memory, auth-throttle, token-rate",
     ["reason"],
 )
 CACHE_EVENTS = Counter(

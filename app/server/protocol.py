@@ -8,7 +8,9 @@ memory without ever authenticating. Here a connection that has not sent its whol
 CIPHERD_HEAD_TIMEOUT_SECONDS is answered 408 and closed, so is one whose body stalls for
 CIPHERD_BODY_TIMEOUT_SECONDS or arrives slower than CIPHERD_MIN_BODY_BYTES_PER_SECOND on
 average (after that same grace), and a connection past CIPHERD_MAX_CONNECTIONS is answered 503
-with Retry-After and closed at once.
+with Retry-After and closed at once. A head longer than CIPHERD_MAX_HEAD_BYTES is answered 431
+and closed as it arrives: httptools joins a header's pieces one by one, so reading a long one costs
+the square of its length (a 128 MB header held a worker for 20 s).
 """
 
 import asyncio
@@ -25,6 +27,7 @@ from app.settings import get_settings
 # How often every connection's deadlines are checked: a head or a body's pace is refused at most
 # this much after its bound.
 _SWEEP_SECONDS = 1.0
+_HEAD_END = b"\r\n\r\n"
 # Writes up to this size wait for the end of the event loop's turn, to leave with the next.
 _COALESCE_BYTES = 64 << 10
 
@@ -144,6 +147,7 @@ class BoundedHttpToolsProtocol(WatchedConnection):
         super().__init__(*args, **kwargs)
         settings = get_settings()
         self._head_seconds = settings.head_timeout_seconds
+        self._max_head_bytes = settings.max_head_bytes
         self._body_seconds = settings.body_timeout_seconds
         self._min_rate = settings.min_body_bytes_per_second
         self._max_connections = settings.max_connections
@@ -153,6 +157,8 @@ class BoundedHttpToolsProtocol(WatchedConnection):
             deadlines = _deadlines[loop] = _Deadlines(loop)
         self._deadlines = deadlines
         self._head_since: float | None = None  # a head is awaited since then
+        self._head_bytes: int | None = 0  # of the head awaited; None in a body
+        self._head_tail = b""  # the last bytes of the head so far, where its end may begin
         self._in_body = False
         self._body_started = 0.0
         self._body_last = 0.0
@@ -165,6 +171,28 @@ class BoundedHttpToolsProtocol(WatchedConnection):
 
     def transport_for(self, transport: asyncio.Transport) -> asyncio.Transport:
         return _CoalescedWrites(transport, self.event_loop)  # type: ignore[return-value]  # a transport in all uvicorn calls
+
+    def arrived(self, data: bytes) -> bool:
+        if self._head_bytes is None:
+            return True
+        if _HEAD_END in self._head_tail + data[:3] or _HEAD_END in data:
+            return True  # the head ends here: the parser reads at most this piece more
+        self._head_bytes += len(data)
+        self._head_tail = data[-3:]
+        if self._head_bytes <= self._max_head_bytes:
+            return True
+        if self.transport.is_closing():
+            return False
+        REFUSED.labels("head-too-large").inc()
+        self._refuse(
+            "431 Request Header Fields Too Large",
+            "head-too-large",
+            "Request head too large",
+            f"the request line and headers take at most {self._max_head_bytes} bytes "
+            "(CIPHERD_MAX_HEAD_BYTES)",
+            retry=False,
+        )
+        return False
 
     def opened(self, connections: int) -> None:
         if connections > self._max_connections:
@@ -189,7 +217,7 @@ class BoundedHttpToolsProtocol(WatchedConnection):
             self._head_since = time.monotonic()
 
     def head_ended(self) -> None:
-        self._head_since = None
+        self._head_since = self._head_bytes = None
 
     def body_begun(self) -> None:
         self._in_body = True
@@ -202,6 +230,7 @@ class BoundedHttpToolsProtocol(WatchedConnection):
 
     def message_ended(self) -> None:
         self._in_body = False
+        self._head_bytes, self._head_tail = 0, b""
 
     def check_deadlines(self, now: float, stalled: float) -> None:
         """Called by the loop's sweep: refuse a head or a body that is too slow, the `stalled`

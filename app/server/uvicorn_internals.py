@@ -116,6 +116,10 @@ class WatchedConnection(HttpToolsProtocol):
 
     # The steps.
 
+    def arrived(self, data: bytes) -> bool:
+        """`data` arrived on the connection; False drops it unread (the connection is closed)."""
+        return True
+
     def opened(self, connections: int) -> None:
         """The connection is made; with it, this worker holds `connections`."""
 
@@ -174,6 +178,8 @@ class WatchedConnection(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if not self.arrived(data):
+            return
         if self._between_requests:
             data, self._held = self._held + data, b""
             if len(data) < len(_LIST) and _LIST.startswith(data):

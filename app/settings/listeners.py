@@ -55,6 +55,14 @@ class ListenerSettings(BaseModel):
         description="The largest request body of any other type (JSON): parsing one costs far "
         "more per byte than raw bytes do.",
     )
+    max_head_bytes: int = Field(
+        64 * 1024,
+        ge=1024,
+        le=16 * 1024 * 1024,
+        description="The longest request head (request line and headers); a longer one is "
+        "answered 431 and closed as it arrives. Clients send a few kilobytes; reading a head "
+        "costs the square of its length.",
+    )
     head_timeout_seconds: Interval = Field(
         15.0,
         description="A connection that has not sent a whole request head within this is "

@@ -376,6 +376,43 @@ def test_row3_slow_heads_and_bodies_are_closed_and_connections_bounded(
     assert 'cipherd_refused_total{reason="body-timeout"} 1.0' in metrics
 
 
+def _send_head(server: Server, header_bytes: int) -> tuple[bytes, int]:
+    """A GET /healthz whose one header holds `header_bytes`, sent in 64 KiB writes until the
+    server answers or closes; the answer, and how many header bytes went out."""
+    sock = socket.create_connection(("127.0.0.1", _port(server)))
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Padding: ")
+    sent = 0
+    with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+        while sent < header_bytes:
+            sock.sendall(b"a" * min(65536, header_bytes - sent))
+            sent += min(65536, header_bytes - sent)
+            sock.settimeout(0.02)
+            with contextlib.suppress(TimeoutError):
+                if sock.recv(1, socket.MSG_PEEK):
+                    break  # answered before the head was over
+        else:
+            sock.sendall(b"\r\n\r\n")
+    answer = _answer_or_close(sock, 10)
+    sock.close()
+    return answer, sent
+
+
+def test_row3_a_request_head_over_its_bound_is_refused_as_it_arrives(server: Server) -> None:
+    """httptools joins a header's pieces one by one: a 128 MB header held a worker for 20 s.
+    A head over CIPHERD_MAX_HEAD_BYTES (64 KiB) is answered 431 once its bytes pass the bound,
+    without a token; one just under it is read as ever."""
+    answer, _ = _send_head(server, 60_000)
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    answer, sent = _send_head(server, 32 * 1024 * 1024)
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+    assert b"head-too-large" in answer
+    assert sent <= 1024 * 1024  # refused within a few writes of the bound, not at the end
+    with server.client() as client:
+        assert client.get("/healthz").status_code == 200
+        metrics = client.get("/metrics").text
+    assert 'cipherd_refused_total{reason="head-too-large"} 1.0' in metrics
+
+
 def test_row3_a_stalled_worker_does_not_blame_its_clients_for_the_stall(
     bounded_server: Server,
 ) -> None:

@@ -211,3 +211,62 @@ def test_token_rate(server: Server) -> None:
             codes.append(exc.response["Error"]["Code"])
     assert codes[0] == "ok"
     assert "ThrottlingException" in codes
+
+
+def _signing(server: Server, signed_headers: str, **extra: str) -> httpx.Response:
+    """`ListKeys` with a known access key id, a fresh X-Amz-Date, `SignedHeaders` as given and
+    a signature of zeros (no secret needed to ask this much of the server)."""
+    now = datetime.datetime.now(datetime.UTC)
+    headers = {
+        "X-Amz-Target": "TrentService.ListKeys",
+        "Content-Type": AMZ_JSON,
+        "X-Amz-Date": now.strftime("%Y%m%dT%H%M%SZ"),
+        "Authorization": (
+            f"AWS4-HMAC-SHA256 Credential={credentials(server).access_key_id}/"
+            f"{now:%Y%m%d}/eu-west-3/kms/aws4_request, "
+            f"SignedHeaders={signed_headers}, Signature={'0' * 64}"
+        ),
+        **extra,
+    }
+    return httpx.post(server.url + "/", headers=headers, content=b"{}", timeout=60)
+
+
+def _refused_as_malformed(answer: httpx.Response) -> None:
+    assert answer.status_code == 400, answer.text
+    assert answer.headers["content-type"] == AMZ_JSON
+    assert answer.json()["__type"] == "IncompleteSignatureException", answer.text
+    assert "SignedHeaders should list at most 64" in answer.json()["message"]
+
+
+def test_signed_headers_listed_twice_are_refused(server: Server) -> None:
+    """AWS lists each signed header once (botocore signs `sorted(set(names))`)."""
+    _refused_as_malformed(_signing(server, "host;host;x-amz-date"))
+    _refused_as_malformed(_signing(server, "content-type;host;x-amz-date;x-amz-date"))
+
+
+def test_unsorted_signed_headers_are_refused(server: Server) -> None:
+    _refused_as_malformed(_signing(server, "x-amz-date;host"))
+    _refused_as_malformed(_signing(server, "host;content-type;x-amz-date"))
+
+
+def test_more_signed_headers_than_the_bound_are_refused(server: Server) -> None:
+    names = [f"x-h{i:03d}" for i in range(62)]  # with host and x-amz-date, 64 names
+    extra = {name: "v" for name in names}
+    answer = _signing(server, ";".join(sorted(["host", "x-amz-date", *names])), **extra)
+    # 64 are read, and the zero signature is then wrong.
+    assert answer.json()["__type"] == "InvalidSignatureException", answer.text
+    assert "does not match" in answer.json()["message"]
+    names.append("x-h999")
+    extra["x-h999"] = "v"
+    _refused_as_malformed(
+        _signing(server, ";".join(sorted(["host", "x-amz-date", *names])), **extra)
+    )
+
+
+def test_one_header_listed_thousands_of_times_is_refused_before_any_work(server: Server) -> None:
+    """The probe's shape: a header of 5,000 bytes named 5,000 times in SignedHeaders would
+    make a canonical request of 25 MB (1.6 GB for 30,000); it is refused as malformed."""
+    started_at = datetime.datetime.now()
+    answer = _signing(server, "a;" * 5_000 + "host;x-amz-date", a="v" * 5_000)
+    _refused_as_malformed(answer)
+    assert datetime.datetime.now() - started_at < datetime.timedelta(seconds=10)

@@ -11,6 +11,7 @@ a captured request cannot be replayed later than that.
 import functools
 import hashlib
 import hmac
+import itertools
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,6 +23,11 @@ ALGORITHM = "AWS4-HMAC-SHA256"
 MAX_SKEW_SECONDS = 300
 # Derived signing keys kept per process (a key pair signing for one region a day uses one).
 SIGNING_KEYS_CACHED = 1024
+# Names a request may sign: botocore (so boto3, the AWS CLI and the AWS Encryption SDK) signs
+# every header it sends, five for KMS (content-type;host;x-amz-date;x-amz-security-token;
+# x-amz-target); 64 leaves room for a client's own headers and bounds the work done for a
+# request before its signature is checked.
+MAX_SIGNED_HEADERS = 64
 _DATE_FORMAT = "%Y%m%dT%H%M%SZ"
 _AMZ_DATE = re.compile(r"[0-9]{8}T[0-9]{6}Z")
 _REGION = re.compile(r"^[a-z0-9-]{1,64}$")
@@ -46,6 +52,21 @@ def invalid(message: str) -> KmsError:
     return KmsError("InvalidSignatureException", message)
 
 
+def _well_listed(signed: tuple[str, ...]) -> bool:
+    """Whether SignedHeaders names at most MAX_SIGNED_HEADERS headers, each once, sorted, as
+    AWS's algorithm lists them (botocore signs `sorted(set(names))`): each header's values
+    then appear once in the canonical request, which stays within the size of the request's
+    head."""
+    return len(signed) <= MAX_SIGNED_HEADERS and all(a < b for a, b in itertools.pairwise(signed))
+
+
+def _unlisted() -> KmsError:
+    return incomplete(
+        f"SignedHeaders should list at most {MAX_SIGNED_HEADERS} header names, each once, "
+        "sorted (lowercase)."
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Authorization:
     """A request's `Authorization: AWS4-HMAC-SHA256 Credential=..., SignedHeaders=...,
@@ -65,13 +86,14 @@ class Authorization:
 
 def parse_authorization(value: str | None) -> Authorization:
     """The parts of an Authorization header (IncompleteSignatureException when one is missing
-    or malformed, MissingAuthenticationTokenException when there is none)."""
+    or malformed, SignedHeaders among them when it is not at most MAX_SIGNED_HEADERS names,
+    each once, sorted; MissingAuthenticationTokenException when there is none)."""
     if not value:
         raise KmsError("MissingAuthenticationTokenException", "Missing Authentication Token")
     usual = _USUAL.fullmatch(value)
     if usual is not None and _ACCESS_KEY_ID.fullmatch(usual["key"]):
-        signed = tuple(usual["headers"].split(";"))
-        if "host" in signed:
+        signed = tuple(usual["headers"].split(";", MAX_SIGNED_HEADERS))
+        if "host" in signed and _well_listed(signed):
             return Authorization(
                 usual["key"],
                 usual["date"],
@@ -110,7 +132,9 @@ def parse_authorization(value: str | None) -> Authorization:
         )
     if not _DAY.fullmatch(date) or not _REGION.fullmatch(region):
         raise incomplete("Credential has a malformed date or region")
-    signed = tuple(fields["SignedHeaders"].lower().split(";"))
+    signed = tuple(fields["SignedHeaders"].lower().split(";", MAX_SIGNED_HEADERS))
+    if not _well_listed(signed):
+        raise _unlisted()
     if "host" not in signed:
         raise invalid("'Host' must be a 'SignedHeader' in the AWS Authorization.")
     if not _SIGNATURE.fullmatch(fields["Signature"]):
@@ -169,6 +193,8 @@ def canonical_request(
     """The canonical request of AWS's algorithm: the path as sent, URI-encoded once more (as
     AWS's SDKs sign every service but S3), the query's parameters as sent, sorted, the signed
     headers' values trimmed and joined, and the payload's SHA-256."""
+    if not _well_listed(signed_headers):
+        raise _unlisted()
     pairs = sorted(item.partition("=")[::2] for item in raw_query.split("&") if item)
     wanted = {name.encode("latin-1"): name for name in signed_headers}
     values: dict[str, list[str]] = {}

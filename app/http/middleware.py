@@ -103,6 +103,7 @@ class BodyBudget:
         "_raw_limit",
         "_receive",
         "_received",
+        "_restricted",
         "limit",
         "raw",
     )
@@ -115,6 +116,7 @@ class BodyBudget:
         self.limit = json_limit
         self._raw_limit = raw_limit
         self.raw = False
+        self._restricted = False
         length = header(scope, b"content-length")  # the client's claim: 0 if not a number
         self._declared = int(length) if length is not None and length.isdigit() else 0
         self._received = 0
@@ -123,10 +125,17 @@ class BodyBudget:
     def allow_raw(self) -> None:
         self.limit, self.raw = self._raw_limit, True
 
+    def _too_large(self, limit: int) -> BodyTooLarge:
+        return BodyTooLarge(limit, hint=not (self.raw or self._restricted))
+
+    def restrict(self, limit: int) -> None:
+        """Hold this request's body to `limit` bytes, before any of it is read."""
+        self.limit, self._restricted = min(self.limit, limit), True
+
     async def receive(self) -> Message:
         limit = self.limit  # read now: the route may have allowed raw bytes
         if self._declared > limit:
-            raise BodyTooLarge(limit, self.raw)
+            raise self._too_large(limit)
         factor = 1 if self.raw else JSON_MEMORY_FACTOR
         if self._declared * factor > self._held:  # the whole declared body, before any of it
             self._memory.take(self._declared * factor - self._held)
@@ -135,7 +144,7 @@ class BodyBudget:
         if message["type"] == "http.request":
             self._received += len(message.get("body", b""))
             if self._received > limit:
-                raise BodyTooLarge(limit, self.raw)
+                raise self._too_large(limit)
             if self._received * factor > self._held:  # a body longer than declared, or chunked
                 self._memory.take(self._received * factor - self._held)
                 self._held = self._received * factor

@@ -64,10 +64,11 @@ class BodyTooLarge(StarletteHTTPException):
     any other exception raised there into a 400 "error parsing the body").
     """
 
-    def __init__(self, limit: int, raw: bool) -> None:
-        hint = "" if raw else f" (routes that take {OCTET_STREAM} take larger raw bodies)"
+    def __init__(self, limit: int, hint: bool) -> None:
+        """`hint`: say that raw bodies have a larger limit (not to a raw or login body)."""
+        hint_text = f" (routes that take {OCTET_STREAM} take larger raw bodies)" if hint else ""
         super().__init__(
-            413, f"the request body is over this service's limit of {limit} bytes{hint}"
+            413, f"the request body is over this service's limit of {limit} bytes{hint_text}"
         )
         self.limit = limit
 

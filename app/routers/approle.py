@@ -22,6 +22,7 @@ from app.http.vault import (
     listing,
     no_content,
     read_body,
+    read_login,
     vault_body,
 )
 from app.ops.approle import (
@@ -268,7 +269,7 @@ async def login(request: Request) -> Response:
     service = services(request)
     note = audit_note(request.scope)
     note.details.update(method="approle", auth_mount=mount.path)
-    body = await read_body(request, ApproleLogin)
+    body = await read_login(request, ApproleLogin)
     await service.audit.admit_change(note)
     client = request.scope.get("client")
     roles = AppRoles(service.store, mount.accessor)

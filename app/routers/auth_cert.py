@@ -17,7 +17,7 @@ from app.http.auth_mounts import (
 from app.http.deps import audit_note, services
 from app.http.identity import logged_in
 from app.http.tls import client_certificate
-from app.http.vault import read_body, vault_body
+from app.http.vault import read_login, vault_body
 from app.ops import cert_auth
 from app.ops.durations import Strings
 
@@ -64,7 +64,7 @@ login_role_routes(
 )
 async def login(request: Request) -> Response:
     mount = auth_mount_of(request)
-    body = await read_body(request, CertLoginBody)
+    body = await read_login(request, CertLoginBody)
     audit_note(request.scope).details.update(auth_mount=mount.path, role=body.name)
     ours = services(request)
     der = client_certificate(request.scope)

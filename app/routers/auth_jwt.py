@@ -17,7 +17,7 @@ from app.http.auth_mounts import (
 )
 from app.http.deps import audit_note, services
 from app.http.identity import logged_in
-from app.http.vault import answer, no_content, read_body, vault_body
+from app.http.vault import answer, no_content, read_body, read_login, vault_body
 from app.ops import jwt_auth
 from app.ops.durations import Strings
 from app.ops.errors import Problem
@@ -129,7 +129,7 @@ login_role_routes(
 async def login(request: Request) -> Response:
     mount = auth_mount_of(request)
     ours = services(request)
-    body = await read_body(request, JwtLoginBody)
+    body = await read_login(request, JwtLoginBody)
     audit_note(request.scope).details.update(auth_mount=mount.path, role=body.role[:128])
     return await logged_in(
         request,

@@ -4,6 +4,7 @@ out, a token looks itself up, renews and revokes itself."""
 
 import base64
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -294,6 +295,22 @@ def test_a_native_policy_read_as_hcl_names_what_no_path_says(client: TestClient)
         "#   rotate, keygen on the keys orders-*\n"
         "#   the admin operation backup"
     )
+
+
+@pytest.mark.parametrize("method", ["approle", "jwt", "cert"])
+def test_a_login_body_is_held_to_64_kib(app: FastAPI, client: TestClient, method: str) -> None:
+    """Anyone may log in, without a token: a login's body (a role id and secret id, a JWT of at
+    most 16 KiB) is held to 64 KiB, not to the JSON limit of 32 MiB."""
+    assert client.post(f"/v1/sys/auth/{method}", json={"type": method}).status_code == 204
+    padding = {f"f{i}": i for i in range(10_000)}  # about 110 KB of fields no login takes
+    with TestClient(app) as anonymous:
+        refused = anonymous.post(f"/v1/auth/{method}/login", json={"role": "r", **padding})
+        assert refused.status_code == 413, refused.text
+        assert refused.json()["errors"] == [
+            "the request body is over this service's limit of 65536 bytes"
+        ]
+        small = anonymous.post(f"/v1/auth/{method}/login", json={"role": "r", "f": 1})
+        assert small.status_code in (400, 403), small.text  # read, then refused as a login
 
 
 def test_a_token_lookup_by_accessor_checks_the_token_before_the_body(

@@ -28,7 +28,10 @@ from app.store import KeyMaterial, VersionNotFoundError
 # Blob members: base64 in the JSON body, with AWS's bounds.
 PlaintextField = Annotated[bytes, Field(min_length=1, max_length=4096)]
 CiphertextBlobField = Annotated[bytes, Field(min_length=1, max_length=6144)]
-Context = dict[str, str] | None
+# One error is enough: a context of a million numbers was a million errors, gigabytes of them.
+Context = Annotated[dict[str, str], Field(fail_fast=True)] | None
+# AWS takes one modifier (IGNORE_CIPHERTEXT); the bound stops a long list at once.
+DryRunModifierList = Annotated[list[str], Field(max_length=8)] | None
 EncryptionAlgorithmField = Literal[
     "SYMMETRIC_DEFAULT", "RSAES_OAEP_SHA_1", "RSAES_OAEP_SHA_256", "SM2PKE"
 ]
@@ -217,7 +220,7 @@ class DecryptRequest(BlobRequest):
     EncryptionAlgorithm: EncryptionAlgorithmField = SYMMETRIC
     Recipient: dict[str, Any] | None = None
     DryRun: bool = False
-    DryRunModifiers: list[str] | None = None
+    DryRunModifiers: DryRunModifierList = None
 
 
 @action("Decrypt")
@@ -241,7 +244,7 @@ class ReEncryptRequest(BlobRequest):
     DestinationEncryptionAlgorithm: EncryptionAlgorithmField = SYMMETRIC
     GrantTokens: GrantTokenList = None
     DryRun: bool = False
-    DryRunModifiers: list[str] | None = None
+    DryRunModifiers: DryRunModifierList = None
 
 
 @action("ReEncrypt")

@@ -64,6 +64,11 @@ class RequestIds:
 # A JSON body's share of the body memory budget per byte: parsed, it takes about ten times its
 # size (docs/performance/choices.md); raw bytes go to the crypto as they are.
 JSON_MEMORY_FACTOR = 8
+# A JSON body's object members, counted by its colons (one inside a string counts too): each
+# member a model refuses is an error of some 400 bytes, each it keeps a dictionary entry, and
+# 2.5 million of them in 31 MB took a worker 1.4 GB. Requests hold far fewer: a batch of
+# 10,000 items of a dozen fields, or of 10,000 Transit ciphertexts (two colons each).
+MAX_JSON_MEMBERS = 250_000
 
 
 class BodyMemory:
@@ -99,6 +104,7 @@ class BodyBudget:
     __slots__ = (
         "_declared",
         "_held",
+        "_members",
         "_memory",
         "_raw_limit",
         "_receive",
@@ -120,6 +126,7 @@ class BodyBudget:
         length = header(scope, b"content-length")  # the client's claim: 0 if not a number
         self._declared = int(length) if length is not None and length.isdigit() else 0
         self._received = 0
+        self._members = 0
         self._held = 0
 
     def allow_raw(self) -> None:
@@ -142,9 +149,14 @@ class BodyBudget:
             self._held = self._declared * factor
         message = await self._receive()
         if message["type"] == "http.request":
-            self._received += len(message.get("body", b""))
+            body = message.get("body", b"")
+            self._received += len(body)
             if self._received > limit:
                 raise self._too_large(limit)
+            if not self.raw:
+                self._members += body.count(b":")
+                if self._members > MAX_JSON_MEMBERS:
+                    raise BodyTooLarge(MAX_JSON_MEMBERS, hint=False, unit="JSON object members")
             if self._received * factor > self._held:  # a body longer than declared, or chunked
                 self._memory.take(self._received * factor - self._held)
                 self._held = self._received * factor

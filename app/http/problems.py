@@ -58,17 +58,18 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 class BodyTooLarge(StarletteHTTPException):
     """The request body is over CIPHERD_MAX_JSON_BODY_BYTES, or, for a route that reads raw
-    bytes (`BodyBudget.allow_raw` in `app.http.middleware`), over CIPHERD_MAX_BODY_BYTES.
+    bytes (`BodyBudget.allow_raw` in `app.http.middleware`), over CIPHERD_MAX_BODY_BYTES; or a
+    JSON body holds more than MAX_JSON_MEMBERS object members.
 
     An HTTPException, so that FastAPI lets it through when it reads a body parameter (it turns
     any other exception raised there into a 400 "error parsing the body").
     """
 
-    def __init__(self, limit: int, hint: bool) -> None:
+    def __init__(self, limit: int, hint: bool, unit: str = "bytes") -> None:
         """`hint`: say that raw bodies have a larger limit (not to a raw or login body)."""
         hint_text = f" (routes that take {OCTET_STREAM} take larger raw bodies)" if hint else ""
         super().__init__(
-            413, f"the request body is over this service's limit of {limit} bytes{hint_text}"
+            413, f"the request body is over this service's limit of {limit} {unit}{hint_text}"
         )
         self.limit = limit
 

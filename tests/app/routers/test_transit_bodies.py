@@ -39,11 +39,11 @@ def test_unknown_fields_and_fields_of_the_path_are_warned_of(vault: TestClient) 
 
 
 def test_a_warning_names_the_first_hundred_of_many_unknown_fields(vault: TestClient) -> None:
-    body = {"plaintext": PLAINTEXT, **{f"f{i:06}": i for i in range(250_000)}}
+    body = {"plaintext": PLAINTEXT, **{f"f{i:06}": i for i in range(25_000)}}
     answer = vault.post("/v1/transit/encrypt/orders", json=body)
     assert answer.status_code == 200, answer.text
     names = " ".join(f"f{i:06}" for i in range(100))
-    expected = f"Endpoint ignored these unrecognized parameters: [{names}] and 249,900 more"
+    expected = f"Endpoint ignored these unrecognized parameters: [{names}] and 24,900 more"
     assert answer.json()["warnings"] == [expected]
     assert len(answer.content) < 2_000
 

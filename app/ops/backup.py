@@ -39,7 +39,7 @@ from pydantic import (
 )
 
 from app.ops.errors import Problem, first_errors, invalid_input
-from app.ops.fe_policy import SpanBasis, flatten
+from app.ops.fe_policy import SpanBasis, basis_capacity, flatten
 from app.ops.keyring import Keyring
 from app.ops.keys import (
     KeyCreate,
@@ -404,7 +404,8 @@ def _replayed_ledger(
         raise invalid_input(f"backup.ledger: a {key_type} key has no FE ledger")
     n = params["dimension"]
     length = n * n if scheme.quadratic else n
-    work = sum(length * min(entry.rank, length) for entry in ledger)
+    rows = min(length, basis_capacity(length))  # the most rows a basis reduces against
+    work = sum(length * min(entry.rank, rows) for entry in ledger)
     if work > MAX_LEDGER_WORK:
         raise invalid_input(
             f"backup.ledger: replaying it would take about {work} operations, over the "
@@ -426,9 +427,12 @@ def _replayed_ledger(
         if not shaped:
             wanted = f"an {n}×{n} matrix" if scheme.quadratic else f"{n} entries"
             raise invalid_input(f"{where}.function: needs {wanted}")
-        basis = bases.setdefault(entry.version, SpanBasis(length))
+        basis = bases.get(entry.version)
+        if basis is None:
+            basis = bases[entry.version] = SpanBasis(length)
         basis.add(flatten(function))
-        if basis.rank != entry.rank:
+        # A basis at its capacity counts no further; a ledger made before it did.
+        if basis.rank != entry.rank and not (basis.full and basis.rank < entry.rank <= length):
             raise invalid_input(
                 f"{where}.rank: the functions so far span rank {basis.rank}, not {entry.rank}"
             )

@@ -13,22 +13,50 @@ reveals is therefore fixed by the rank of their span over the rationals, and a p
 * `keygen_quota`: at most `count` keys per token per `period_seconds`.
 * `max_abs_entry`: no entry of y or F larger than this in absolute value.
 
-The rank is computed exactly, over the integers: a rank taken modulo a prime can be made to drop
-by vectors crafted to be dependent modulo that prime. `SpanBasis` keeps the released functions
-in echelon form with integer entries (fraction-free elimination, each row divided by the gcd of
-its entries), so that deciding one more function costs one reduction against at most `max_rank`
-rows, not a fresh elimination.
+The rank is computed modulo a prime p drawn at random (128 bits, `secrets`) for each key version
+and kept with its ledger, never shown. A rank modulo p is never above the rank over the
+rationals, and falls below it only if p divides a non-zero minor of the functions: with a
+*known* prime (the group order, say) a caller could craft functions dependent modulo it and
+independent over the rationals, and pass the budget. A secret random p cannot be aimed at: every
+decision is the exact one until the first that differs, so the answers tell nothing of p, and a
+decision differs only if p divides a minor fixed beforehand. Its entries have 64 bits (keygen's
+bound) and it has at most 256 rows (the basis's capacity below and the functions' length bound
+each other), so by Hadamard's bound it has at most 17,152 bits, hence at most 135 prime factors
+of 127 bits or more, among the ~2^120 primes p is drawn from: under 2^-113 per decision.
+
+Exact rational elimination makes the entries of the basis grow with its rank, hundreds of
+digits each after a few dozen random 128×128 matrices, read, reduced and written back whole at
+every release: quadratic in the number of releases, and past Python's 4,300-digit limit in the
+end. Modulo p an entry has 39 digits at most, and the basis holds at
+most `MAX_BASIS_ENTRIES` of them, so a decision reads, reduces and writes a bounded basis
+(about 2.6 MB and 50 ms at most). That holds every IPFE basis to full rank (n ≤ 128: n² ≤ 16,384
+entries) and every QFE basis up to n = 16; a longer function space keeps `capacity` rows of
+basis (4 for QFE at n = 128). Past its capacity a version's basis takes no more rows: a key with
+no rank bound (or a `max_rank` of the whole space, which bounds nothing) goes on releasing, its
+ledger's rank then a lower bound. A `max_rank` above the capacity (short of the whole space)
+is refused when the policy is written; one stored before is enforced as the capacity, stricter
+than asked, never looser. Every release is still recorded.
 """
 
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from math import gcd
+from itertools import islice
 from typing import Any
 
 from app.ops.errors import KNOWN_ERRORS, Problem
 from app.store import FunctionLedger
 
 Function = Sequence[int] | Sequence[Sequence[int]]
+
+# The most entries a version's basis holds (rows × the functions' length). 2^16: ~2.6 MB as
+# stored, ~50 ms of a decision (reading and one reduction), and every IPFE key's basis whole.
+MAX_BASIS_ENTRIES = 1 << 16
+# The stored basis's first row: [MODULUS_MARK, p]. The exact bases stored before the modulus
+# have primitive rows, their first non-zero entry positive: none of them starts with -1.
+MODULUS_MARK = -1
+MODULUS_BITS = 128
+_SMALL_PRIMES = (3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73)
 
 
 def flatten(function: Function) -> list[int]:
@@ -38,34 +66,70 @@ def flatten(function: Function) -> list[int]:
     return [int(entry) for entry in function]  # type: ignore[arg-type]  # entries of y
 
 
-def _primitive(vector: list[int]) -> list[int]:
-    """`vector` divided by the gcd of its entries, its first non-zero entry made positive."""
-    divisor = 0
-    for entry in vector:
-        divisor = gcd(divisor, entry)
-    if divisor == 0:
-        return vector
-    first = next(entry for entry in vector if entry)
-    if first < 0:
-        divisor = -divisor
-    return [entry // divisor for entry in vector]
+def basis_capacity(length: int) -> int:
+    """The most rows a basis of functions of `length` entries holds."""
+    return max(1, MAX_BASIS_ENTRIES // length)
+
+
+def _probably_prime(candidate: int, rounds: int = 64) -> bool:
+    """Miller-Rabin with random bases: a composite passes with probability below 4^-rounds."""
+    if candidate < 2 or candidate % 2 == 0:
+        return candidate == 2
+    for small in _SMALL_PRIMES:
+        if candidate % small == 0:
+            return candidate == small
+    d, s = candidate - 1, 0
+    while d % 2 == 0:
+        d, s = d // 2, s + 1
+    for _ in range(rounds):
+        x = pow(2 + secrets.randbelow(candidate - 3), d, candidate)
+        if x in (1, candidate - 1):
+            continue
+        for _ in range(s - 1):
+            x = x * x % candidate
+            if x == candidate - 1:
+                break
+        else:
+            return False
+    return True
+
+
+def random_prime(bits: int = MODULUS_BITS) -> int:
+    """A prime of exactly `bits` bits, uniform among them (odd numbers drawn until one is)."""
+    while True:
+        candidate = secrets.randbits(bits) | (1 << (bits - 1)) | 1
+        if _probably_prime(candidate):
+            return candidate
 
 
 class SpanBasis:
-    """Integer vectors of one length in echelon form: a basis of the span of those added."""
+    """Vectors of one length in echelon form modulo a secret prime: a basis of the span of
+    those added, up to `capacity` rows (the module's docstring says why it is sound)."""
 
-    def __init__(self, length: int) -> None:
+    def __init__(self, length: int, modulus: int | None = None) -> None:
         self.length = length
-        # (pivot column, row), pivots increasing; each row is zero before its pivot.
+        self.modulus = random_prime() if modulus is None else modulus
+        self.capacity = basis_capacity(length)
+        # (pivot column, row), pivots increasing; each row is zero before its pivot and 1 at it.
         self._rows: list[tuple[int, list[int]]] = []
+        # Whether the rows differ from those it was read from (to be stored again).
+        self.changed = False
 
     @classmethod
     def echelon(cls, length: int, rows: Sequence[Sequence[int]]) -> "SpanBasis":
-        """The basis whose rows are `rows`, already in echelon form (as `rows` gives them)."""
+        """The basis as `rows` stores it (`rows` below). An exact basis stored before the
+        modulus (integer rows, no modulus row) is reduced modulo a new prime, up to capacity."""
+        if rows and len(rows[0]) == 2 and rows[0][0] == MODULUS_MARK:
+            basis = cls(length, int(rows[0][1]))
+            for row in islice(rows, 1, None):
+                pivot = next(column for column, entry in enumerate(row) if entry)
+                basis._rows.append((pivot, [int(entry) for entry in row]))
+            return basis
         basis = cls(length)
         for row in rows:
-            pivot = next(column for column, entry in enumerate(row) if entry)
-            basis._rows.append((pivot, [int(entry) for entry in row]))
+            if basis.full:
+                break
+            basis.add(row)
         return basis
 
     @property
@@ -73,35 +137,54 @@ class SpanBasis:
         return len(self._rows)
 
     @property
+    def full(self) -> bool:
+        """Whether the basis takes no more rows: at its capacity, or spanning everything."""
+        return self.rank >= min(self.capacity, self.length)
+
+    @property
     def rows(self) -> list[list[int]]:
-        return [list(row) for _, row in self._rows]
+        """The basis as the ledger stores it: [MODULUS_MARK, p], then the echelon rows."""
+        return [[MODULUS_MARK, self.modulus], *(list(row) for _, row in self._rows)]
 
     def residual(self, vector: Sequence[int]) -> list[int]:
-        """`vector` with every pivot column eliminated: zero exactly when it is in the span."""
+        """`vector` modulo p with every pivot column eliminated: zero exactly when it is in
+        the span (modulo p)."""
         if len(vector) != self.length:
             raise ValueError(f"a vector of {len(vector)} entries where {self.length} are needed")
-        reduced = [int(entry) for entry in vector]
+        p = self.modulus
+        reduced = [int(entry) % p for entry in vector]
         for pivot, row in self._rows:
-            factor = reduced[pivot]
+            factor = reduced[pivot] % p
             if factor:
-                lead = row[pivot]
-                reduced = _primitive(
-                    [lead * a - factor * b for a, b in zip(reduced, row, strict=True)]
-                )
-        return reduced
+                # Reduced modulo p once at the end: entries stay under rank·p² meanwhile.
+                tail = zip(islice(reduced, pivot, None), islice(row, pivot, None), strict=True)
+                reduced[pivot:] = [a - factor * b for a, b in tail]
+        return [entry % p for entry in reduced]
 
     def in_span(self, vector: Sequence[int]) -> bool:
+        if self.rank == self.length:
+            return True
         return not any(self.residual(vector))
 
-    def add(self, vector: Sequence[int]) -> bool:
-        """Add `vector`; whether the rank grew."""
-        reduced = self.residual(vector)
-        pivot = next((column for column, entry in enumerate(reduced) if entry), None)
-        if pivot is None:
+    def insert(self, residual: list[int]) -> bool:
+        """Add a non-zero `residual` of this basis as a row; whether the rank grew (not once
+        the basis is full)."""
+        pivot = next((column for column, entry in enumerate(residual) if entry), None)
+        if pivot is None or self.full:
             return False
-        at = next((i for i, (p, _) in enumerate(self._rows) if p > pivot), len(self._rows))
-        self._rows.insert(at, (pivot, _primitive(reduced)))
+        p = self.modulus
+        inverse = pow(residual[pivot], -1, p)
+        row = [entry * inverse % p for entry in residual]
+        at = next((i for i, (q, _) in enumerate(self._rows) if q > pivot), len(self._rows))
+        self._rows.insert(at, (pivot, row))
+        self.changed = True
         return True
+
+    def add(self, vector: Sequence[int]) -> bool:
+        """Add `vector`; whether the rank grew (never once the basis is full)."""
+        if self.full:
+            return False
+        return self.insert(self.residual(vector))
 
 
 @dataclass(frozen=True)
@@ -163,19 +246,47 @@ class FunctionPolicy:
                 + (" and their multiples" if self.allow_multiples else ""),
             )
 
-    def check_rank(self, basis: SpanBasis, vector: Sequence[int]) -> bool:
-        """Whether releasing `vector` raises the rank; 403 if it would pass `max_rank`."""
-        grows = not basis.in_span(vector)
-        if grows and self.max_rank is not None and basis.rank + 1 > self.max_rank:
+    def rank_limit(self, basis: SpanBasis) -> int | None:
+        """The rank this policy lets `basis` reach: `max_rank`, or the basis's capacity when
+        that is lower; None when nothing is bounded (no `max_rank`, or one of the whole
+        space)."""
+        if self.max_rank is None or self.max_rank >= basis.length:
+            return None
+        return min(self.max_rank, basis.capacity)
+
+    def admitted(self, basis: SpanBasis, vector: Sequence[int]) -> list[int] | None:
+        """What releasing `vector` adds to `basis`: its residual when it raises the rank, None
+        when it does not (or the basis tracks no more and nothing is bounded); 403 if it would
+        pass the rank this policy allows."""
+        limit = self.rank_limit(basis)
+        if basis.rank == basis.length or (limit is None and basis.full):
+            return None
+        residual = basis.residual(vector)
+        if not any(residual):
+            return None
+        if limit is not None and basis.rank + 1 > limit:
+            assert self.max_rank is not None
+            if limit < self.max_rank:
+                bound = (
+                    f"this service keeps the rank of at most {limit} functions of "
+                    f"{basis.length} entries ({MAX_BASIS_ENTRIES:,} basis entries), below the "
+                    f"key's max_rank of {self.max_rank}"
+                )
+            else:
+                bound = f"the key's max_rank is {self.max_rank}"
             raise Problem(
                 403,
                 "leakage-budget-exceeded",
                 "Leakage budget exceeded",
                 f"this function is independent of the {basis.rank} released under this key "
-                f"version, and the key's max_rank is {self.max_rank}: a functional key for it "
-                "would reveal more than the policy allows",
+                f"version, and {bound}: a functional key for it would reveal more than the "
+                "policy allows",
             )
-        return grows
+        return residual
+
+    def check_rank(self, basis: SpanBasis, vector: Sequence[int]) -> bool:
+        """Whether releasing `vector` raises the rank; 403 if it would pass `max_rank`."""
+        return self.admitted(basis, vector) is not None
 
 
 def _allows(allowed: Sequence[int], vector: Sequence[int], multiples: bool) -> bool:
@@ -225,10 +336,12 @@ def decide(
                 f"this token has had {quota.count} functional keys of this key in the last "
                 f"{quota.period_seconds} s, the key's keygen_quota",
             )
-        if policy.check_rank(basis, vector):
-            basis.add(vector)
+        residual = policy.admitted(basis, vector)
+        if residual is not None:
+            basis.insert(residual)
     except KNOWN_ERRORS as exc:
         return exc
     ledger.record(function, principal, now, basis.rank)
-    ledger.basis = basis.rows
+    if basis.changed:  # stored again only when it grew (or was an exact basis of before)
+        ledger.basis = basis.rows
     return None

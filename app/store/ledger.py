@@ -93,6 +93,7 @@ class _Ledger(FunctionLedger):
         self._name = name
         self._version = version
         self.basis = basis
+        self._read = basis
         self.params = params
         self._records: list[tuple[Any, str, float, int]] = []
 
@@ -110,7 +111,8 @@ class _Ledger(FunctionLedger):
         self._records.append((function, principal, time, rank))
 
     def write(self) -> None:
-        """Store what was decided: the records, then the basis they leave."""
+        """Store what was decided: the records, then the basis they leave if the decision
+        replaced it (one that leaves the rank as it was leaves the basis as it was read)."""
         if not self._records:
             return
         self._cursor.execute(
@@ -126,7 +128,8 @@ class _Ledger(FunctionLedger):
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (self._name, self._version, seq, json.dumps(function), principal, when, rank),
             )
-        self._cursor.execute(
-            "UPDATE fe_bases SET basis = ? WHERE name = ? AND version = ?",
-            (json.dumps(self.basis), self._name, self._version),
-        )
+        if self.basis is not self._read:
+            self._cursor.execute(
+                "UPDATE fe_bases SET basis = ? WHERE name = ? AND version = ?",
+                (json.dumps(self.basis, separators=(",", ":")), self._name, self._version),
+            )

@@ -1,6 +1,8 @@
 """FE function policies over HTTP: the unit-vector attack, allowlists, quotas, entry bounds,
 QFE matrices, batch keygen and the ledger."""
 
+import random
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -132,3 +134,56 @@ def test_without_a_policy_every_release_is_still_in_the_ledger(client: TestClien
     client.post("/v1/keys/fe/rotate").raise_for_status()
     assert client.get("/v1/fe/fe/functions").json()["functions"] == []  # the new version's
     assert len(client.get("/v1/fe/fe/functions?key_version=1").json()["functions"]) == 3
+
+
+def test_a_large_quadratic_key_keeps_a_bounded_ledger(client: TestClient) -> None:
+    """Released 128×128 matrices took a basis row each of ever longer integers, read and
+    written whole at every keygen (the 26th took 6 s): a basis holds 65,536 entries at most,
+    4 rows here, and the rank it shows past them is a lower bound."""
+    create(client, "q", "qfe-sgp", 128, None)
+    rng = random.Random(9)
+    for _ in range(6):
+        f = [[rng.randint(-(2**63), 2**63 - 1) for _ in range(128)] for _ in range(128)]
+        assert client.post("/v1/fe/q/keygen", json={"f": f}).status_code == 200
+    ledger = client.get("/v1/fe/q/functions").json()
+    assert [f["rank"] for f in ledger["functions"]] == [1, 2, 3, 4, 4, 4]
+    assert ledger["rank"] == 4 and ledger["max_rank"] is None
+
+
+def test_a_policy_has_a_size_bound(client: TestClient) -> None:
+    """900 allowed 128×128 matrices (30 MB) made every later use of the key take seconds:
+    65,536 entries in all, 64-bit each, at creation and at PATCH."""
+    matrix = [[1] * 128 for _ in range(128)]
+    body = {"name": "q", "type": "qfe-sgp", "dimension": 128}
+    over = client.post("/v1/keys", json={**body, "fe_policy": {"allowed_functions": [matrix] * 5}})
+    assert over.status_code == 422, over.text[:300]
+    assert "81,920 entries in all, over the 65,536" in over.json()["detail"]
+    huge = {"name": "v", "type": "ipfe-opt", "dimension": 2}
+    huge["fe_policy"] = {"allowed_functions": [[2**63, 1]]}
+    refused = client.post("/v1/keys", json=huge)
+    assert refused.status_code == 422 and "64-bit" in refused.json()["detail"]
+    assert client.get("/v1/keys").json()["keys"] == []
+    policy = {"allowed_functions": [matrix] * 4}
+    assert client.post("/v1/keys", json={**body, "fe_policy": policy}).status_code == 201
+    patched = client.patch(
+        "/v1/keys/q", json={"fe_policy": {"allowed_functions": [matrix] * 4 + [[[2] * 128]]}}
+    )
+    assert patched.status_code == 422 and "65,664 entries" in patched.json()["detail"]
+    assert client.get("/v1/keys/q").json()["fe_policy"]["allowed_functions"] == [matrix] * 4
+
+
+def test_a_max_rank_past_what_the_key_tracks_is_refused(client: TestClient) -> None:
+    """A 128×128 quadratic key's ledger holds 4 functions of 16,384 entries: a larger bound
+    short of the whole space could not be kept, and is refused rather than kept stricter."""
+    body = {"name": "q", "type": "qfe-sgp", "dimension": 128}
+    over = client.post("/v1/keys", json={**body, "fe_policy": {"max_rank": 5}})
+    assert over.status_code == 422, over.text
+    assert "tracks a rank of at most 4 (or 16384" in over.json()["detail"]
+    for taken in (4, 16384):
+        name = f"q{taken}"
+        made = client.post(
+            "/v1/keys", json={**body, "name": name, "fe_policy": {"max_rank": taken}}
+        )
+        assert made.status_code == 201, made.text
+    patched = client.patch("/v1/keys/q4", json={"fe_policy": {"max_rank": 100}})
+    assert patched.status_code == 422, patched.text

@@ -99,3 +99,20 @@ def test_the_ledger_goes_with_its_versions(store: KeyStore) -> None:
     assert rows(store, "SELECT COUNT(*) FROM fe_bases") == [(0,)]
     _fe_key(store)  # the name again: a ledger of its own, empty
     assert store.ledger.functions("f", None) == []
+
+
+def test_a_basis_left_as_it_was_read_is_not_written_again(store: KeyStore) -> None:
+    """A release that leaves the rank as it was leaves the basis: a QFE basis is megabytes."""
+    _fe_key(store)
+
+    def grow(ledger: FunctionLedger) -> None:
+        ledger.record([1, 0], "alice", 1.0, 1)
+        ledger.basis = [[-1, 7], [1, 0]]
+
+    store.ledger.release("f", 1, grow)
+    assert rows(store, "SELECT basis FROM fe_bases") == [("[[-1,7],[1,0]]",)]
+    with store.database.transaction(write=True) as cursor:  # as no write of the store spells it
+        cursor.execute("UPDATE fe_bases SET basis = '[[-1, 7], [1, 0]]'")
+    store.ledger.release("f", 1, lambda ledger: ledger.record([2, 0], "alice", 2.0, 1))
+    assert rows(store, "SELECT basis FROM fe_bases") == [("[[-1, 7], [1, 0]]",)]
+    assert [r.rank for r in store.ledger.functions("f", 1)] == [1, 1]

@@ -26,8 +26,10 @@ docs/performance/choices.md). Token records are otherwise cached for
 import contextlib
 import enum
 import fnmatch
+import functools
 import hashlib
 import hmac
+import re
 import secrets
 import threading
 import time
@@ -92,9 +94,16 @@ class Rule:
 
     def allows(self, operation: Operation, key_name: str | None) -> bool:
         return self.gives(operation) and (
-            key_name is None
-            or any(fnmatch.fnmatchcase(key_name, pattern) for pattern in self.patterns)
+            key_name is None or _matcher(self.patterns).match(key_name) is not None
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def _matcher(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """A rule's globs as one expression: a check is one match, not one per glob. Policies of
+    40,000 globs in all took 1.4 s a request, each glob matched alone (and fnmatch's own cache,
+    of 32,768, compiled them again each time)."""
+    return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns))
 
 
 @dataclass(frozen=True)

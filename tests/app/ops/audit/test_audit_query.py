@@ -74,6 +74,49 @@ def test_listing_filters_and_pages(admin: TestClient) -> None:
     assert admin.get("/v1/audit", params={"outcome": "maybe"}).status_code == 422
 
 
+def test_a_cursor_past_what_a_seq_can_be_is_refused_not_a_500(admin: TestClient) -> None:
+    admin.post("/v1/keys", json={"name": "a", "type": "aez"})
+    first = listed(admin)[0]
+    real = first["chain"]
+    assert admin.get("/v1/audit", params={"after": f"{real}.{first['seq']}"}).status_code == 200
+    # The same record's seq in Arabic-Indic digits, which `int` reads as well.
+    other_digits = "".join(chr(0x660 + int(digit)) for digit in str(first["seq"]))
+    for name in (real, "x"):
+        for seq in (
+            other_digits,
+            str(2**63),  # one past a BIGINT: SQLite refused to even bind it (a 500)
+            "9" * 19,
+            "1" * 20,
+            "9" * 40,
+            "0" * 20,
+            str(2**63 - 1),  # the largest a seq can be, never written: no such record
+            "",
+            "-1",
+            "+1",
+            " 1",
+        ):
+            answer = admin.get("/v1/audit", params={"after": f"{name}.{seq}"})
+            assert answer.status_code == 422, (name, seq, answer.text)
+            assert answer.json()["type"] == "urn:cipherd:problem:invalid-input"
+
+
+def test_page_start_refuses_a_seq_no_integer_column_holds(store: KeyStore) -> None:
+    key = store.audit.mac_key()
+    written = chain.Chain()
+    record = AuditRecord(
+        time.time(), "r", None, "admin", "random_random", None, None, 200, None, {}
+    )
+    rows, _ = written.seal(key, [record])
+    store.audit.append(rows, chain.head_of(key, rows[-1]))
+    seq = rows[0].seq
+    assert query.page_start(store, f"{written.name}.{seq}")[1:] == (written.name, seq)
+    arabic_indic = "".join(chr(0x660 + int(digit)) for digit in str(seq))
+    for bad in (str(2**63), "9" * 20, "1" * 25, str(2**63 - 1), arabic_indic, f"{seq} "):
+        with pytest.raises(Problem) as refused:
+            query.page_start(store, f"{written.name}.{bad}")
+        assert refused.value.status == 422, bad
+
+
 def test_only_the_admin_reads_the_trail(admin: TestClient) -> None:
     admin.post("/v1/keys", json={"name": "a", "type": "aez"})
     token = admin.post(

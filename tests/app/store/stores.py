@@ -1,5 +1,6 @@
 """What the store suites share: the root keys they open stores under, a look at the raw rows
-behind a store's back, and several processes' stores acting at once."""
+behind a store's back, several processes' stores acting at once, and tokens of thousands of
+globs."""
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,3 +36,25 @@ def at_once(store: KeyStore, url: str, act: Callable[[KeyStore], T], processes: 
     finally:
         for other in stores[1:]:
             other.close()
+
+
+# Globs that match some of LISTED_NAMES, for a token that holds them among thousands that match
+# none (a policy holds up to 10,000 patterns, and a token carries up to 64 policies).
+MATCHING_GLOBS = [
+    "team-00[0-4]-a", "team-01?-b", "team-02*", "[!t]*.1", "orders-7", "team-039-b",
+    "team-03[!0-8]-a", "*-x",
+]  # fmt: skip
+LISTED_NAMES = [
+    *(f"team-{i:03}-{side}" for i in range(40) for side in "ab"),
+    "orders-7", "orders-8", "x.1", "tx.1", "y-x", "nobody-000001-" + "a" * 20,
+]  # fmt: skip
+
+
+def many_globs(count: int, long: bool = True) -> list[str]:
+    """`count` globs: MATCHING_GLOBS spread from first to last among ones that match no key, of
+    115 characters (9 wildcards) or, not `long`, 16."""
+    tail = "[a-z]?*" * 3 + "x" * 80 if long else "*z"
+    globs = [f"nobody-{i:06}-{tail}" for i in range(count - len(MATCHING_GLOBS))]
+    for i, glob in enumerate(MATCHING_GLOBS):
+        globs.insert(i * len(globs) // (len(MATCHING_GLOBS) - 1), glob)
+    return globs

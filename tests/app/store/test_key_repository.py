@@ -25,7 +25,14 @@ from app.store import (
     VersionNotFoundError,
     open_store,
 )
-from tests.app.store.stores import at_once, root, rows
+from tests.app.store.stores import (
+    LISTED_NAMES,
+    MATCHING_GLOBS,
+    at_once,
+    many_globs,
+    root,
+    rows,
+)
 
 
 def test_create_get_and_material(store: KeyStore) -> None:
@@ -150,6 +157,22 @@ def test_list_filters_by_token_globs_as_fnmatch_does(store: KeyStore) -> None:
     both = [k.name for k in store.keys.list("a", 3, ["a*", "x*"])]
     assert both == [n for n in ordered if n > "a" and n[0] in "ax"][:3]
     assert store.keys.list(None, None, []) == []
+
+
+@pytest.mark.parametrize(("count", "long"), [(1_500, True), (10_000, True), (40_000, False)])
+def test_list_filters_by_any_number_of_globs(store: KeyStore, count: int, long: bool) -> None:
+    """SQLite refused 1,000 globs (an expression over 1,000 deep), PostgreSQL 10,000 long ones
+    (one regular expression, too complex); the listing and its pages stay the same."""
+    for name in LISTED_NAMES:
+        store.keys.create(name, "aez", {}, False, b"x" * 48, None)
+    ordered = [k.name for k in store.keys.list()]
+    allowed = [n for n in ordered if any(fnmatch.fnmatchcase(n, g) for g in MATCHING_GLOBS)]
+    assert len(allowed) == 40
+    globs = many_globs(count, long)
+    assert len(globs) == count and globs[0] == MATCHING_GLOBS[0] and globs[-1] == "*-x"
+    assert [k.name for k in store.keys.list(None, None, globs)] == allowed
+    assert [k.name for k in store.keys.list(None, 9, globs)] == allowed[:9]
+    assert [k.name for k in store.keys.list(allowed[20], 9, globs)] == allowed[21:30]
 
 
 def test_concurrent_rotations_get_distinct_consecutive_versions(store: KeyStore) -> None:

@@ -38,7 +38,7 @@ from pydantic import (
     ValidationError,
 )
 
-from app.ops.errors import Problem, first_errors, invalid_input
+from app.ops.errors import Problem, first_error, invalid_input
 from app.ops.fe_policy import SpanBasis, basis_capacity, flatten
 from app.ops.keyring import Keyring
 from app.ops.keys import (
@@ -273,7 +273,7 @@ def open_backup(store: KeyStore, settings: Settings, blob: bytes) -> tuple[Backu
     try:
         document = BackupDocument.model_validate_json(body)
     except ValidationError as exc:
-        raise invalid_input(f"backup: {_first_error(exc)}") from None
+        raise invalid_input(f"backup: {first_error(exc)}") from None
     if document.recipient != wrapping_public_key(store):
         raise invalid_input("backup: made for another instance's wrapping key")
     return document, signer
@@ -288,15 +288,6 @@ def _within(prefix: str) -> Iterator[None]:
         if exc.slug != "invalid-input":
             raise
         raise invalid_input(f"{prefix}.{exc.detail}") from None
-
-
-def _first_error(exc: ValidationError) -> str:
-    described = first_errors(exc, 1)
-    if not described:
-        return f"{exc.error_count():,} errors"
-    error = described[0]
-    where = ".".join(str(part) for part in error["loc"])
-    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 def restore(

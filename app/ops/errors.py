@@ -73,6 +73,16 @@ def first_errors(exc: ValidationError, limit: int) -> list[ErrorDetails]:
     return exc.errors(include_url=False)[:limit]
 
 
+def first_error(exc: ValidationError) -> str:
+    """A validation's first error as `where: what` (past MAX_DESCRIBED_ERRORS, their number)."""
+    described = first_errors(exc, 1)
+    if not described:
+        return f"{exc.error_count():,} errors"
+    error = described[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
+
+
 def invalid_input(detail: str) -> Problem:
     return Problem(422, "invalid-input", "Invalid input", detail)
 

@@ -42,9 +42,19 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-from app.ops.errors import KNOWN_ERRORS, Problem
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+)
+
+from app.ops.errors import KNOWN_ERRORS, Problem, invalid_input
 from app.store import FunctionLedger
 
 Function = Sequence[int] | Sequence[Sequence[int]]
@@ -345,3 +355,99 @@ def decide(
     if basis.changed:  # stored again only when it grew (or was an exact basis of before)
         ledger.basis = basis.rows
     return None
+
+
+class KeygenQuota(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    count: StrictInt = Field(ge=1, description="functional keys per token")
+    period_seconds: StrictInt = Field(ge=1, le=10 * 365 * 86400)
+
+
+FunctionEntries = Annotated[list[StrictInt], Field(min_length=1, max_length=4096)]
+
+
+class FePolicy(BaseModel):
+    """What the holders of an FE key's functional keys may learn (docs/api/fe.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_rank: StrictInt | None = Field(
+        None,
+        ge=0,
+        description="the largest rank over the rationals of all functions (y, or F as n² "
+        "entries) released under one key version",
+    )
+    allowed_functions: (
+        Annotated[list[FunctionEntries | list[FunctionEntries]], Field(max_length=1024)] | None
+    ) = Field(
+        None,
+        description="only these functions (y vectors or F matrices) get keys; at most "
+        "65,536 entries in all, each a 64-bit signed integer",
+    )
+    allow_multiples: StrictBool = Field(
+        False, description="allowed_functions admits their non-zero multiples too"
+    )
+    keygen_quota: KeygenQuota | None = Field(
+        None, description="functional keys per token per period"
+    )
+    max_abs_entry: StrictInt | None = Field(
+        None, ge=0, description="the largest absolute value of an entry of y or F"
+    )
+
+    # The entries of allowed_functions, all together: 4 matrices of 128×128, or 512 vectors
+    # of 128. A key's policy is read with its parameters at every fetch of the key and every
+    # keygen, and shown whole in its metadata: 900 matrices of 128×128 (30 MB) made each
+    # encryption with the key take seconds. The entries are keygen's (64-bit), so the policy
+    # stays under about 1.4 MB.
+    MAX_ENTRIES: ClassVar[int] = 1 << 16
+
+    @field_validator("allowed_functions", mode="before")
+    @classmethod
+    def _bounded(cls, value: Any, info: ValidationInfo) -> Any:
+        """At most MAX_ENTRIES entries, each 64-bit, counted before the entries are
+        validated. Checked on the way in (request bodies and backups are JSON), not on a
+        policy stored before the bound, which its key's metadata still shows as it is."""
+        if info.mode != "json" or not isinstance(value, list):
+            return value
+        rows = [
+            row
+            for f in value
+            if isinstance(f, list)
+            for row in (f if f and isinstance(f[0], list) else [f])
+            if isinstance(row, list)
+        ]
+        total = sum(len(row) for row in rows)
+        if total > cls.MAX_ENTRIES:
+            raise ValueError(
+                f"{total:,} entries in all, over the {cls.MAX_ENTRIES:,} a policy may hold "
+                "(4 matrices of 128×128, or 512 vectors of 128)"
+            )
+        for row in rows:
+            for entry in row:
+                if isinstance(entry, int) and not -(2**63) <= entry < 2**63:
+                    raise ValueError("entries are 64-bit signed integers, as keygen takes them")
+        return value
+
+
+def checked_fe_policy(policy: FePolicy, key_type: str, dimension: int) -> dict[str, Any]:
+    """The policy as stored, once its functions have the key's shape (422 otherwise)."""
+    quadratic = key_type.startswith("qfe-")
+    for index, function in enumerate(policy.allowed_functions or []):
+        if quadratic:
+            shaped = len(function) == dimension and all(
+                isinstance(row, list) and len(row) == dimension for row in function
+            )
+        else:
+            shaped = len(function) == dimension and all(isinstance(e, int) for e in function)
+        if not shaped:
+            wanted = f"an {dimension}×{dimension} matrix" if quadratic else f"{dimension} entries"
+            raise invalid_input(f"fe_policy.allowed_functions.{index}: needs {wanted}")
+    space = dimension * dimension if quadratic else dimension
+    capacity = basis_capacity(space)
+    if policy.max_rank is not None and capacity < policy.max_rank < space:
+        raise invalid_input(
+            f"fe_policy.max_rank: a key of this dimension tracks a rank of at most {capacity} "
+            f"(or {space}, the whole space, which bounds nothing)"
+        )
+    return policy.model_dump(exclude_none=True)

@@ -155,7 +155,11 @@ class FeReleasedFunction(BaseModel):
 class FeFunctions(BaseModel):
     functions: list[FeReleasedFunction]
     key_version: int
-    rank: int = Field(description="the rank over the rationals of the functions' span")
+    rank: int = Field(
+        description="the rank over the rationals of the functions' span; past what the ledger "
+        "tracks (65,536 entries: 4 functions of a quadratic key at n = 128) and with no "
+        "max_rank, a lower bound"
+    )
     max_rank: int | None = Field(description="the key's budget (fe_policy.max_rank), if any")
 
 

@@ -171,11 +171,6 @@ class SpanBasis:
                 reduced[pivot:] = [a - factor * b for a, b in tail]
         return [entry % p for entry in reduced]
 
-    def in_span(self, vector: Sequence[int]) -> bool:
-        if self.rank == self.length:
-            return True
-        return not any(self.residual(vector))
-
     def insert(self, residual: list[int]) -> bool:
         """Add a non-zero `residual` of this basis as a row; whether the rank grew (not once
         the basis is full)."""
@@ -293,10 +288,6 @@ class FunctionPolicy:
                 "policy allows",
             )
         return residual
-
-    def check_rank(self, basis: SpanBasis, vector: Sequence[int]) -> bool:
-        """Whether releasing `vector` raises the rank; 403 if it would pass `max_rank`."""
-        return self.admitted(basis, vector) is not None
 
 
 def _allows(allowed: Sequence[int], vector: Sequence[int], multiples: bool) -> bool:

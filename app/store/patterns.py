@@ -181,20 +181,14 @@ def sqlite_glob(parts: GlobParts) -> str:
     return _render(parts, "*", "?", "^", _glob_literal)
 
 
-def postgres_regex(globs: Sequence[GlobParts]) -> str:
-    """One anchored regular expression for PostgreSQL's `~` operator matching any of `globs`.
-
-    One, not one per glob: PostgreSQL keeps only a few compiled expressions per session, and a
-    token of many patterns made it compile them afresh for every row (docs/performance/choices.md).
-    """
-    return _anchored([_regex_alternative(g) for g in globs])
-
-
 def postgres_regexes(globs: Sequence[GlobParts], most_chars: int) -> list[str]:
     """As few anchored regular expressions as match what `globs` match between them, each of at
     most `most_chars` characters (but for a glob longer than that on its own), the globs in
-    order: PostgreSQL refuses an expression of some hundred thousand characters as too complex
-    (10,000 patterns of 120 characters: after 36 s), and matches a smaller one faster."""
+    order. As few: PostgreSQL keeps only a few compiled expressions per session, and a token of
+    many patterns, one expression each, made it compile them afresh for every row
+    (docs/performance/choices.md). Bounded: it refuses an expression of some hundred thousand
+    characters as too complex (10,000 patterns of 120 characters: after 36 s), and matches a
+    smaller one faster."""
     regexes: list[str] = []
     alternatives: list[str] = []
     chars = 0

@@ -21,6 +21,7 @@ from app.ops.errors import (
     KNOWN_ERRORS,
     RETRY_AFTER_SECONDS,
     Problem,
+    error_text,
     invalid_input,
     problem_for,
 )
@@ -142,10 +143,8 @@ def install_handlers(app: FastAPI) -> None:
     async def _validation(request: Request, exc: RequestValidationError) -> JsonAnswer:
         errors = _validation_errors(exc)
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
-        where = ".".join(str(part) for part in first["loc"])
-        message = str(first["msg"])
         return problem_response(
-            invalid_input(f"{where}: {message}" if where else message),
+            invalid_input(error_text(first)),
             {"errors": errors},
             request=request,
         )

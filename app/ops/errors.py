@@ -6,6 +6,7 @@ Every verb in `app.ops` raises a `Problem` or a library or store error that `pro
 was wrong with the request. Details never contain secret material.
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -76,9 +77,11 @@ def first_errors(exc: ValidationError, limit: int) -> list[ErrorDetails]:
 def first_error(exc: ValidationError) -> str:
     """A validation's first error as `where: what` (past MAX_DESCRIBED_ERRORS, their number)."""
     described = first_errors(exc, 1)
-    if not described:
-        return f"{exc.error_count():,} errors"
-    error = described[0]
+    return error_text(described[0]) if described else f"{exc.error_count():,} errors"
+
+
+def error_text(error: Mapping[str, Any]) -> str:
+    """A validation error as `where: what` (`what` alone for the whole input)."""
     where = ".".join(str(part) for part in error["loc"])
     return f"{where}: {error['msg']}" if where else str(error["msg"])
 

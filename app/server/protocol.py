@@ -175,7 +175,7 @@ class BoundedHttpToolsProtocol(WatchedConnection):
     def arrived(self, data: bytes) -> bool:
         if self._head_bytes is None:
             return True
-        if _HEAD_END in self._head_tail + data[:3] or _HEAD_END in data:
+        if _HEAD_END in data or _HEAD_END in self._head_tail + data[:3]:
             return True  # the head ends here: the parser reads at most this piece more
         self._head_bytes += len(data)
         self._head_tail = data[-3:]

@@ -43,7 +43,11 @@ class AuditRecordOut(BaseModel):
 
 class AuditPage(BaseModel):
     records: list[AuditRecordOut]
-    next: str | None = Field(None, description="pass as `after` for the next page; null at the end")
+    next: str | None = Field(
+        None,
+        description="pass as `after` for the next page; null at the end (a page that reached "
+        "4 MiB of details has one, maybe empty)",
+    )
 
 
 def _statuses(outcome: str | None) -> tuple[int | None, int | None]:

@@ -17,6 +17,9 @@ COLUMNS = (
 )
 # The MAC key's wrapping identity: no key has an empty name or version 0.
 MAC_KEY_IDENTITY = ("", 0, "audit-mac-key")
+# What the records of one read weigh at most (their details, in bytes), the one that crosses
+# it included: a page of the trail, or a window of a chain being verified.
+PAGE_BYTES = 4 << 20
 # Rows per INSERT: runs of the largest size, the rest in the smaller ones. A few fixed sizes
 # make a few statements, which the drivers prepare once and keep; a statement per length would
 # fill their caches with dozens of large ones. 64 rows of 13 columns stay under SQLite's oldest
@@ -79,7 +82,9 @@ class AuditRepository:
         return key
 
     def records(self, query: AuditQuery) -> Sequence[AuditRow]:
-        """Records matching `query`, oldest first (by time, chain, seq)."""
+        """Records matching `query`, oldest first (by time, chain, seq): at most `limit`, and
+        none after the one whose details bring the page to PAGE_BYTES (a record's details can
+        weigh megabytes: an FE keygen's name its functions)."""
         conditions: list[str] = []
         params: list[Any] = []
         for column, value in (
@@ -98,14 +103,10 @@ class AuditRepository:
         if query.after is not None:
             conditions.append("(time, chain, seq) > (?, ?, ?)")
             params.extend(query.after)
-        sql = f"SELECT {COLUMNS} FROM audit"
-        if conditions:
-            sql += " WHERE " + " AND ".join(conditions)
-        sql += " ORDER BY time, chain, seq LIMIT ?"
-        params.append(query.limit)
+        where = " WHERE " + " AND ".join(conditions) if conditions else ""
         with self._session.transaction(write=False) as cursor:
-            cursor.execute(sql, params)
-            return [_row(row) for row in cursor.fetchall()]
+            rows = self._weighed(cursor, f"{where} ORDER BY time, chain, seq", params, query.limit)
+            return [_row(row) for row in rows]
 
     def record(self, chain: str, seq: int) -> AuditRow | None:
         """One record by its place in its chain."""
@@ -116,18 +117,44 @@ class AuditRepository:
 
     def chain(self, chain: str, after_seq: int, limit: int) -> Sequence[tuple[Any, ...]]:
         """The records of `chain` at positions `after_seq` + 1 to `after_seq` + `limit` (fewer
-        where some are missing), in chain order, as the database gives them: `AuditRow`'s
-        fields in order, the MAC as bytes (verify reads millions; an object for each costs a
-        tenth of its time). A window of positions, not a count after one: with statistics
-        older than the rows, PostgreSQL sorts a chain's whole remainder for `seq > ? ORDER BY
-        seq LIMIT ?`, and a chain read page by page in that form costs its length squared."""
+        where some are missing, or where the details read reach PAGE_BYTES), in chain order,
+        as the database gives them: `AuditRow`'s fields in order, the MAC as bytes (verify
+        reads millions; an object for each costs a tenth of its time). A window of positions,
+        not a count after one: with statistics older than the rows, PostgreSQL sorts a chain's
+        whole remainder for `seq > ? ORDER BY seq LIMIT ?`, and a chain read page by page in
+        that form costs its length squared."""
         with self._session.transaction(write=False) as cursor:
-            cursor.execute(
-                f"SELECT {COLUMNS} FROM audit WHERE chain = ? AND seq > ? AND seq <= ?"
-                " ORDER BY seq",
-                (chain, after_seq, after_seq + limit),
+            return self._weighed(
+                cursor,
+                " WHERE chain = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                [chain, after_seq, after_seq + limit],
+                limit,
             )
-            return cursor.fetchall()
+
+    def _weighed(
+        self, cursor: Cursor, selection: str, params: list[Any], limit: int
+    ) -> Sequence[tuple[Any, ...]]:
+        """The first `limit` records `selection` (its conditions and order) picks, up to the
+        one whose details bring them to PAGE_BYTES. The database weighs them first, which
+        costs a tenth of reading them; only a read that would weigh more lists their weights
+        to find where to stop."""
+        weight = self._session.dialect.byte_length.format("details")
+        cursor.execute(
+            f"SELECT sum(weight) FROM (SELECT {weight} AS weight FROM audit{selection} LIMIT ?)"
+            " AS page",
+            [*params, limit],
+        )
+        row = cursor.fetchone()
+        if row is not None and row[0] is not None and row[0] >= PAGE_BYTES:
+            cursor.execute(f"SELECT {weight} FROM audit{selection} LIMIT ?", [*params, limit])
+            running = 0
+            for count, (size,) in enumerate(cursor.fetchall(), 1):
+                running += size
+                if running >= PAGE_BYTES:
+                    limit = count
+                    break
+        cursor.execute(f"SELECT {COLUMNS} FROM audit{selection} LIMIT ?", [*params, limit])
+        return cursor.fetchall()
 
     def last_seq(self, chain: str) -> int:
         """The highest position stored in `chain` (0: none)."""

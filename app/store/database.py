@@ -59,6 +59,9 @@ class Dialect:
     # rows instead of queueing on the same ones.
     skip_locked: str
     integrity_error: type[Exception]  # what the driver raises when a unique constraint holds
+    # The length in bytes of a text expression, `{}` standing for it: what a page of stored
+    # text weighs, counted by the database before it ships the rows.
+    byte_length: str
     # A condition, and its parameters, that `name` matches one of the token globs.
     name_matches: Callable[[Sequence[GlobParts]], tuple[str, list[str]]]
 

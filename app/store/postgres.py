@@ -191,6 +191,7 @@ DIALECT = Dialect(
     row_lock=" FOR UPDATE",
     skip_locked=" FOR UPDATE OF v SKIP LOCKED",
     integrity_error=psycopg.IntegrityError,
+    byte_length="octet_length({})",  # read from a stored value's header, not its text
     name_matches=_name_matches,
 )
 

@@ -288,6 +288,10 @@ def _chain_rows(store: KeyStore, chain: str) -> Iterator[AuditRow]:
 
 def _pages(store: KeyStore, chain: str) -> Iterator[Sequence[tuple[Any, ...]]]:
     """A chain's records as stored when its reading began, a window of positions at a time
-    (a window with a gap is short; one wholly missing, empty)."""
-    for after in range(0, store.audit.last_seq(chain), _VERIFY_PAGE):
-        yield store.audit.chain(chain, after, _VERIFY_PAGE)
+    (a window with a gap, or one cut short by its weight, is short; one wholly missing, empty):
+    each window starts after the last record read."""
+    after, last = 0, store.audit.last_seq(chain)
+    while after < last:
+        page = store.audit.chain(chain, after, _VERIFY_PAGE)
+        yield page
+        after = page[-1][1] if page else after + _VERIFY_PAGE

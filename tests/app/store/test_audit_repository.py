@@ -109,6 +109,28 @@ def test_a_chain_is_read_by_windows_of_positions(store: KeyStore) -> None:
     assert store.audit.last_seq("c2") == 0
 
 
+def test_a_read_ends_at_the_record_whose_details_reach_its_weight(store: KeyStore) -> None:
+    """Records of 1 MiB of details (an FE keygen names its functions): a page, and a window of
+    a chain, hold the 4 that bring them to 4 MiB, not all that match."""
+    big = '"' + "a" * ((1 << 20) - 2) + '"'
+    rows = [_row("c1", seq, float(seq), details=big) for seq in range(1, 13)]
+    store.audit.append(rows, AuditHead("c1", 12, b"t"))
+    assert store_audit.PAGE_BYTES == 4 << 20
+    assert [r.seq for r in store.audit.records(AuditQuery(limit=100))] == [1, 2, 3, 4]
+    assert [r[1] for r in store.audit.chain("c1", 2, 100)] == [3, 4, 5, 6]
+    assert [r.seq for r in store.audit.records(AuditQuery(after=(8.0, "c1", 8)))] == [9, 10, 11, 12]
+
+
+def test_the_weight_is_counted_in_bytes_not_characters(
+    store: KeyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_audit, "PAGE_BYTES", 10)
+    rows = [_row("c1", seq, details='"éé"') for seq in (1, 2, 3)]  # 6 bytes, 4 characters
+    store.audit.append(rows, AuditHead("c1", 3, b"t"))
+    assert [r.seq for r in store.audit.records(AuditQuery())] == [1, 2]
+    assert [r[1] for r in store.audit.chain("c1", 0, 3)] == [1, 2]
+
+
 @pytest.mark.postgres
 def test_a_window_reads_no_more_than_its_rows_on_postgres_without_statistics(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
@@ -130,18 +152,19 @@ def test_a_window_reads_no_more_than_its_rows_on_postgres_without_statistics(
         monkeypatch.setattr(postgres._Statements, "execute", noting)
         assert [r[1] for r in store.audit.chain("c1", 100, 50)] == list(range(101, 151))
         monkeypatch.undo()
-        ((sql, params),) = statements
-        with store.database.transaction(write=False) as cursor:
-            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
-            (plan,) = cursor.fetchone()  # type: ignore[misc]
-        read = []
-        nodes = [plan[0]["Plan"]]
-        while nodes:
-            node = nodes.pop()
-            nodes += node.get("Plans", [])
-            if "Scan" in node["Node Type"]:
-                read.append(node["Actual Rows"])
-        assert read and max(read) <= 50, plan
+        for sql, params in statements:  # the window's weight, then its records
+            with store.database.transaction(write=False) as cursor:
+                cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+                (plan,) = cursor.fetchone()  # type: ignore[misc]
+            read = []
+            nodes = [plan[0]["Plan"]]
+            while nodes:
+                node = nodes.pop()
+                nodes += node.get("Plans", [])
+                if "Scan" in node["Node Type"]:
+                    read.append(node["Actual Rows"])
+            assert read and max(read) <= 50, plan
+        assert len(statements) == 2
     finally:
         store.close()
 

@@ -41,6 +41,32 @@ def test_pages_follow_each_other_without_the_register_of_chains(store: KeyStore)
     assert unknown.value.status == 422
 
 
+def test_pages_of_heavy_records_end_at_4_mib_and_the_trail_still_verifies(
+    store: KeyStore,
+) -> None:
+    """Records of 1 MiB each (an FE keygen's record names its functions): a page of 100 holds the 4
+    that reach 4 MiB and points on; the next ones the rest; verify reads every window."""
+    key = store.audit.mac_key()
+    written = chain.Chain()
+    heavy = {"functions": "a" * (1 << 20)}
+    records = [
+        AuditRecord(time.time(), f"r{i}", None, "admin", "fe_keygen", "k", 1, 200, None, heavy)
+        for i in range(10)
+    ]
+    rows, _ = written.seal(key, records)
+    chain.register(store, key, written.name)
+    store.audit.append(rows, chain.head_of(key, rows[-1]))
+    first, after = query.listing(store, AuditQuery(limit=100))
+    assert [record["request_id"] for record in first] == ["r0", "r1", "r2", "r3"]
+    assert after is not None
+    second, after = query.listing(store, AuditQuery(after=query.page_start(store, after)))
+    assert [record["request_id"] for record in second] == ["r4", "r5", "r6", "r7"]
+    assert after is not None
+    rest, last = query.listing(store, AuditQuery(after=query.page_start(store, after)))
+    assert [record["request_id"] for record in rest] == ["r8", "r9"] and last is None
+    assert chain.verify(store) == (10, [])
+
+
 def test_listing_filters_and_pages(admin: TestClient) -> None:
     admin.post("/v1/keys", json={"name": "a", "type": "aez"})
     admin.post("/v1/keys", json={"name": "b", "type": "aez"})

@@ -36,6 +36,9 @@ from app.store import KeyStore, TokenRecord
 from app.store.patterns import covers
 
 MAX_TTL = 10 * 365 * 86400
+# The slowest rate a token may be given, one request a day: a slower one would answer its 429s
+# with a Retry-After of any length (1e-300 a second: 301 digits).
+MIN_RATE_PER_SECOND = 1 / 86400
 # The most pattern characters x pattern characters the making of one token may compare with its
 # maker's (`_scope_lacking`), a pattern counting COMPARISON_OVERHEAD more for the call it costs:
 # at most some 0.2 s of `covers`.
@@ -76,11 +79,12 @@ class TokenCreate(BaseModel):
     orphan: bool = Field(False, description="not revoked with the token that made it")
     rate_per_second: float | None = Field(
         None,
-        gt=0,
+        ge=MIN_RATE_PER_SECOND,
         le=1_000_000,
         allow_inf_nan=False,
         description="requests a second the token may make on each worker process (a second's "
-        "worth, at least one, at once); past it 429 with Retry-After; default: no limit",
+        "worth, at least one, at once), at least one a day; past it 429 with Retry-After; "
+        "default: no limit",
     )
     aws_credentials: bool = Field(
         False,

@@ -7,6 +7,7 @@ import pytest
 
 from app.ops.errors import Problem
 from app.ops.ratelimit import RateLimits
+from app.ops.tokens import MIN_RATE_PER_SECOND, TokenCreate
 
 RATE = 5.0  # a burst of 5
 SLOW = 0.001
@@ -63,3 +64,17 @@ def test_a_batch_of_one_is_one_request() -> None:
         batch(rate_limits, 1)
     with pytest.raises(Problem):
         batch(rate_limits, 1)
+
+
+def test_a_rate_is_at_least_one_a_day_so_its_retry_after_stays_short() -> None:
+    """A batch of the most items at the slowest rate waits 1,000 days: 9 digits, not 300."""
+    with pytest.raises(ValueError):
+        TokenCreate(keys=["k"], operations=["encrypt"], rate_per_second=1e-300)
+    slowest = TokenCreate(keys=["k"], operations=["encrypt"], rate_per_second=1 / 86400)
+    assert slowest.rate_per_second == MIN_RATE_PER_SECOND
+    rate_limits = limits()
+    batch(rate_limits, 1000, rate=MIN_RATE_PER_SECOND)  # the whole bucket, and a debt
+    with pytest.raises(Problem) as refused:
+        rate_limits.charge("t", MIN_RATE_PER_SECOND)
+    assert refused.value.retry_after is not None and refused.value.retry_after > 999 * 86400
+    assert len(str(refused.value.retry_after)) <= 9

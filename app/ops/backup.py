@@ -198,7 +198,7 @@ def backup(store: KeyStore, name: str, wrapping_key: bytes) -> bytes:
         recipient = secp256k1.encode(secp256k1.parse(wrapping_key), compressed=False)
     except InvalidKeyError as exc:
         raise invalid_input(f"wrapping_key: {exc}") from None
-    versions = []
+    versions, released = [], []
     for version in info.versions:
         material = store.keys.material(name, version.version)
         versions.append(
@@ -209,6 +209,11 @@ def backup(store: KeyStore, name: str, wrapping_key: bytes) -> bytes:
                 "public": _b64(material.public),
             }
         )
+        after: int | None = 0
+        while after is not None:  # the version's ledger, page by page
+            page = store.ledger.functions(name, version.version, after=after)
+            released.extend(page.functions)
+            after = page.next
     key: dict[str, Any] = {
         "name": info.name,
         "type": info.type,
@@ -237,7 +242,7 @@ def backup(store: KeyStore, name: str, wrapping_key: bytes) -> bytes:
                 "time": record.time,
                 "rank": record.rank,
             }
-            for record in store.ledger.functions(name, None)
+            for record in released
         ],
     }
     signer = _signing_key(store)

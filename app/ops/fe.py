@@ -49,10 +49,12 @@ log = logging.getLogger("cipherd.fe")
 
 @dataclass(frozen=True)
 class Released:
-    """The ledger of one FE key version: what was released, the rank of its span, the cap."""
+    """A page of the ledger of one FE key version: what was released, the `after` of the next
+    page (None on the last), the rank of the whole version's span, the cap."""
 
     version: int
     functions: list[FunctionRecord]
+    next: int | None
     rank: int
     max_rank: int | None
 
@@ -169,13 +171,13 @@ class Fe:
             raise refusal
         return key
 
-    def functions(self, name: str, version: int | None) -> Released:
-        """The functions released under one version of an FE key (the latest by default)."""
+    def functions(self, name: str, version: int | None, after: int, limit: int) -> Released:
+        """A page of the functions released under one version of an FE key (the latest by
+        default), those after position `after`."""
         material, _ = self._material(name, version)
-        records = self.keyring.store.ledger.functions(name, material.version)
+        page = self.keyring.store.ledger.functions(name, material.version, after=after, limit=limit)
         policy = FunctionPolicy.from_json(material.params.get("fe_policy"))
-        rank = records[-1].rank if records else 0
-        return Released(material.version, list(records), rank, policy.max_rank)
+        return Released(material.version, page.functions, page.next, page.rank, policy.max_rank)
 
     def encrypt(
         self, name: str, x: Sequence[int], y: Sequence[int] | None, version: int | None

@@ -43,11 +43,7 @@ class AuditRecordOut(BaseModel):
 
 class AuditPage(BaseModel):
     records: list[AuditRecordOut]
-    next: str | None = Field(
-        None,
-        description="pass as `after` for the next page; null at the end (a page that reached "
-        "4 MiB of details has one, maybe empty)",
-    )
+    next: str | None = Field(None, description="pass as `after` for the next page; null at the end")
 
 
 def _statuses(outcome: str | None) -> tuple[int | None, int | None]:

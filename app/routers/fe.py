@@ -21,6 +21,7 @@ family = Family(
     lambda call: call.services.fe.key(call.name, call.principal.id, call.audit, call.batch),
 )
 router: APIRouter = family.router
+MAX_PAGE = 1000
 
 I64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
 Version = Annotated[int | None, Query(ge=1, description="key version; default: the latest")]
@@ -154,6 +155,9 @@ class FeReleasedFunction(BaseModel):
 
 class FeFunctions(BaseModel):
     functions: list[FeReleasedFunction]
+    next: int | None = Field(
+        None, description="pass as `after` for the next page; null on the last page"
+    )
     key_version: int
     rank: int = Field(
         description="the rank over the rationals of the functions' span; past what the ledger "
@@ -166,13 +170,25 @@ class FeFunctions(BaseModel):
 @router.get(
     "/{name}/functions",
     response_model=FeFunctions,
-    summary="The functions released under an FE key version, and their rank",
+    summary="The functions released under an FE key version, oldest first, paged, and their rank",
+    description="A page holds `limit` functions at most, and stops after the one that brings "
+    "their stored text to 4 MiB (a quadratic key's matrix at n = 128 is some 350 KB): pass its "
+    "`next` as `after` for the next. `rank` is that of every function of the version.",
     responses=ERROR_RESPONSES,
     dependencies=[key_access(Operation.READ)],
     generate_unique_id_function=operation_id,
 )
-def functions(name: KeyName, services: ServicesDep, key_version: Version = None) -> FeFunctions:
-    released = services.fe.functions(name, key_version)
+def functions(
+    name: KeyName,
+    services: ServicesDep,
+    key_version: Version = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    # At most what SQLite's INTEGER holds: a larger one would reach the driver, and fail there.
+    after: Annotated[
+        int, Query(ge=0, le=2**63 - 1, description="a page's `next`; default: the start")
+    ] = 0,
+) -> FeFunctions:
+    released = services.fe.functions(name, key_version, after, limit)
     return FeFunctions(
         functions=[
             FeReleasedFunction(
@@ -184,6 +200,7 @@ def functions(name: KeyName, services: ServicesDep, key_version: Version = None)
             )
             for record in released.functions
         ],
+        next=released.next,
         key_version=released.version,
         rank=released.rank,
         max_rank=released.max_rank,

@@ -9,6 +9,7 @@ from typing import Any
 
 from app.store.database import Cursor, Session
 from app.store.keyring import Terms
+from app.store.pages import read_weighed
 from app.store.records import AuditHead, AuditQuery, AuditRow
 
 COLUMNS = (
@@ -17,9 +18,6 @@ COLUMNS = (
 )
 # The MAC key's wrapping identity: no key has an empty name or version 0.
 MAC_KEY_IDENTITY = ("", 0, "audit-mac-key")
-# What the records of one read weigh at most (their details, in bytes), the one that crosses
-# it included: a page of the trail, or a window of a chain being verified.
-PAGE_BYTES = 4 << 20
 # Rows per INSERT: runs of the largest size, the rest in the smaller ones. A few fixed sizes
 # make a few statements, which the drivers prepare once and keep; a statement per length would
 # fill their caches with dozens of large ones. 64 rows of 13 columns stay under SQLite's oldest
@@ -81,10 +79,9 @@ class AuditRepository:
             )
         return key
 
-    def records(self, query: AuditQuery) -> Sequence[AuditRow]:
+    def records(self, query: AuditQuery) -> tuple[Sequence[AuditRow], bool]:
         """Records matching `query`, oldest first (by time, chain, seq): at most `limit`, and
-        none after the one whose details bring the page to PAGE_BYTES (a record's details can
-        weigh megabytes: an FE keygen's name its functions)."""
+        none after the one whose details bring them to `PAGE_BYTES`; and whether more match."""
         conditions: list[str] = []
         params: list[Any] = []
         for column, value in (
@@ -105,8 +102,17 @@ class AuditRepository:
             params.extend(query.after)
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
         with self._session.transaction(write=False) as cursor:
-            rows = self._weighed(cursor, f"{where} ORDER BY time, chain, seq", params, query.limit)
-            return [_row(row) for row in rows]
+            rows, cut = read_weighed(
+                cursor,
+                self._session.dialect,
+                COLUMNS,
+                "details",
+                f"FROM audit{where} ORDER BY time, chain, seq",
+                params,
+                query.limit + 1,
+            )
+        more = cut or len(rows) > query.limit
+        return [_row(row) for row in rows[: query.limit]], more
 
     def record(self, chain: str, seq: int) -> AuditRow | None:
         """One record by its place in its chain."""
@@ -117,44 +123,23 @@ class AuditRepository:
 
     def chain(self, chain: str, after_seq: int, limit: int) -> Sequence[tuple[Any, ...]]:
         """The records of `chain` at positions `after_seq` + 1 to `after_seq` + `limit` (fewer
-        where some are missing, or where the details read reach PAGE_BYTES), in chain order,
+        where some are missing, or where their details reach `PAGE_BYTES`), in chain order,
         as the database gives them: `AuditRow`'s fields in order, the MAC as bytes (verify
         reads millions; an object for each costs a tenth of its time). A window of positions,
         not a count after one: with statistics older than the rows, PostgreSQL sorts a chain's
         whole remainder for `seq > ? ORDER BY seq LIMIT ?`, and a chain read page by page in
         that form costs its length squared."""
         with self._session.transaction(write=False) as cursor:
-            return self._weighed(
+            rows, _ = read_weighed(
                 cursor,
-                " WHERE chain = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                [chain, after_seq, after_seq + limit],
+                self._session.dialect,
+                COLUMNS,
+                "details",
+                "FROM audit WHERE chain = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                (chain, after_seq, after_seq + limit),
                 limit,
             )
-
-    def _weighed(
-        self, cursor: Cursor, selection: str, params: list[Any], limit: int
-    ) -> Sequence[tuple[Any, ...]]:
-        """The first `limit` records `selection` (its conditions and order) picks, up to the
-        one whose details bring them to PAGE_BYTES. The database weighs them first, which
-        costs a tenth of reading them; only a read that would weigh more lists their weights
-        to find where to stop."""
-        weight = self._session.dialect.byte_length.format("details")
-        cursor.execute(
-            f"SELECT sum(weight) FROM (SELECT {weight} AS weight FROM audit{selection} LIMIT ?)"
-            " AS page",
-            [*params, limit],
-        )
-        row = cursor.fetchone()
-        if row is not None and row[0] is not None and row[0] >= PAGE_BYTES:
-            cursor.execute(f"SELECT {weight} FROM audit{selection} LIMIT ?", [*params, limit])
-            running = 0
-            for count, (size,) in enumerate(cursor.fetchall(), 1):
-                running += size
-                if running >= PAGE_BYTES:
-                    limit = count
-                    break
-        cursor.execute(f"SELECT {COLUMNS} FROM audit{selection} LIMIT ?", [*params, limit])
-        return cursor.fetchall()
+        return rows
 
     def last_seq(self, chain: str) -> int:
         """The highest position stored in `chain` (0: none)."""

@@ -7,14 +7,17 @@ ledger's rows go with their key version: `forget` is called in the transaction t
 """
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from app.store.database import Cursor, Session
 from app.store.errors import KeyNotFoundError
-from app.store.records import FunctionLedger, FunctionRecord
+from app.store.pages import read_weighed
+from app.store.records import FunctionLedger, FunctionPage, FunctionRecord
 
 DecisionT = TypeVar("DecisionT")
+# The functions a page lists when its reader reads them all (a backup).
+PAGE_ROWS = 1000
 
 
 class LedgerRepository:
@@ -51,21 +54,35 @@ class LedgerRepository:
             ledger.write()
             return decision
 
-    def functions(self, name: str, version: int | None) -> Sequence[FunctionRecord]:
-        """The functions released under a key (one version, or all), in order."""
-        query = (
-            "SELECT version, seq, function, principal, time, rank FROM fe_functions WHERE name = ?"
-        )
-        params: list[Any] = [name]
-        if version is not None:
-            query += " AND version = ?"
-            params.append(version)
+    def functions(
+        self, name: str, version: int, *, after: int = 0, limit: int = PAGE_ROWS
+    ) -> FunctionPage:
+        """The functions released under one key version after position `after`, oldest first:
+        `limit` of them at most, and none past the one whose stored text brings the page to
+        `PAGE_BYTES`; and the rank of all the version's functions."""
         with self._session.transaction(write=False) as cursor:
-            cursor.execute(query + " ORDER BY version, seq", params)
-            return [
-                FunctionRecord(v, seq, json.loads(function), principal, time_, rank)
-                for v, seq, function, principal, time_, rank in cursor.fetchall()
-            ]
+            rows, cut = read_weighed(
+                cursor,
+                self._session.dialect,
+                "seq, function, principal, time, rank",
+                "function",
+                "FROM fe_functions WHERE name = ? AND version = ? AND seq > ? ORDER BY seq",
+                (name, version, after),
+                limit + 1,
+            )
+            # The rank after the version's last release: that of all its functions.
+            cursor.execute(
+                "SELECT rank FROM fe_functions WHERE name = ? AND version = ?"
+                " ORDER BY seq DESC LIMIT 1",
+                (name, version),
+            )
+            last = cursor.fetchone()
+        records = [
+            FunctionRecord(version, seq, json.loads(function), principal, time_, rank)
+            for seq, function, principal, time_, rank in rows[:limit]
+        ]
+        more = cut or len(rows) > limit
+        return FunctionPage(records, records[-1].seq if more else None, int(last[0]) if last else 0)
 
 
 def forget(cursor: Cursor, name: str, below: int | None = None) -> None:

@@ -205,6 +205,17 @@ class FunctionRecord:
     rank: int
 
 
+@dataclass(frozen=True)
+class FunctionPage:
+    """A page of the functions released under one FE key version, oldest first: `next` is the
+    `after` of the page that follows (None on the last), and `rank` the rank of all of them,
+    past the page, as a reader of one page still needs it."""
+
+    functions: list[FunctionRecord]
+    next: int | None
+    rank: int
+
+
 class FunctionLedger(ABC):
     """The functions released under one FE key version, inside the transaction that decides on
     more: `basis` is the echelon basis of their span (rows of integers) that the decision reads

@@ -1352,9 +1352,16 @@ def fe_decrypt_many(
     return Call("POST", path, Items(_fe_result.decode), json=body, idempotent=True)
 
 
-def fe_functions(name: str, *, key_version: int | None = None) -> Call[models.FeFunctions]:
-    """The functions released under a key version, their rank and the key's budget."""
-    params = _defined(key_version=key_version)
+def fe_functions(
+    name: str,
+    *,
+    key_version: int | None = None,
+    limit: int | None = None,
+    after: int | None = None,
+) -> Call[models.FeFunctions]:
+    """One page of the functions released under a key version (`next` is the next page's
+    `after`), the rank of them all and the key's budget."""
+    params = _defined(key_version=key_version, limit=limit, after=after)
     path = f"/v1/fe/{_name(name)}/functions"
     return Call("GET", path, _into(models.FeFunctions), params=params, idempotent=True)
 

@@ -5,6 +5,7 @@ when it wrote its output itself, or a `Verdict` whose exit status says whether a
 """
 
 import argparse
+import dataclasses
 import sys
 from typing import Any
 
@@ -780,7 +781,13 @@ def _fe_decrypt(client: Client, args: argparse.Namespace) -> Any:
 
 @command("fe functions", "the functions released under a key version, and its budget", NAME)
 def _fe_functions(client: Client, args: argparse.Namespace) -> Any:
-    return client.fe.functions(args.name)
+    page = client.fe.functions(args.name, limit=1000)
+    functions = list(page.functions)
+    while page.next is not None:  # the same version's, should the key rotate meanwhile
+        version, after = page.key_version, page.next
+        page = client.fe.functions(args.name, key_version=version, limit=1000, after=after)
+        functions.extend(page.functions)
+    return dataclasses.replace(page, functions=functions)
 
 
 # The service

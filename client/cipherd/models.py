@@ -218,6 +218,7 @@ class FeFunctions:
     key_version: int
     rank: int
     max_rank: int | None = None
+    next: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
-"""The `cipherd` command: key and token administration on the store, and the OpenAPI dump."""
+"""The `cipherd` command: key and token administration on the store, the OpenAPI dump, and the
+client's paging of a listing."""
 
+import argparse
 import base64
 import json
 import os
@@ -300,6 +302,38 @@ def test_the_client_lists_the_services_key_types_and_operations() -> None:
 
     assert sorted(CLIENT_KEY_TYPES) == sorted(KEY_TYPES)
     assert sorted(OPERATIONS) == sorted(Operation)
+
+
+def test_the_client_lists_every_page_of_one_versions_functions() -> None:
+    """`cipherd fe functions` follows `next` to the last page, and asks the later pages for the
+    first one's version: a rotation meanwhile would start another version's ledger."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from cipherd._commands import COMMANDS
+    from cipherd.models import FeFunctions, ReleasedFunction
+
+    released = [ReleasedFunction([i, 0], "admin", datetime.now(UTC), 2, 1) for i in range(3)]
+    pages = {
+        None: FeFunctions(released[:2], 2, 1, None, next=2),
+        2: FeFunctions(released[2:], 2, 1, None, next=None),
+    }
+    asked: list[tuple[int | None, int | None, int | None]] = []
+
+    def functions(
+        name: str,
+        *,
+        key_version: int | None = None,
+        limit: int | None = None,
+        after: int | None = None,
+    ) -> FeFunctions:
+        asked.append((key_version, limit, after))
+        return pages[after]
+
+    client = SimpleNamespace(fe=SimpleNamespace(functions=functions))
+    (listing,) = [c for c in COMMANDS if c.words == ("fe", "functions")]
+    assert listing.run(client, argparse.Namespace(name="k")) == FeFunctions(released, 2, 1, None)
+    assert asked == [(None, 1000, None), (2, 1000, 2)]
 
 
 @pytest.mark.parametrize("token_from_env", [False, True], ids=["token-file", "token-in-env"])

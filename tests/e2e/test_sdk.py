@@ -339,6 +339,11 @@ def test_fe_through_the_service_and_locally(client: cipherd.Client) -> None:
     assert client.fe.decrypt_batch(inner, pairs[:1], bounds=(0, 5))[0].unwrap() is None
     ledger = client.fe.functions(inner)
     assert [f.function for f in ledger.functions] == [[1, 2, 3], [1, 0, 0], [0, 0, 1]]
+    first = client.fe.functions(inner, limit=2)
+    assert [f.function for f in first.functions] == [[1, 2, 3], [1, 0, 0]]
+    assert (first.next, first.rank) == (2, 3)  # the rank of all three
+    last = client.fe.functions(inner, key_version=1, after=first.next)
+    assert ([f.function for f in last.functions], last.next, last.rank) == ([[0, 0, 1]], None, 3)
     with pytest.raises(cipherd.ShapeMismatch):
         client.fe.encrypt(inner, [1, 2])
 

@@ -8,7 +8,6 @@ from app.ops.audit.chain import REGISTER
 from app.ops.audit.record import record_json
 from app.ops.errors import invalid_input
 from app.store import AuditQuery, KeyStore
-from app.store.audit import PAGE_BYTES
 
 # A record's place in its chain as a `next` writes it: ASCII digits (`str.isdecimal` takes any
 # script's), no more than a BIGINT (and SQLite's INTEGER) holds.
@@ -17,17 +16,10 @@ _MAX_SEQ = 2**63 - 1
 
 
 def listing(store: KeyStore, query: AuditQuery) -> tuple[list[dict[str, Any]], str | None]:
-    """A page of records and the `after` of the next one (None on the last page). A page that
-    reached the store's weight in bytes has a next one, which may be empty."""
+    """A page of records and the `after` of the next one (None on the last page)."""
     # The register of chains is the trail's own bookkeeping, not a record of what was done.
-    rows = store.audit.records(
-        AuditQuery(**{**query.__dict__, "limit": query.limit + 1, "other_than_chain": REGISTER})
-    )
-    next_after = None
-    full = sum(len(row.details.encode()) for row in rows) >= PAGE_BYTES
-    if len(rows) > query.limit or full:
-        rows = rows[: query.limit]
-        next_after = f"{rows[-1].chain}.{rows[-1].seq}"
+    rows, more = store.audit.records(AuditQuery(**{**query.__dict__, "other_than_chain": REGISTER}))
+    next_after = f"{rows[-1].chain}.{rows[-1].seq}" if more else None
     return [record_json(row) for row in rows], next_after
 
 

@@ -1,12 +1,30 @@
 """FE function policies over HTTP: the unit-vector attack, allowlists, quotas, entry bounds,
-QFE matrices, batch keygen and the ledger."""
+QFE matrices, batch keygen and the ledger, listed in pages on SQLite and PostgreSQL."""
 
 import random
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app.main import create_app
+from app.settings import Settings
+from app.store import pages as weighed
 from tests.app.ops.test_fe_policy import rank_over_q
+from tests.conftest import ADMIN_TOKEN, STORES
+
+
+@pytest.fixture(params=STORES)
+def admin(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestClient]:
+    """The service with the admin token, on SQLite and on PostgreSQL (keygen in the worker)."""
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    settings = Settings(
+        data_dir=tmp_path / "data", admin_token=ADMIN_TOKEN, database_url=url, fe_processes=0
+    )
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with TestClient(create_app(settings), headers=headers) as client:
+        yield client
 
 
 def create(client: TestClient, name: str, key_type: str, n: int, policy: dict | None) -> dict:
@@ -187,3 +205,92 @@ def test_a_max_rank_past_what_the_key_tracks_is_refused(client: TestClient) -> N
         assert made.status_code == 201, made.text
     patched = client.patch("/v1/keys/q4", json={"fe_policy": {"max_rank": 100}})
     assert patched.status_code == 422, patched.text
+
+
+# Five releases of 9 bytes each as stored ("[1, 0, 0]"), and the rank after each.
+RELEASED = [[1, 0, 0], [2, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1]]
+RANKS = [1, 1, 2, 2, 3]
+
+
+def pages(client: TestClient, query: str) -> list[tuple[list[list[int]], int | None, int]]:
+    """Every page of the ledger of key `fe`, each as its functions, `next` and rank."""
+    read, after = [], 0
+    while True:
+        answer = client.get(f"/v1/fe/fe/functions?after={after}&{query}")
+        assert answer.status_code == 200, answer.text
+        page = answer.json()
+        read.append(([f["function"] for f in page["functions"]], page["next"], page["rank"]))
+        if page["next"] is None:
+            return read
+        after = page["next"]
+
+
+def release(client: TestClient) -> None:
+    create(client, "fe", "ipfe-opt", 3, None)
+    for y in RELEASED:
+        assert client.post("/v1/fe/fe/keygen", json={"y": y}).status_code == 200
+
+
+def test_the_ledger_is_listed_in_pages(admin: TestClient) -> None:
+    """`limit` functions a page, `next` the following page's `after`; each page has the rank
+    of the whole version, not of the functions it shows."""
+    release(admin)
+    assert pages(admin, "limit=2") == [
+        (RELEASED[:2], 2, 3),
+        (RELEASED[2:4], 4, 3),
+        (RELEASED[4:], None, 3),
+    ]
+    whole = admin.get("/v1/fe/fe/functions").json()
+    assert [f["rank"] for f in whole["functions"]] == RANKS and whole["next"] is None
+    past = admin.get("/v1/fe/fe/functions?after=5").json()
+    assert (past["functions"], past["next"], past["rank"], past["key_version"]) == ([], None, 3, 1)
+    admin.post("/v1/keys/fe/rotate").raise_for_status()
+    assert pages(admin, "key_version=1&limit=3") == [(RELEASED[:3], 3, 3), (RELEASED[3:], None, 3)]
+    assert pages(admin, "") == [([], None, 0)]  # the new version's
+
+
+def test_a_page_stops_after_the_function_that_reaches_its_bytes(
+    admin: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page weighs the functions as stored, and stops after the one that brings them to
+    the budget (4 MiB; 20 bytes here, crossed by the third)."""
+    assert weighed.PAGE_BYTES == 4 * 2**20
+    release(admin)
+    monkeypatch.setattr(weighed, "PAGE_BYTES", 20)
+    assert pages(admin, "limit=1000") == [(RELEASED[:3], 3, 3), (RELEASED[3:], None, 3)]
+    assert pages(admin, "limit=1") == [([y], at + 1, 3) for at, y in enumerate(RELEASED[:4])] + [
+        (RELEASED[4:], None, 3)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "why"),
+    [
+        ("after=-1", "greater than or equal to 0"),
+        ("after=abc", "a valid integer"),
+        ("after=1.5", "a valid integer"),
+        ("after=" + "9" * 30, f"less than or equal to {2**63 - 1}"),
+        (f"after={2**63}", f"less than or equal to {2**63 - 1}"),
+        ("limit=0", "greater than or equal to 1"),
+        ("limit=1001", "less than or equal to 1000"),
+        ("limit=x", "a valid integer"),
+    ],
+)
+def test_a_bad_page_is_a_422(admin: TestClient, query: str, why: str) -> None:
+    """A position past what the store's integers hold is refused here, not by the driver."""
+    create(admin, "fe", "ipfe-opt", 3, None)
+    answer = admin.get(f"/v1/fe/fe/functions?{query}")
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["detail"].startswith(f"query.{query.split('=')[0]}: Input should be")
+    assert why in answer.json()["detail"]
+
+
+def test_the_largest_after_is_an_empty_last_page(admin: TestClient) -> None:
+    release(admin)
+    answer = admin.get(f"/v1/fe/fe/functions?after={2**63 - 1}&limit=1000")
+    assert answer.status_code == 200, answer.text
+    assert (answer.json()["functions"], answer.json()["next"], answer.json()["rank"]) == (
+        [],
+        None,
+        3,
+    )

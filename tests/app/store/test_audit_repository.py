@@ -7,7 +7,16 @@ from typing import Any
 
 import pytest
 
-from app.store import AuditHead, AuditQuery, AuditRow, KeyStore, KeyWrapper, open_store, postgres
+from app.store import (
+    AuditHead,
+    AuditQuery,
+    AuditRow,
+    KeyStore,
+    KeyWrapper,
+    open_store,
+    pages,
+    postgres,
+)
 from app.store import audit as store_audit
 from tests.app.store.stores import NEW_ROOT_KEY, at_once, root
 
@@ -51,7 +60,7 @@ def test_audit_rows_go_in_with_a_few_fixed_statements(
         store.audit.append(rows, AuditHead("c1", seq, b"t"))
     inserts = [s for s in statements if s.startswith("INSERT INTO audit (")]
     assert sorted(s.count("), (") + 1 for s in inserts) == sorted(store_audit.ROWS_PER_INSERT)
-    stored = store.audit.records(AuditQuery(limit=1000))
+    stored, _ = store.audit.records(AuditQuery(limit=1000))
     assert [row.seq for row in stored] == list(range(1, seq + 1))
 
 
@@ -68,7 +77,7 @@ def test_a_journal_moved_again_changes_nothing(store: KeyStore) -> None:
 
 def test_an_empty_move_checks_the_table_takes_writes(store: KeyStore) -> None:
     store.audit.append([], AuditHead("c1", 0, b""))
-    assert store.audit.records(AuditQuery()) == []
+    assert store.audit.records(AuditQuery()) == ([], False)
 
 
 def test_records_are_found_by_every_condition_and_paged_in_order(store: KeyStore) -> None:
@@ -81,7 +90,7 @@ def test_records_are_found_by_every_condition_and_paged_in_order(store: KeyStore
         AuditHead("c1", 3, b"h1"),
     )
     store.audit.append([_row("c2", 1, 20.0), _row("c2", 2, 40.0)], AuditHead("c2", 2, b"h2"))
-    seqs = lambda query: [(r.chain, r.seq) for r in store.audit.records(query)]  # noqa: E731
+    seqs = lambda query: [(r.chain, r.seq) for r in store.audit.records(query)[0]]  # noqa: E731
     assert seqs(AuditQuery()) == [("c1", 1), ("c1", 2), ("c2", 1), ("c1", 3), ("c2", 2)]
     assert seqs(AuditQuery(key="other")) == [("c1", 3)]
     assert seqs(AuditQuery(principal="t1")) == [("c1", 2)]
@@ -91,6 +100,8 @@ def test_records_are_found_by_every_condition_and_paged_in_order(store: KeyStore
     assert seqs(AuditQuery(other_than_chain="c1")) == [("c2", 1), ("c2", 2)]
     assert seqs(AuditQuery(limit=2)) == [("c1", 1), ("c1", 2)]
     assert seqs(AuditQuery(after=(20.0, "c1", 2), limit=2)) == [("c2", 1), ("c1", 3)]
+    assert store.audit.records(AuditQuery(limit=4))[1] is True
+    assert store.audit.records(AuditQuery(limit=5))[1] is False
     assert store.audit.record("c1", 2) == _row(
         "c1", 2, 20.0, principal="t1", status=403, problem="forbidden"
     )
@@ -115,19 +126,22 @@ def test_a_read_ends_at_the_record_whose_details_reach_its_weight(store: KeyStor
     big = '"' + "a" * ((1 << 20) - 2) + '"'
     rows = [_row("c1", seq, float(seq), details=big) for seq in range(1, 13)]
     store.audit.append(rows, AuditHead("c1", 12, b"t"))
-    assert store_audit.PAGE_BYTES == 4 << 20
-    assert [r.seq for r in store.audit.records(AuditQuery(limit=100))] == [1, 2, 3, 4]
+    assert pages.PAGE_BYTES == 4 << 20
+    page, more = store.audit.records(AuditQuery(limit=100))
+    assert [r.seq for r in page] == [1, 2, 3, 4] and more
     assert [r[1] for r in store.audit.chain("c1", 2, 100)] == [3, 4, 5, 6]
-    assert [r.seq for r in store.audit.records(AuditQuery(after=(8.0, "c1", 8)))] == [9, 10, 11, 12]
+    page, more = store.audit.records(AuditQuery(after=(8.0, "c1", 8)))
+    assert [r.seq for r in page] == [9, 10, 11, 12] and not more
 
 
 def test_the_weight_is_counted_in_bytes_not_characters(
     store: KeyStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_audit, "PAGE_BYTES", 10)
+    monkeypatch.setattr(pages, "PAGE_BYTES", 10)
     rows = [_row("c1", seq, details='"éé"') for seq in (1, 2, 3)]  # 6 bytes, 4 characters
     store.audit.append(rows, AuditHead("c1", 3, b"t"))
-    assert [r.seq for r in store.audit.records(AuditQuery())] == [1, 2]
+    page, more = store.audit.records(AuditQuery())
+    assert [r.seq for r in page] == [1, 2] and more
     assert [r[1] for r in store.audit.chain("c1", 0, 3)] == [1, 2]
 
 

@@ -39,8 +39,8 @@ def test_changes_of_several_repositories_are_stored_together(store: KeyStore) ->
         assert held.keys.get("k").latest_version == 1  # seen inside before the end
     assert store.keys.material("k").secret == b"f" * 64
     assert store.tokens.by_hash(TOKEN.token_hash) == TOKEN
-    assert store.audit.records(AuditQuery()) == [RECORD]
-    assert [r.function for r in store.ledger.functions("k", 1)] == [[1, 0]]
+    assert store.audit.records(AuditQuery()) == ([RECORD], False)
+    assert [r.function for r in store.ledger.functions("k", 1).functions] == [[1, 0]]
 
 
 def test_a_block_that_raises_stores_none_of_them(store: KeyStore) -> None:
@@ -50,7 +50,7 @@ def test_a_block_that_raises_stores_none_of_them(store: KeyStore) -> None:
     with pytest.raises(KeyNotFoundError):
         store.keys.get("k")
     assert store.tokens.list() == []
-    assert store.audit.records(AuditQuery()) == [] and store.audit.heads() == []
+    assert store.audit.records(AuditQuery()) == ([], False) and store.audit.heads() == []
     assert rows(store, "SELECT COUNT(*) FROM fe_functions") == [(0,)]
 
 

@@ -20,7 +20,8 @@ from tests.conftest import ADMIN_TOKEN
 
 
 def _stored(store: KeyStore) -> list[AuditRow]:
-    return list(store.audit.records(AuditQuery(limit=1000, other_than_chain=chain.REGISTER)))
+    rows, _ = store.audit.records(AuditQuery(limit=1000, other_than_chain=chain.REGISTER))
+    return list(rows)
 
 
 def _record(index: int) -> AuditRecord:

@@ -26,7 +26,8 @@ from tests.e2e.test_full_disk import fill, tmpfs
 
 
 def _stored(store: KeyStore) -> list[AuditRow]:
-    return list(store.audit.records(AuditQuery(limit=1000, other_than_chain=chain.REGISTER)))
+    rows, _ = store.audit.records(AuditQuery(limit=1000, other_than_chain=chain.REGISTER))
+    return list(rows)
 
 
 def _appends(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:

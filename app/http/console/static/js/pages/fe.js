@@ -20,8 +20,18 @@ const PAGE_SIZE = 20;
 // The released functions a page lists, newest first; the rank and quota use them all.
 const SHOWN_FUNCTIONS = 200;
 
-const functionsOf = (name, version) =>
-  get(`/v1/fe/${encodeURIComponent(name)}/functions`, { key_version: version });
+// Every page of the functions released under a version, oldest first, as one answer; the
+// later pages ask for the first one's version, should the key rotate meanwhile.
+async function functionsOf(name, version) {
+  const path = `/v1/fe/${encodeURIComponent(name)}/functions`;
+  let page = await get(path, { key_version: version, limit: 1000 });
+  const functions = [...page.functions];
+  while (page.next !== null) {
+    page = await get(path, { key_version: page.key_version, limit: 1000, after: page.next });
+    functions.push(...page.functions);
+  }
+  return { ...page, functions };
+}
 
 export function FeKeys({ route }) {
   if (route.rest.length > 0) return html`<${FeKey} name=${route.rest[0]} />`;

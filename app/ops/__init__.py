@@ -14,6 +14,7 @@ from app.ops.aez import AezKey
 from app.ops.audit import AuditTrail
 from app.ops.auth import Authenticator
 from app.ops.auth_mounts import AuthMounts
+from app.ops.cert_auth import CertRules
 from app.ops.ecies import EciesKey
 from app.ops.errors import Problem
 from app.ops.fe import Fe
@@ -46,6 +47,7 @@ class Services:
     auth_mounts: AuthMounts
     token_limits: TokenLimits
     issuer_keys: IssuerKeys
+    cert_rules: CertRules
     ecies: Keys[EciesKey]
     aez: Keys[AezKey]
     aead: Keys[AeadKey]
@@ -99,6 +101,7 @@ class Services:
                 settings.token_default_ttl_seconds, settings.token_max_ttl_seconds
             ),
             issuer_keys=IssuerKeys(settings.jwks_min_refetch_seconds),
+            cert_rules=CertRules(),
             ecies=Keys(EciesKey, keyring, settings.bare_payload_versions),
             aez=Keys(AezKey, keyring, settings.bare_payload_versions),
             aead=Keys(AeadKey, keyring, settings.bare_payload_versions),

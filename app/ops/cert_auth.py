@@ -7,16 +7,25 @@ globs; empty: any). A login takes the certificate the client showed in the TLS h
 connection (which the server already required to chain to `CIPHERD_TLS_CLIENT_CA_FILE`), verifies
 its chain to the rule's certificate with pyca/cryptography's verifier at the store's clock (the
 validity dates, the signatures, the CA's constraints; a certificate without a subject
-alternative name or an authority key identifier is taken, as Vault takes it), then its names.
+alternative name or an authority key identifier is taken, as Vault takes it), and its names.
 The identity's stable name is `cert:<subject>` (RFC 4514).
+
+A login needs no token, so its work must not grow with the mount's rules: a process keeps each
+mount's rules parsed, their certificates filed by subject name (`RuleIndex`, made again when
+the store's revision of the rules moves on), and a login verifies the client's certificate only
+against those filed under its issuer's name (or equal to it): no other could be in its chain,
+as the verifier too looks its issuer up by name. Each of those is verified once, however many
+rules trust it, and at most `MAX_ISSUERS_PER_LOGIN` of them.
 """
 
 import datetime
 import fnmatch
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from cryptography import x509
 from cryptography.x509.oid import NameOID
@@ -38,6 +47,12 @@ MAX_RULES_PER_MOUNT = 1000
 MAX_CERTIFICATES = 16
 MAX_NAMES = 256
 MAX_PEM_BYTES = 64 * 1024
+# The trusted certificates one login may verify the client's certificate against: those that
+# could be in its chain (filed under its issuer's name, or equal to it), each counted once
+# whatever the rules that hold it. A login that names its rule has at most MAX_CERTIFICATES.
+MAX_ISSUERS_PER_LOGIN = 32
+# The mounts whose rules' index a process keeps (the least recently used is dropped).
+MAX_INDEXED_MOUNTS = 64
 
 # A rule's fields, as Vault names them, with Vault's defaults.
 RULE_DEFAULTS: dict[str, Any] = {
@@ -129,12 +144,14 @@ def client_certificate(der: bytes) -> ClientCertificate:
     )
 
 
-def _chains_to(client: ClientCertificate, rule: Mapping[str, Any], now: float) -> bool:
-    anchors = certificates(rule["certificate"])
-    moment = datetime.datetime.fromtimestamp(now, datetime.UTC)
+def _issued(
+    certificate: x509.Certificate, anchor: x509.Certificate, moment: datetime.datetime
+) -> bool:
+    """Whether `certificate` chains to `anchor` (is it, or is signed by it, within its
+    constraints) at `moment`."""
     verifier = (
         PolicyBuilder()
-        .store(Store(anchors))
+        .store(Store([anchor]))
         .time(moment)
         .extension_policies(
             ca_policy=ExtensionPolicy.webpki_defaults_ca(), ee_policy=_CLIENT_POLICY
@@ -142,40 +159,168 @@ def _chains_to(client: ClientCertificate, rule: Mapping[str, Any], now: float) -
         .build_client_verifier()
     )
     try:
-        verifier.verify(client.certificate, [])
+        verifier.verify(certificate, [])
     except VerificationError:
         return False
     return True
 
 
-def _allowed(names: Sequence[str], patterns: Sequence[str]) -> bool:
-    if not patterns:
-        return True
-    return any(fnmatch.fnmatchcase(name, pattern) for name in names for pattern in patterns)
+def _filed_under(
+    certificate: x509.Certificate, which: Literal["subject", "issuer"]
+) -> x509.Name | None:
+    """The name a certificate is filed or looked up under; None when pyca cannot decode it (all
+    such are filed together, and the verifier, which compares the encoded names, decides)."""
+    try:
+        return certificate.subject if which == "subject" else certificate.issuer
+    except ValueError:
+        return None
 
 
-def _names_match(client: ClientCertificate, rule: Mapping[str, Any]) -> bool:
-    return (
-        _allowed(client.common_names, rule["allowed_common_names"])
-        and _allowed(client.dns_sans, rule["allowed_dns_sans"])
-        and _allowed(client.uri_sans, rule["allowed_uri_sans"])
-    )
+def _patterns(globs: Sequence[str]) -> re.Pattern[str] | None:
+    """One expression for a rule's globs of a kind (None: there are none, any name will do)."""
+    if not globs:
+        return None
+    return re.compile("|".join(fnmatch.translate(glob) for glob in globs))
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """A rule as logins use it: its settings, its certificates with the name each is filed
+    under, and its globs compiled (once a rule, not once a login)."""
+
+    settings: Mapping[str, Any]
+    anchors: tuple[tuple[x509.Name | None, x509.Certificate], ...]
+    patterns: tuple[re.Pattern[str] | None, ...]
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any]) -> "_Rule":
+        anchors = certificates(settings["certificate"])
+        return cls(
+            settings=settings,
+            anchors=tuple((_filed_under(a, "subject"), a) for a in anchors),
+            patterns=tuple(_patterns(settings[field]) for field in _NAME_FIELDS),
+        )
+
+    def allows(self, client: ClientCertificate) -> bool:
+        """Whether the client's names are among those the rule allows (`_NAME_FIELDS`)."""
+        names = (client.common_names, client.dns_sans, client.uri_sans)
+        return all(
+            pattern is None or any(pattern.match(name) for name in given)
+            for pattern, given in zip(self.patterns, names, strict=True)
+        )
+
+
+class RuleIndex:
+    """A mount's rules at one revision of them, their certificates filed by subject name."""
+
+    def __init__(
+        self,
+        revision: int,
+        rules: Mapping[str, Mapping[str, Any]],
+        previous: "RuleIndex | None" = None,
+    ) -> None:
+        """Parse `rules`, reusing what `previous` made of each rule that did not change."""
+        self.revision = revision
+        kept = {} if previous is None else previous.rules
+        self.rules: dict[str, _Rule] = {}
+        # Each certificate by the name it is filed under, with the rules that hold it.
+        self._by_subject: dict[x509.Name | None, dict[x509.Certificate, list[str]]] = {}
+        for name, settings in rules.items():
+            rule = kept.get(name)
+            if rule is None or rule.settings != settings:
+                rule = _Rule.of(settings)
+            self.rules[name] = rule
+            for subject, anchor in rule.anchors:
+                holders = self._by_subject.setdefault(subject, {}).setdefault(anchor, [])
+                if holders[-1:] != [name]:  # a rule may list a certificate twice
+                    holders.append(name)
+
+    def issuers(
+        self, certificate: x509.Certificate, name: str = ""
+    ) -> Mapping[x509.Certificate, Sequence[str]] | None:
+        """The certificates that could be in `certificate`'s chain (filed under its issuer's
+        name, or itself), each with the rules that hold it (only the rule `name`, if given);
+        None if there are more than MAX_ISSUERS_PER_LOGIN, counted before any is copied."""
+        issuer = _filed_under(certificate, "issuer")
+        if name:
+            rule = self.rules.get(name)
+            anchors = () if rule is None else rule.anchors
+            return {
+                anchor: (name,)
+                for subject, anchor in anchors
+                if subject == issuer or anchor == certificate
+            }
+        filed = self._by_subject.get(issuer, {})
+        subject = _filed_under(certificate, "subject")
+        itself = None if subject == issuer else self._by_subject.get(subject, {}).get(certificate)
+        if len(filed) + (itself is not None) > MAX_ISSUERS_PER_LOGIN:
+            return None
+        return filed if itself is None else {**filed, certificate: itself}
+
+
+class CertRules:
+    """The index of each mount's rules (`RuleIndex`) a process made last, used while the
+    store's revision of those rules stays the one it was made at."""
+
+    def __init__(self) -> None:
+        self._indexes: OrderedDict[str, RuleIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def index(self, store: KeyStore, accessor: str) -> RuleIndex:
+        """The index of the mount's rules as they are now (made again if they changed)."""
+        revision = store.auth_roles.revision(accessor)
+        with self._lock:  # one login parses a change; the others wait for it
+            index = self._indexes.get(accessor)
+            if index is None or index.revision != revision:
+                # Read after the revision: the rules are at least as new as the revision they
+                # are filed under, so an index is never kept past a change.
+                index = RuleIndex(revision, store.auth_roles.all(accessor), index)
+            self._indexes[accessor] = index
+            self._indexes.move_to_end(accessor)
+            if len(self._indexes) > MAX_INDEXED_MOUNTS:
+                self._indexes.popitem(last=False)
+            return index
 
 
 def matching_rule(
-    client: ClientCertificate, rules: Mapping[str, Mapping[str, Any]], now: float
+    client: ClientCertificate, index: RuleIndex, now: float, name: str = ""
 ) -> tuple[str, Mapping[str, Any]]:
-    """The first rule (by name) that trusts the client's certificate and allows its names
-    (400 if none: the answer does not say which check failed, as Vault's does not)."""
-    for name in sorted(rules):
-        rule = rules[name]
-        if _chains_to(client, rule, now) and _names_match(client, rule):
-            return name, rule
+    """The first rule (by name; only the rule `name`, if given) that trusts the client's
+    certificate and allows its names (400 if none: the answer does not say which check failed,
+    as Vault's does not; 400 too, before any is verified, if more than MAX_ISSUERS_PER_LOGIN
+    certificates could be in its chain)."""
+    issuers = index.issuers(client.certificate, name)
+    if issuers is None:
+        raise refused(
+            f"more than {MAX_ISSUERS_PER_LOGIN} trusted certificates could have issued this "
+            "certificate: log in with the name of the rule"
+        )
+    candidates: dict[str, list[x509.Certificate]] = {}
+    for anchor, holders in issuers.items():
+        for holder in holders:
+            candidates.setdefault(holder, []).append(anchor)
+    moment = datetime.datetime.fromtimestamp(now, datetime.UTC)
+    verified: dict[x509.Certificate, bool] = {}
+
+    def chains_to(anchor: x509.Certificate) -> bool:
+        if anchor not in verified:
+            verified[anchor] = _issued(client.certificate, anchor, moment)
+        return verified[anchor]
+
+    for candidate in sorted(candidates):
+        rule = index.rules[candidate]
+        if rule.allows(client) and any(chains_to(anchor) for anchor in candidates[candidate]):
+            return candidate, rule.settings
     raise refused()
 
 
 def login(
-    store: KeyStore, limits: TokenLimits, mount: AuthMount, name: str, der: bytes | None
+    store: KeyStore,
+    limits: TokenLimits,
+    rules: CertRules,
+    mount: AuthMount,
+    name: str,
+    der: bytes | None,
 ) -> IssuedToken:
     """`POST auth/<mount>/login {name?}` with the connection's client certificate (DER): a
     token for `cert:<subject>` on the policies of the rule `name`, or of the first rule that
@@ -183,12 +328,8 @@ def login(
     if der is None:
         raise refused("no client certificate: log in over a TLS connection that shows one")
     client = client_certificate(der)
-    if name:
-        named = store.auth_roles.get(mount.accessor, name)
-        rules = {} if named is None else {name: named}
-    else:
-        rules = store.auth_roles.all(mount.accessor)
-    matched, rule = matching_rule(client, rules, store.clock.now())
+    index = rules.index(store, mount.accessor)
+    matched, rule = matching_rule(client, index, store.clock.now(), name)
     identity = Identity("cert", mount.path, matched, f"cert:{client.subject}"[:512])
     metadata = {
         "cert_name": matched,

@@ -69,5 +69,8 @@ async def login(request: Request) -> Response:
     ours = services(request)
     der = client_certificate(request.scope)
     return await logged_in(
-        request, partial(cert_auth.login, ours.store, ours.token_limits, mount, body.name, der)
+        request,
+        partial(
+            cert_auth.login, ours.store, ours.token_limits, ours.cert_rules, mount, body.name, der
+        ),
     )

@@ -73,6 +73,7 @@ class AuthMountRepository:
                 raise MountNotFoundError(path)
             cursor.execute("DELETE FROM auth_mounts WHERE path = ?", (path,))
             cursor.execute("DELETE FROM auth_roles WHERE mount = ?", (row[0],))
+            cursor.execute("DELETE FROM auth_role_revisions WHERE mount = ?", (row[0],))
             cursor.execute("SELECT id FROM tokens WHERE mount = ?", (path,))
             revoke_tree(cursor, [row[0] for row in cursor.fetchall()])
             advance(cursor)

@@ -1,13 +1,17 @@
 """The roles of login methods that keep their roles as settings alone: JWT roles
 (`auth/<mount>/role/:name`) and certificate rules (`auth/<mount>/certs/:name`), each a JSON
 object of Vault's fields under its mount's accessor and its name. Keyed by the accessor, not the
-path: a mount enabled again at a path starts with no roles."""
+path: a mount enabled again at a path starts with no roles.
+
+Every change of a mount's roles moves its revision on (`auth_role_revisions`), in the
+transaction that makes it: a reader that keeps what it made of the roles (`app.ops.cert_auth`)
+reads the revision, one row, to know whether that is still current on every replica."""
 
 import json
 from collections.abc import Sequence
 from typing import Any
 
-from app.store.database import Session
+from app.store.database import Cursor, Session
 
 
 class AuthRoleRepository:
@@ -32,11 +36,12 @@ class AuthRoleRepository:
                         "INSERT INTO auth_roles (mount, name, settings) VALUES (?, ?, ?)",
                         (mount, name, body),
                     )
-                    return True
-                cursor.execute(
-                    "UPDATE auth_roles SET settings = ? WHERE mount = ? AND name = ?",
-                    (body, mount, name),
-                )
+                else:
+                    cursor.execute(
+                        "UPDATE auth_roles SET settings = ? WHERE mount = ? AND name = ?",
+                        (body, mount, name),
+                    )
+                _moved_on(cursor, mount)
                 return True
         except self._session.dialect.integrity_error:
             # Another replica made the role between our check and our insert: ours replaces it.
@@ -45,6 +50,7 @@ class AuthRoleRepository:
                     "UPDATE auth_roles SET settings = ? WHERE mount = ? AND name = ?",
                     (body, mount, name),
                 )
+                _moved_on(cursor, mount)
             return True
 
     def get(self, mount: str, name: str) -> dict[str, Any] | None:
@@ -68,3 +74,19 @@ class AuthRoleRepository:
         """Remove a role (nothing if there is none, which Vault answers as a success too)."""
         with self._session.transaction(write=True) as cursor:
             cursor.execute("DELETE FROM auth_roles WHERE mount = ? AND name = ?", (mount, name))
+            _moved_on(cursor, mount)
+
+    def revision(self, mount: str) -> int:
+        """The revision of a mount's roles: 0 before their first change, then moved on by each."""
+        row = self._session.read_row(
+            "SELECT revision FROM auth_role_revisions WHERE mount = ?", (mount,)
+        )
+        return 0 if row is None else int(row[0])
+
+
+def _moved_on(cursor: Cursor, mount: str) -> None:
+    cursor.execute(
+        "INSERT INTO auth_role_revisions (mount, revision) VALUES (?, 1)"
+        " ON CONFLICT (mount) DO UPDATE SET revision = auth_role_revisions.revision + 1",
+        (mount,),
+    )

@@ -195,6 +195,10 @@ CREATE TABLE IF NOT EXISTS auth_roles (
     name TEXT NOT NULL,
     settings TEXT NOT NULL,
     PRIMARY KEY (mount, name)
+);
+CREATE TABLE IF NOT EXISTS auth_role_revisions (
+    mount TEXT PRIMARY KEY,
+    revision INTEGER NOT NULL
 )
 """
 

@@ -1,6 +1,6 @@
 """The roles of JWT and certificate auth mounts (`store.auth_roles`) on both backends."""
 
-from app.store import KeyStore
+from app.store import AuthMount, KeyStore
 
 
 def test_roles_by_mount_and_name(store: KeyStore) -> None:
@@ -24,3 +24,29 @@ def test_roles_by_mount_and_name(store: KeyStore) -> None:
     roles.delete("auth_jwt_1", "ci")  # nothing there: nothing done
     assert roles.names("auth_jwt_1") == ["deploy"]
     assert roles.names("auth_jwt_3") == []
+
+
+def test_each_change_of_a_mount_s_roles_moves_its_revision_on(store: KeyStore) -> None:
+    roles = store.auth_roles
+    assert roles.revision("auth_cert_1") == 0
+    assert roles.put("auth_cert_1", "a", {"certificate": "x"}, most=2)
+    assert roles.revision("auth_cert_1") == 1
+    assert roles.put("auth_cert_1", "a", {"certificate": "y"}, most=2)
+    assert roles.put("auth_cert_1", "b", {}, most=2)
+    assert not roles.put("auth_cert_1", "c", {}, most=2)  # refused: nothing changed
+    assert roles.revision("auth_cert_1") == 3
+    roles.delete("auth_cert_1", "a")
+    assert roles.revision("auth_cert_1") == 4
+    assert roles.revision("auth_cert_2") == 0  # each mount its own
+    with store.transaction() as held:  # moved on with the change, inside its transaction
+        held.auth_roles.put("auth_cert_2", "a", {}, most=2)
+        held.auth_roles.delete("auth_cert_2", "a")
+    assert roles.revision("auth_cert_2") == 2
+
+
+def test_a_removed_mount_takes_its_roles_and_their_revision(store: KeyStore) -> None:
+    store.auth_mounts.add(AuthMount("auth_cert_1", "cert", "cert", "", {}, 1.0))
+    assert store.auth_roles.put("auth_cert_1", "a", {}, most=2)
+    store.auth_mounts.remove("cert")
+    assert store.auth_roles.all("auth_cert_1") == {}
+    assert store.auth_roles.revision("auth_cert_1") == 0

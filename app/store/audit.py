@@ -101,16 +101,7 @@ class AuditRepository:
             conditions.append("(time, chain, seq) > (?, ?, ?)")
             params.extend(query.after)
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
-        with self._session.transaction(write=False) as cursor:
-            rows, cut = read_weighed(
-                cursor,
-                self._session.dialect,
-                COLUMNS,
-                "details",
-                f"FROM audit{where} ORDER BY time, chain, seq",
-                params,
-                query.limit + 1,
-            )
+        rows, cut = self._weighed(f"{where} ORDER BY time, chain, seq", params, query.limit + 1)
         more = cut or len(rows) > query.limit
         return [_row(row) for row in rows[: query.limit]], more
 
@@ -129,17 +120,26 @@ class AuditRepository:
         not a count after one: with statistics older than the rows, PostgreSQL sorts a chain's
         whole remainder for `seq > ? ORDER BY seq LIMIT ?`, and a chain read page by page in
         that form costs its length squared."""
+        window = (chain, after_seq, after_seq + limit)
+        rows, _ = self._weighed(
+            " WHERE chain = ? AND seq > ? AND seq <= ? ORDER BY seq", window, limit
+        )
+        return rows
+
+    def _weighed(
+        self, selection: str, params: Sequence[Any], limit: int
+    ) -> tuple[Sequence[tuple[Any, ...]], bool]:
+        """`read_weighed` of the records `selection` picks, weighed by their details."""
         with self._session.transaction(write=False) as cursor:
-            rows, _ = read_weighed(
+            return read_weighed(
                 cursor,
                 self._session.dialect,
                 COLUMNS,
                 "details",
-                "FROM audit WHERE chain = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                (chain, after_seq, after_seq + limit),
+                f"FROM audit{selection}",
+                params,
                 limit,
             )
-        return rows
 
     def last_seq(self, chain: str) -> int:
         """The highest position stored in `chain` (0: none)."""

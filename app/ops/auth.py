@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.ops.errors import Problem, unauthorized
+from app.ops.errors import Problem, forbidden, unauthorized
 from app.ops.keyring import StoreCache, store_outage
 from app.ops.ratelimit import RateLimits
 from app.ops.work import SharedBlockingRead, SharedRead
@@ -47,6 +47,9 @@ TOKEN_PREFIX = "cdt_"
 MAX_CACHED_TOKENS = 10_000
 MAX_CACHED_POLICIES = 10_000
 ROOT_POLICY, DEFAULT_POLICY = "root", "default"
+# The most key-name patterns a token carries, its own and its policies' (once per rule): as many
+# as `_matcher` and `patterns.parse` keep for reuse (docs/performance/choices.md).
+MAX_PATTERNS = 4_096
 
 
 class Operation(enum.StrEnum):
@@ -153,6 +156,7 @@ class CompiledPolicy:
 
     rules: tuple[Rule, ...]
     admin_operations: frozenset[str]
+    patterns: int  # its rules' patterns, as MAX_PATTERNS counts them
 
 
 def compile_policy(document: Mapping[str, Any]) -> CompiledPolicy:
@@ -162,7 +166,8 @@ def compile_policy(document: Mapping[str, Any]) -> CompiledPolicy:
         Rule(tuple(rule["keys"]), frozenset(rule["operations"]))
         for rule in document.get("rules", ())
     )
-    return CompiledPolicy(rules, frozenset(document.get("admin", ())))
+    admin = frozenset(document.get("admin", ()))
+    return CompiledPolicy(rules, admin, sum(len(rule.patterns) for rule in rules))
 
 
 def hash_token(token: str) -> bytes:
@@ -230,21 +235,21 @@ class Authenticator:
 
     def principal(self, token: str | None, state: AuthState) -> Principal:
         """The principal a bearer token stands for under `state` (`current_state`); 401 if it
-        is missing or not valid. Queries the store for a token not cached: call it off the
-        event loop."""
+        is missing or not valid, 403 past MAX_PATTERNS. Queries the store for a token not
+        cached: call it off the event loop."""
         digest = self._digest(token)
         if self._is_admin(state, digest):
             return ADMIN
         record = self._tokens.load(digest)
         if record is None or not self.alive(record):
             raise unauthorized("the token is unknown, revoked or expired")
-        if record.uses_left is not None and not self._store.tokens.use(record.id):
-            raise unauthorized("the token is unknown, revoked or expired")
-        return self.principal_of_record(record)
+        principal = self.principal_of_record(record)  # before a use is spent: it may refuse
+        self.spend_use(record)
+        return principal
 
     def cached_principal(self, token: str | None, state: AuthState) -> Principal | None:
-        """What `principal` answers (its 401s too), if this process can tell without the
-        store: the token's record cached with no number of uses to spend, and its policies
+        """What `principal` answers (its 401s and 403s too), if this process can tell without
+        the store: the token's record cached with no number of uses to spend, and its policies
         cached. None: call `principal`. Safe on the event loop."""
         digest = self._digest(token)
         if self._is_admin(state, digest):
@@ -428,6 +433,12 @@ class Authenticator:
         rules: list[Rule] = []
         if record.key_patterns and record.operations:
             rules.append(Rule(record.key_patterns, frozenset(record.operations)))
+        carried = sum(len(rule.patterns) for rule in rules) + sum(p.patterns for p in policies)
+        if carried > MAX_PATTERNS:  # its policies grew since it was made: refused whole
+            raise forbidden(
+                f"the token carries {carried:,} key-name patterns in all, its own and its "
+                f"policies', past the {MAX_PATTERNS:,} a token may: narrow its policies"
+            )
         admin_operations: set[str] = set()
         for policy in policies:
             rules.extend(policy.rules)

@@ -11,7 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.ops.auth import DEFAULT_POLICY, ROOT_POLICY, hash_token, new_token
+from app.ops.auth import (
+    DEFAULT_POLICY,
+    MAX_PATTERNS,
+    ROOT_POLICY,
+    compile_policy,
+    hash_token,
+    new_token,
+)
 from app.ops.errors import invalid_input
 from app.store import KeyStore, TokenRecord
 
@@ -92,6 +99,21 @@ def policy_names(names: Sequence[str], no_default: bool) -> tuple[str, ...]:
     return tuple(cleaned)
 
 
+def _check_patterns(store: KeyStore, policies: Sequence[str], inline: Sequence[str]) -> None:
+    """422 if a token of these policies, as they are now, and these inline patterns would carry
+    more than MAX_PATTERNS key-name patterns: refused when it is made rather than at each of its
+    requests (`app.ops.auth.Authenticator` refuses one whose policies grew since)."""
+    if ROOT_POLICY in policies:
+        return  # root: no rules, every key
+    stored = store.policies.get_many(policies)
+    carried = len(inline) + sum(compile_policy(record.document).patterns for record in stored)
+    if carried > MAX_PATTERNS:
+        raise invalid_input(
+            f"the token would carry {carried:,} key-name patterns in all, its own and its "
+            f"policies', past the {MAX_PATTERNS:,} a token may"
+        )
+
+
 def mint(
     store: KeyStore,
     limits: TokenLimits,
@@ -106,6 +128,7 @@ def mint(
     if len(terms.metadata) > MAX_METADATA:
         raise invalid_input(f"at most {MAX_METADATA} metadata entries")
     policies = policy_names(terms.policies, terms.no_default_policy)
+    _check_patterns(store, policies, terms.key_patterns)
     now = store.clock.now()
     root = ROOT_POLICY in policies
     explicit = terms.explicit_max_seconds or None

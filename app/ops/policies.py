@@ -16,7 +16,14 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.ops.auth import DEFAULT_POLICY, ROOT_POLICY, AdminOperation, Operation
+from app.ops.auth import (
+    DEFAULT_POLICY,
+    MAX_PATTERNS,
+    ROOT_POLICY,
+    AdminOperation,
+    Operation,
+    compile_policy,
+)
 from app.ops.errors import Problem, invalid_input
 from app.ops.identity import checked_policy_name
 from app.ops.keys import timestamp
@@ -98,11 +105,20 @@ def _out(record: PolicyRecord) -> PolicyOut:
 
 
 def put(store: KeyStore, name: str, document: PolicyDocument) -> PolicyOut:
-    """Create or replace the policy `name` (400 for `root`)."""
+    """Create or replace the policy `name` (400 for `root`; 422 past MAX_PATTERNS, which no
+    token could then carry). Tokens that carry it and would pass MAX_PATTERNS with it are
+    refused from their next request (`app.ops.auth.Authenticator`)."""
     checked_policy_name(name)
     if name == ROOT_POLICY:
         raise invalid_input("cannot update the root policy")
-    record = store.policies.put(name, document.model_dump(mode="json"), store.clock.now())
+    stored = document.model_dump(mode="json")
+    patterns = compile_policy(stored).patterns
+    if patterns > MAX_PATTERNS:
+        raise invalid_input(
+            f"the policy holds {patterns:,} key-name patterns in all, past the "
+            f"{MAX_PATTERNS:,} a token may carry"
+        )
+    record = store.policies.put(name, stored, store.clock.now())
     return _out(record)
 
 

@@ -1,7 +1,7 @@
-"""A token whose policies hold thousands of key patterns (a policy holds up to 10,000, a token
-carries up to 64 policies) lists the keys it may read, by `GET /v1/keys` and by KMS ListKeys,
-on SQLite and PostgreSQL: SQLite answered 500 from 1,000 patterns (an expression too deep),
-PostgreSQL from some thousands of long ones (one regular expression, too complex)."""
+"""A token whose policies hold thousands of key patterns (up to MAX_PATTERNS in all) lists the
+keys it may read, by `GET /v1/keys` and by KMS ListKeys, on SQLite and PostgreSQL: SQLite
+answered 500 from 1,000 patterns (an expression too deep), PostgreSQL from some thousands of
+long ones (one regular expression, too complex)."""
 
 import fnmatch
 import json
@@ -13,8 +13,10 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import ReadOnlyCredentials
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from httpx import Response
 
 from app.main import create_app
+from app.ops.auth import MAX_PATTERNS
 from app.settings import Settings
 from tests.app.store.stores import LISTED_NAMES, MATCHING_GLOBS, many_globs
 from tests.conftest import ADMIN_TOKEN, STORES
@@ -29,7 +31,7 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> FastAPI:
     return create_app(settings)
 
 
-def _list_keys(client: TestClient, access_key_id: str, secret: str, limit: int) -> dict:
+def list_keys(client: TestClient, access_key_id: str, secret: str, limit: int) -> Response:
     """KMS ListKeys, signed with the token's AWS key pair."""
     body = json.dumps({"Limit": limit}).encode()
     request = AWSRequest(
@@ -43,13 +45,10 @@ def _list_keys(client: TestClient, access_key_id: str, secret: str, limit: int) 
     )
     credentials = ReadOnlyCredentials(access_key_id, secret, None)
     SigV4Auth(credentials, "kms", "eu-west-3").add_auth(request)
-    answer = client.post("/", headers=dict(request.prepare().headers), content=body)
-    assert answer.status_code == 200, answer.text
-    result: dict = answer.json()
-    return result
+    return client.post("/", headers=dict(request.prepare().headers), content=body)
 
 
-@pytest.mark.parametrize("count", [1_500, 10_000])
+@pytest.mark.parametrize("count", [1_500, MAX_PATTERNS])
 def test_a_token_of_thousands_of_patterns_lists_what_it_may_read(
     service: FastAPI, count: int
 ) -> None:
@@ -77,6 +76,8 @@ def test_a_token_of_thousands_of_patterns_lists_what_it_may_read(
         page = client.get("/v1/keys", params={"limit": 9, "after": allowed[20]}, headers=scoped)
         assert [k["name"] for k in page.json()["keys"]] == allowed[21:30]
         assert page.json()["next"] == allowed[29]
-        kms = _list_keys(client, token["aws_access_key_id"], token["aws_secret_access_key"], 1000)
+        listed = list_keys(client, token["aws_access_key_id"], token["aws_secret_access_key"], 1000)
+        assert listed.status_code == 200, listed.text
+        kms = listed.json()
         assert [k["KeyId"] for k in kms["Keys"]] == allowed
         assert kms["Truncated"] is False

@@ -6,6 +6,7 @@ what they are given); fish completes with its own engine (`complete -C`). The se
 names are completed in tests/e2e/test_cli_client.py, against a running service.
 """
 
+import functools
 import os
 import shutil
 import subprocess
@@ -20,7 +21,10 @@ ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
 ENV["CIPHERD_ADDR"] = "http://127.0.0.1:9"
 
 
+@functools.cache
 def script(shell: str) -> str:
+    """The script `cipherd completion SHELL` prints: made once a shell (each run of the command
+    starts an interpreter and imports the client, most of a test's time)."""
     printed = subprocess.run(
         [str(BIN / "cipherd"), "completion", shell], capture_output=True, text=True, check=True
     )

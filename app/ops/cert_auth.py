@@ -19,7 +19,6 @@ rules trust it, and at most `MAX_ISSUERS_PER_LOGIN` of them.
 """
 
 import datetime
-import fnmatch
 import re
 import threading
 from collections import OrderedDict
@@ -37,6 +36,7 @@ from cryptography.x509.verification import (
     VerificationError,
 )
 
+from app.ops.auth import glob_expression
 from app.ops.errors import Problem, invalid_input
 from app.ops.identity import Identity, IssuedToken, TokenLimits
 from app.ops.role_tokens import TOKEN_ALIASES, TOKEN_DEFAULTS, check_token_fields, role_token
@@ -178,9 +178,7 @@ def _filed_under(
 
 def _patterns(globs: Sequence[str]) -> re.Pattern[str] | None:
     """One expression for a rule's globs of a kind (None: there are none, any name will do)."""
-    if not globs:
-        return None
-    return re.compile("|".join(fnmatch.translate(glob) for glob in globs))
+    return glob_expression(globs) if globs else None
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from typing import Any
 
 from app.ops.auth import (
     DEFAULT_POLICY,
-    MAX_PATTERNS,
     ROOT_POLICY,
+    check_pattern_count,
     compile_policy,
     hash_token,
     new_token,
@@ -107,11 +107,7 @@ def _check_patterns(store: KeyStore, policies: Sequence[str], inline: Sequence[s
         return  # root: no rules, every key
     stored = store.policies.get_many(policies)
     carried = len(inline) + sum(compile_policy(record.document).patterns for record in stored)
-    if carried > MAX_PATTERNS:
-        raise invalid_input(
-            f"the token would carry {carried:,} key-name patterns in all, its own and its "
-            f"policies', past the {MAX_PATTERNS:,} a token may"
-        )
+    check_pattern_count(carried, "the token and its policies", invalid_input)
 
 
 def mint(

@@ -18,10 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.ops.auth import (
     DEFAULT_POLICY,
-    MAX_PATTERNS,
     ROOT_POLICY,
     AdminOperation,
     Operation,
+    check_pattern_count,
     compile_policy,
 )
 from app.ops.errors import Problem, invalid_input
@@ -112,12 +112,7 @@ def put(store: KeyStore, name: str, document: PolicyDocument) -> PolicyOut:
     if name == ROOT_POLICY:
         raise invalid_input("cannot update the root policy")
     stored = document.model_dump(mode="json")
-    patterns = compile_policy(stored).patterns
-    if patterns > MAX_PATTERNS:
-        raise invalid_input(
-            f"the policy holds {patterns:,} key-name patterns in all, past the "
-            f"{MAX_PATTERNS:,} a token may carry"
-        )
+    check_pattern_count(compile_policy(stored).patterns, "the policy", invalid_input)
     record = store.policies.put(name, stored, store.clock.now())
     return _out(record)
 

@@ -8,6 +8,7 @@ maker lacks. A token may always look itself up, renew and revoke itself. Every t
 by `app.ops.identity.mint` and shown once; the store keeps only its SHA-256.
 """
 
+import secrets
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Annotated
@@ -19,7 +20,6 @@ from app.ops.auth import (
     AdminOperation,
     Operation,
     Principal,
-    new_aws_credentials,
 )
 from app.ops.errors import Problem, forbidden, invalid_input
 from app.ops.identity import (
@@ -250,6 +250,14 @@ def issue(store: KeyStore, limits: TokenLimits, maker: Principal, body: TokenCre
 def created_out(issued: IssuedToken) -> TokenCreated:
     """A new token as the native API answers it: the only time the token itself is shown."""
     return TokenCreated(**token_out(issued.record).model_dump(), token=issued.token)
+
+
+def new_aws_credentials() -> tuple[str, str]:
+    """A fresh AWS access key pair: an id in AWS's form (`AKIA` and 16 characters of A-Z and
+    2-7: 80 random bits, so that ids never collide) and a 40-character secret (240 bits)."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+    access_key_id = "AKIA" + "".join(secrets.choice(alphabet) for _ in range(16))
+    return access_key_id, secrets.token_urlsafe(30)
 
 
 def with_aws_credentials(store: KeyStore, created: TokenCreated) -> TokenCreated:

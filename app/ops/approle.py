@@ -24,7 +24,8 @@ from typing import Any
 
 from app.ops.durations import vault_time
 from app.ops.errors import Problem, invalid_input
-from app.ops.role_tokens import TOKEN_DEFAULTS, check_token_fields
+from app.ops.identity import MAX_METADATA as TOKEN_METADATA
+from app.ops.role_tokens import TOKEN_DEFAULTS, check_role_token, check_token_fields
 from app.store import AppRole, KeyStore, SecretId
 
 ROLE_NAME = r"^[A-Za-z0-9._ -]{1,128}$"
@@ -34,7 +35,8 @@ _CREDENTIAL = re.compile(r"^[\x21-\x7e]([\x20-\x7e]{0,510}[\x21-\x7e])?$")
 MAX_ROLES_PER_MOUNT = 10_000
 MAX_SECRET_IDS_PER_ROLE = 10_000
 MAX_CIDRS = 64
-MAX_METADATA = 64
+# One less than a token may carry: a login's token adds `role_name` to a secret id's.
+MAX_METADATA = TOKEN_METADATA - 1
 MAX_USES = 1_000_000_000
 INVALID_CREDENTIALS = "invalid role or secret ID"
 
@@ -314,8 +316,8 @@ class AppRoles:
 
     def login_secret(self, role: AppRole, secret_id: str, address: str | None) -> SecretId | None:
         """The secret id a login to `role` from `address` spends (None for a role that binds
-        none): 400 otherwise, saying only what Vault says. The client's address is checked
-        before a use is spent."""
+        none): 400 otherwise, saying only what Vault says. The client's address, and what
+        would refuse the role's token, are checked before a use is spent."""
         settings = full_settings(role)
         if not address_allowed(address, settings["secret_id_bound_cidrs"]):
             raise invalid_input(
@@ -334,6 +336,8 @@ class AppRoles:
             raise invalid_input(
                 f'source address "{address}" unauthorized by CIDR restrictions on the secret ID'
             )
+        if found is not None:  # the secret proven: what would refuse its token, before the use
+            check_role_token(self._store, settings)
         spent = self._store.approle.spend(self._mount, role.name, digest, self._now())
         if spent is None:
             raise invalid_input(INVALID_CREDENTIALS)

@@ -172,6 +172,16 @@ def mint(
     return IssuedToken(token, record)
 
 
+def check_login_terms(store: KeyStore, terms: TokenTerms) -> None:
+    """What refuses a login's token whoever logs in (the root policy; more key-name patterns
+    than a token may carry): a method checks it before it spends anything on the login (an
+    AppRole secret id's use)."""
+    policies = policy_names(terms.policies, terms.no_default_policy)
+    if ROOT_POLICY in policies:
+        raise invalid_input("a login cannot give the root policy")
+    _check_patterns(store, policies, terms.key_patterns)
+
+
 def issue_login_token(
     store: KeyStore, limits: TokenLimits, identity: Identity, terms: TokenTerms
 ) -> IssuedToken:
@@ -189,8 +199,7 @@ def issue_login_token(
     and the audit record's details); a login that fails goes through
     `app.http.identity.login_refused` (the failed-authentication throttle).
     """
-    if ROOT_POLICY in terms.policies:
-        raise invalid_input("a login cannot give the root policy")
+    check_login_terms(store, terms)
     terms = replace(terms, description=f"{identity.method} login")
     return mint(store, limits, identity, terms, None, f"auth/{identity.mount}/login")
 

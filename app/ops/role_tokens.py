@@ -6,7 +6,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.ops.errors import invalid_input
-from app.ops.identity import Identity, IssuedToken, TokenLimits, TokenTerms, issue_login_token
+from app.ops.identity import (
+    Identity,
+    IssuedToken,
+    TokenLimits,
+    TokenTerms,
+    check_login_terms,
+    issue_login_token,
+)
 from app.store import KeyStore
 
 # The `token_*` fields every kind of role has (Vault's tokenutil), with Vault's defaults.
@@ -44,7 +51,16 @@ def role_token(
     """A token for `identity` on the role's policies and TTLs (0: the service's defaults),
     with `metadata` as Vault's `meta` (strings, e.g. `{"role_name": "ci"}`): lookups show it,
     so it never holds a secret."""
-    terms = TokenTerms(
+    return issue_login_token(store, limits, identity, _terms(role, metadata))
+
+
+def check_role_token(store: KeyStore, role: Mapping[str, Any]) -> None:
+    """422 for a role whose token no login could get, before a login spends anything on it."""
+    check_login_terms(store, _terms(role, {}))
+
+
+def _terms(role: Mapping[str, Any], metadata: Mapping[str, str]) -> TokenTerms:
+    return TokenTerms(
         policies=role["token_policies"],
         ttl_seconds=role["token_ttl"] or None,
         max_ttl_seconds=role["token_max_ttl"] or None,
@@ -54,4 +70,3 @@ def role_token(
         metadata=dict(metadata),
         no_default_policy=role["token_no_default_policy"],
     )
-    return issue_login_token(store, limits, identity, terms)

@@ -3,6 +3,8 @@ change narrows its tokens on their next request, children go with their parent, 
 out, a token looks itself up, renews and revokes itself."""
 
 import base64
+import json
+from typing import Any
 
 import pytest
 from fastapi import FastAPI
@@ -341,3 +343,28 @@ def test_vault_revoke_by_value_takes_the_callers_own_or_needs_the_tokens_operati
     assert client.post("/v1/auth/token/revoke", json={"token": other["token"]}).status_code == 204
     with as_token(app, other["token"]) as gone:
         assert gone.get("/v1/keys").status_code == 401
+
+
+def test_a_secret_ids_metadata_leaves_room_for_the_role_name(
+    app: FastAPI, client: TestClient
+) -> None:
+    """A login's token carries the secret id's metadata and `role_name`, within the 64 entries a
+    token may carry: a secret id of 64 entries could never log in, and each try spent a use."""
+    assert client.post("/v1/sys/auth/approle", json={"type": "approle"}).status_code == 204
+    assert client.post("/v1/auth/approle/role/ci", json={}).status_code == 204
+    role_id = client.get("/v1/auth/approle/role/ci/role-id").json()["data"]["role_id"]
+
+    def draw(entries: int) -> Any:
+        metadata = json.dumps({f"k{i}": "v" for i in range(entries)})
+        return client.post("/v1/auth/approle/role/ci/secret-id", json={"metadata": metadata})
+
+    refused = draw(64)
+    assert refused.status_code == 400, refused.text
+    assert "at most 63 entries" in refused.json()["errors"][0]
+    secret_id = draw(63).json()["data"]["secret_id"]
+    with TestClient(app) as anonymous:
+        login = anonymous.post(
+            "/v1/auth/approle/login", json={"role_id": role_id, "secret_id": secret_id}
+        )
+    assert login.status_code == 200, login.text
+    assert len(login.json()["auth"]["metadata"]) == 64

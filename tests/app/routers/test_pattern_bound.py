@@ -72,15 +72,28 @@ def test_no_token_is_made_past_max_patterns(admin_on_both_stores: TestClient) ->
     role = {"token_policies": ["wide", "one", "two"]}
     assert admin.post("/v1/auth/approle/role/ci", json=role).status_code == 204
     role_id = admin.get("/v1/auth/approle/role/ci/role-id").json()["data"]["role_id"]
-    secret_id = admin.post("/v1/auth/approle/role/ci/secret-id").json()["data"]["secret_id"]
-    login = admin.post(
-        "/v1/auth/approle/login",
-        json={"role_id": role_id, "secret_id": secret_id},
-        headers={"Authorization": ""},
-    )
-    assert login.status_code == 400, login.text
-    assert f"{MAX_PATTERNS + 1:,} key-name patterns" in login.json()["errors"][0]
+    once = {"num_uses": 1}
+    drawn = admin.post("/v1/auth/approle/role/ci/secret-id", json=once).json()["data"]
+
+    def login() -> Any:
+        return admin.post(
+            "/v1/auth/approle/login",
+            json={"role_id": role_id, "secret_id": drawn["secret_id"]},
+            headers={"Authorization": ""},
+        )
+
+    refused_login = login()
+    assert refused_login.status_code == 400, refused_login.text
+    assert f"{MAX_PATTERNS + 1:,} key-name patterns" in refused_login.json()["errors"][0]
     assert len(admin.get("/v1/tokens").json()["tokens"]) == tokens
+    # The secret id's one use was not spent on a token no login could get.
+    accessor = {"secret_id_accessor": drawn["secret_id_accessor"]}
+    looked_up = admin.post("/v1/auth/approle/role/ci/secret-id-accessor/lookup", json=accessor)
+    assert looked_up.json()["data"]["secret_id_num_uses"] == 1, looked_up.text
+    at_the_bound = {"token_policies": ["wide", "one"]}
+    assert admin.post("/v1/auth/approle/role/ci", json=at_the_bound).status_code == 204
+    assert login().status_code == 200
+    assert login().status_code == 400  # the one use spent by the login that got a token
 
 
 def test_a_token_whose_policies_grow_past_max_patterns_is_refused_until_they_shrink(

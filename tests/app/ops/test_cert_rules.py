@@ -112,6 +112,25 @@ def test_a_process_keeps_the_indexes_of_a_bounded_number_of_mounts(store: KeySto
     assert reads.count == len(mounts) + 1
 
 
+def test_a_rule_s_globs_are_compiled_when_a_login_first_reaches_it() -> None:
+    """Only the rules trusting the client's issuer are tried, and only theirs are compiled: a
+    change to a large rule set does not stall the next login while every rule compiles."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    others = {
+        f"other-{i}": rule(pem(certificate(f"other-ca-{i}")), allowed_common_names=["x-*"])
+        for i in range(20)
+    }
+    mine = rule(pem(certificate("ca", key=key)), allowed_common_names=["api*"])
+    index = cert_auth.RuleIndex(1, {**others, "mine": mine})
+    client = certificate("api", issuer="ca", key=key).public_bytes(serialization.Encoding.DER)
+    matched, _ = cert_auth.matching_rule(
+        cert_auth.client_certificate(client), index, NOW.timestamp()
+    )
+    assert matched == "mine"
+    compiled = {name for name, made in index.rules.items() if "patterns" in vars(made)}
+    assert compiled == {"mine"}
+
+
 def test_a_certificate_whose_subject_pyca_cannot_decode_leaves_the_other_rules_be() -> None:
     key = ec.generate_private_key(ec.SECP256R1())
     ca = certificate("zzzzzz")

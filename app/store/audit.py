@@ -101,9 +101,8 @@ class AuditRepository:
             conditions.append("(time, chain, seq) > (?, ?, ?)")
             params.extend(query.after)
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
-        rows, cut = self._weighed(f"{where} ORDER BY time, chain, seq", params, query.limit + 1)
-        more = cut or len(rows) > query.limit
-        return [_row(row) for row in rows[: query.limit]], more
+        rows, more = self._weighed(f"{where} ORDER BY time, chain, seq", params, query.limit)
+        return [_row(row) for row in rows], more
 
     def record(self, chain: str, seq: int) -> AuditRow | None:
         """One record by its place in its chain."""

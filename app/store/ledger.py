@@ -61,14 +61,14 @@ class LedgerRepository:
         `limit` of them at most, and none past the one whose stored text brings the page to
         `PAGE_BYTES`; and the rank of all the version's functions."""
         with self._session.transaction(write=False) as cursor:
-            rows, cut = read_weighed(
+            rows, more = read_weighed(
                 cursor,
                 self._session.dialect,
                 "seq, function, principal, time, rank",
                 "function",
                 "FROM fe_functions WHERE name = ? AND version = ? AND seq > ? ORDER BY seq",
                 (name, version, after),
-                limit + 1,
+                limit,
             )
             # The rank after the version's last release: that of all its functions.
             cursor.execute(
@@ -79,9 +79,8 @@ class LedgerRepository:
             last = cursor.fetchone()
         records = [
             FunctionRecord(version, seq, json.loads(function), principal, time_, rank)
-            for seq, function, principal, time_, rank in rows[:limit]
+            for seq, function, principal, time_, rank in rows
         ]
-        more = cut or len(rows) > limit
         return FunctionPage(records, records[-1].seq if more else None, int(last[0]) if last else 0)
 
 

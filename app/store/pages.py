@@ -22,25 +22,25 @@ def read_weighed(
     limit: int,
 ) -> tuple[Sequence[tuple[Any, ...]], bool]:
     """The first `limit` rows of `SELECT columns source` (its table, conditions and order, with
-    `params`), up to the one whose `text` brings them to PAGE_BYTES; and whether that weight
-    cut them short of rows that follow. The database weighs the rows first, which costs a
-    tenth of reading them, and lists their weights only when they weigh more: it never ships
-    more than the page."""
+    `params`), up to the one whose `text` brings them to PAGE_BYTES; and whether rows follow
+    them. The database weighs the rows first, which costs a tenth of reading them, and counts
+    one row past the page (so that row is never read); it lists their weights only when they
+    weigh more: it never ships more than the page."""
     weight = dialect.byte_length.format(text)
     cursor.execute(
-        f"SELECT sum(weight) FROM (SELECT {weight} AS weight {source} LIMIT ?) AS page",
-        [*params, limit],
+        f"SELECT sum(weight), count(*) FROM (SELECT {weight} AS weight {source} LIMIT ?) AS page",
+        [*params, limit + 1],
     )
-    row = cursor.fetchone()
-    cut = False
-    if row is not None and row[0] is not None and row[0] >= PAGE_BYTES:
+    total, found = cursor.fetchone() or (None, 0)
+    more = found > limit
+    if total is not None and total >= PAGE_BYTES:
         cursor.execute(f"SELECT {weight} {source} LIMIT ?", [*params, limit])
         weights = cursor.fetchall()
         running = 0
         for count, (size,) in enumerate(weights, 1):
             running += size
             if running >= PAGE_BYTES:
-                cut, limit = count < len(weights), count
+                more, limit = more or count < len(weights), count
                 break
     cursor.execute(f"SELECT {columns} {source} LIMIT ?", [*params, limit])
-    return cursor.fetchall(), cut
+    return cursor.fetchall(), more

@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from app.ops.durations import MAX_SECONDS
 from app.ops.errors import Problem
-from app.ops.keytypes import KEY_TYPES
+from app.ops.keytypes import KEY_TYPES, stored_key
 from app.ops.transit import hmac_keys
 from app.ops.transit.types import native_type, transit_type
 from app.store import KeyInfo, KeyPolicies, KeyStore, RestoredVersion
@@ -141,7 +141,7 @@ _SPKI_PEM = (serialization.Encoding.PEM, serialization.PublicFormat.SubjectPubli
 def _written(native: str, secret: bytes, public: bytes) -> dict[str, Any]:
     """A version's material as a backup entry's fields."""
     if native in _CURVES:
-        ec_key = serialization.load_der_private_key(secret, password=None)
+        ec_key = stored_key(native, secret)
         assert isinstance(ec_key, ec.EllipticCurvePrivateKey)
         numbers = ec_key.private_numbers()
         return {
@@ -151,7 +151,7 @@ def _written(native: str, secret: bytes, public: bytes) -> dict[str, Any]:
             "public_key": ec_key.public_key().public_bytes(*_SPKI_PEM).decode(),
         }
     if native.startswith("rsa-"):
-        rsa_key = serialization.load_der_private_key(secret, password=None)
+        rsa_key = stored_key(native, secret)
         assert isinstance(rsa_key, rsa.RSAPrivateKey)
         private = rsa_key.private_numbers()
         crt = {"Dp": private.dmp1, "Dq": private.dmq1, "Qinv": private.iqmp, "CRTValues": []}

@@ -23,7 +23,7 @@ from app.ops.durations import duration_seconds
 from app.ops.errors import Problem, invalid_input
 from app.ops.keyring import Keyring
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyPatch
-from app.ops.keytypes import HMAC_KEY_BYTES, KEY_TYPES
+from app.ops.keytypes import HMAC_KEY_BYTES, KEY_TYPES, stored_key
 from app.ops.transit import hmac_keys
 from app.ops.transit.mounts import transit_names
 from app.ops.transit.types import DEFAULT_TYPE, family, native_type, transit_type
@@ -348,7 +348,7 @@ def _private_text(native: str, secret: bytes, public: bytes | None) -> str:
     if native == "ed25519":
         return base64.b64encode(secret + (public or b"")).decode()
     if native in _TRADITIONAL_PEM:
-        key = serialization.load_der_private_key(secret, password=None)
+        key = stored_key(native, secret)
         assert isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey)
         return _as_transit_ends(native, key.private_bytes(*_TRADITIONAL_PEM_FORMAT).decode())
     exported = KEY_TYPES[native].export(secret)

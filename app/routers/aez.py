@@ -31,7 +31,10 @@ BARE = "false: the bare bytes the npm package aez reads"
 class AezParams(RequestBody):
     nonce: Base64Bytes = Field(b"", description="any length; omitted: empty")
     ad: list[Base64Bytes] | None = Field(
-        None, description="associated data strings; [] and [''] differ", max_length=1024
+        None,
+        description="associated data strings; [] and [''] differ",
+        max_length=1024,
+        fail_fast=True,  # its first bad string only: each described would cost seconds
     )
     tau: StrictTau = 16
 

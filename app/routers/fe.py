@@ -25,12 +25,14 @@ MAX_PAGE = 1000
 
 I64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
 Version = Annotated[int | None, Query(ge=1, description="key version; default: the latest")]
-Vector = Annotated[list[I64], Field(min_length=1, max_length=4096)]
+# Fail-fast: a list stops at its first bad entry. Pydantic otherwise describes every one, and
+# a 32 MiB matrix of 11 million bad entries took 14 s and 4.4 GiB to refuse.
+Vector = Annotated[list[I64], Field(min_length=1, max_length=4096, fail_fast=True)]
 
 
 class FeKeygenRequest(RequestBody):
     y: Vector | None = Field(None, description="inner-product schemes: the function vector")
-    f: Annotated[list[Vector], Field(min_length=1, max_length=4096)] | None = Field(
+    f: Annotated[list[Vector], Field(min_length=1, max_length=4096, fail_fast=True)] | None = Field(
         None, description="quadratic schemes: the n×n function matrix, row by row"
     )
     key_version: KeyVersion = None

@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
+from pydantic import ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
 from app.http.middleware import ObserveMiddleware
 from app.http.vault import VAULT_PREFIXES
 from app.main import create_app
+from app.ops.backup import LedgerEntry
 from app.settings import MAX_BATCH_ITEMS as MAX_ITEMS
 from app.settings import Settings
 
@@ -483,6 +485,41 @@ def test_a_body_of_many_unknown_fields_gets_a_short_422(
     assert errors[-1] == {"loc": ["body"], "msg": last, "type": "too_many"}
     assert len(response.content) < 20_000
     assert client.get("/v1/keys/k").status_code == 404
+
+
+BAD_ROW = [""] * 4096  # a vector's most entries, none of them an integer
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "errors"),
+    [
+        ("/v1/fe/f/keygen", {"f": [BAD_ROW] * 64}, 1),
+        ("/v1/fe/f/encrypt/batch", {"items": [{"x": BAD_ROW}] * 64}, 64),
+        ("/v1/aez/a/encrypt", {"plaintext": "", "ad": ["!"] * 1024}, 1),
+        (
+            "/v1/keys",
+            {"name": "k", "type": "ipfe-opt", "fe_policy": {"allowed_functions": [BAD_ROW] * 16}},
+            2,  # a vector's first bad entry, and the matrix it is not
+        ),
+    ],
+)
+def test_a_list_is_refused_at_its_first_bad_entry(
+    client: TestClient, path: str, body: dict[str, Any], errors: int
+) -> None:
+    """Pydantic describes every bad entry of a list unless told to stop at the first: a 32 MiB
+    matrix of 11 million bad entries took 14 s and 4.4 GiB of a worker to refuse."""
+    response = client.post(path, json=body)
+    assert response.status_code == 422, response.text
+    listed = response.json()["errors"]
+    assert len(listed) == errors
+    assert all(error["type"] != "too_many" for error in listed), listed[-1]
+
+
+def test_a_backup_s_ledger_is_refused_at_its_first_bad_function() -> None:
+    entry = {"version": 1, "function": [BAD_ROW] * 64, "principal": "p", "time": 1.0, "rank": 0}
+    with pytest.raises(ValidationError) as refused:
+        LedgerEntry.model_validate(entry)
+    assert refused.value.error_count() == 2  # a vector's first bad entry, and not a matrix
 
 
 @pytest.mark.parametrize(

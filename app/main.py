@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from app import __version__
 from app.http import kms
+from app.http.budget import json_values
 from app.http.console import install_console
 from app.http.docs import install_docs
 from app.http.framework import check_releases, install_routes
@@ -89,6 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_json_body_bytes=settings.max_json_body_bytes,
         body_memory=settings.body_memory_bytes,
         audit=services.audit,
+        max_json_values=json_values(settings.fe_max_dimension, settings.fe_max_request_work),
     )
     routes = install_routes(
         app,

@@ -1,7 +1,8 @@
 """The one ASGI middleware every request passes (`ObserveMiddleware`), made of named parts:
 
 * `RequestIds`: the request's id, for its answer, its log lines and its audit record;
-* `BodyBudget`: its body against the body limit and the worker's body memory (`BodyMemory`);
+* `BodyBudget` (`app.http.budget`): its body against the body limits and the worker's body
+  memory (`BodyMemory`);
 * `AuditGate`: its audit record, written before its answer may go;
 * `Answer`: the answer on its way out, with the id, `no-store` and the gate's word;
 * `log_access`: its access line and metrics;
@@ -23,15 +24,16 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.http.body import header
+from app.http.budget import MAX_JSON_VALUES, BodyBudget, BodyMemory
 from app.http.framework import PATH_PARAMS, ROUTE, route_template
 from app.http.operation import operation_id
-from app.http.problems import BodyMemoryFull, BodyTooLarge, problem_response
+from app.http.problems import problem_response
 from app.ops.audit import AuditNote, AuditRecord, AuditTrail
 from app.ops.audit.record import audit_unavailable
 from app.ops.auth import TOKEN_ID_PATTERN
 from app.ops.errors import Problem
 from app.server.logs import access_writer, request_id_var
-from app.server.metrics import REFUSED, count_request
+from app.server.metrics import count_request
 
 log = logging.getLogger("cipherd.errors")
 
@@ -59,122 +61,6 @@ class RequestIds:
         if client_id and _CLIENT_REQUEST_ID.fullmatch(client_id):
             return client_id.decode()
         return f"{self._prefix}{next(self._count):016x}"
-
-
-# A JSON body's share of the body memory budget per byte: parsed, it takes about ten times its
-# size (docs/performance/choices.md); raw bytes go to the crypto as they are.
-JSON_MEMORY_FACTOR = 8
-# A JSON body's object members, counted by its colons (one inside a string counts too): each
-# member a model refuses is an error of some 400 bytes, each it keeps a dictionary entry, and
-# 2.5 million of them in 31 MB took a worker 1.4 GB. Requests hold far fewer: a batch of
-# 10,000 items of a dozen fields, or of 10,000 Transit ciphertexts (two colons each).
-MAX_JSON_MEMBERS = 250_000
-
-
-class BodyMemory:
-    """The memory the request bodies of this worker hold at once, against a budget: past it a
-    request is answered 503 rather than read, so memory does not grow with the number of
-    clients. Used only from the event loop."""
-
-    __slots__ = ("budget", "held")
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self.held = 0
-
-    def take(self, amount: int) -> None:
-        if self.held + amount > self.budget:
-            REFUSED.labels("body-memory").inc()
-            raise BodyMemoryFull()
-        self.held += amount
-
-
-class BodyBudget:
-    """One request's body, counted as `receive` hands it over: against its limit (413), and
-    against the worker's body memory (503), which holds the whole declared length before any
-    of it is read, and what arrives beyond it as it arrives, until `release`.
-
-    The limit is the JSON one unless the route says it reads raw bytes before it reads any
-    (`allow_raw`; the budget is in `scope["state"]["body_budget"]`): a client's Content-Type
-    alone must not lift it, or a route that parses its body could be made to parse up to the
-    raw limit. Raw bytes go straight to the crypto; a JSON body is parsed first, and parsing a
-    large one of many small values costs seconds and gigabytes.
-    """
-
-    __slots__ = (
-        "_declared",
-        "_held",
-        "_members",
-        "_memory",
-        "_raw_limit",
-        "_receive",
-        "_received",
-        "_restricted",
-        "limit",
-        "raw",
-    )
-
-    def __init__(
-        self, scope: Scope, receive: Receive, memory: BodyMemory, json_limit: int, raw_limit: int
-    ) -> None:
-        self._receive = receive
-        self._memory = memory
-        self.limit = json_limit
-        self._raw_limit = raw_limit
-        self.raw = False
-        self._restricted = False
-        length = header(scope, b"content-length")  # the client's claim: 0 if not a number
-        self._declared = int(length) if length is not None and length.isdigit() else 0
-        self._received = 0
-        self._members = 0
-        self._held = 0
-
-    def allow_raw(self) -> None:
-        self.limit, self.raw = self._raw_limit, True
-
-    def _too_large(self, limit: int) -> BodyTooLarge:
-        return BodyTooLarge(limit, hint=not (self.raw or self._restricted))
-
-    def restrict(self, limit: int) -> None:
-        """Hold this request's body to `limit` bytes, before any of it is read."""
-        self.limit, self._restricted = min(self.limit, limit), True
-
-    async def receive(self) -> Message:
-        limit = self.limit  # read now: the route may have allowed raw bytes
-        if self._declared > limit:
-            raise self._too_large(limit)
-        factor = 1 if self.raw else JSON_MEMORY_FACTOR
-        if self._declared * factor > self._held:  # the whole declared body, before any of it
-            self._memory.take(self._declared * factor - self._held)
-            self._held = self._declared * factor
-        message = await self._receive()
-        if message["type"] == "http.request":
-            body = message.get("body", b"")
-            self._received += len(body)
-            if self._received > limit:
-                raise self._too_large(limit)
-            if not self.raw:
-                self._members += body.count(b":")
-                if self._members > MAX_JSON_MEMBERS:
-                    raise BodyTooLarge(MAX_JSON_MEMBERS, hint=False, unit="JSON object members")
-            if self._received * factor > self._held:  # a body longer than declared, or chunked
-                self._memory.take(self._received * factor - self._held)
-                self._held = self._received * factor
-        return message
-
-    def release(self) -> None:
-        """Give the memory this body held back to the worker's, and let go of the server's
-        `receive`: the server's connection holds the request's scope, which holds this budget,
-        and a cycle left behind by every request would have the cyclic garbage collector run
-        every few hundred requests."""
-        self._memory.held -= self._held
-        self._held = 0
-        self._receive = _request_over
-
-
-async def _request_over() -> Message:
-    """`receive` once the request is over."""
-    return {"type": "http.disconnect"}
 
 
 class AuditGate:
@@ -406,10 +292,12 @@ class ObserveMiddleware:
         max_json_body_bytes: int,
         body_memory: int,
         audit: AuditTrail | None = None,
+        max_json_values: int = MAX_JSON_VALUES,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.max_json_body_bytes = max_json_body_bytes
+        self.max_json_values = max_json_values
         self.body_memory = BodyMemory(body_memory)
         self.request_ids = RequestIds()
         self.audit_gate = None if audit is None else AuditGate(audit)
@@ -421,7 +309,12 @@ class ObserveMiddleware:
         request_id = self.request_ids.of(scope)
         note = AuditNote()
         budget = BodyBudget(
-            scope, receive, self.body_memory, self.max_json_body_bytes, self.max_body_bytes
+            scope,
+            receive,
+            self.body_memory,
+            self.max_json_body_bytes,
+            self.max_body_bytes,
+            self.max_json_values,
         )
         state = scope.setdefault("state", {})
         state["request_id"], state["audit"], state["body_budget"] = request_id, note, budget

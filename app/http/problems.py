@@ -59,8 +59,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 class BodyTooLarge(StarletteHTTPException):
     """The request body is over CIPHERD_MAX_JSON_BODY_BYTES, or, for a route that reads raw
-    bytes (`BodyBudget.allow_raw` in `app.http.middleware`), over CIPHERD_MAX_BODY_BYTES; or a
-    JSON body holds more than MAX_JSON_MEMBERS object members.
+    bytes (`BodyBudget.allow_raw` in `app.http.budget`), over CIPHERD_MAX_BODY_BYTES; or a
+    JSON body holds more members and arrays, or more values, than `app.http.budget` allows.
 
     An HTTPException, so that FastAPI lets it through when it reads a body parameter (it turns
     any other exception raised there into a 400 "error parsing the body").

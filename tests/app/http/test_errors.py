@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from pydantic import ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
+from app.http.budget import MAX_JSON_VALUES, json_values
 from app.http.middleware import ObserveMiddleware
 from app.http.vault import VAULT_PREFIXES
 from app.main import create_app
@@ -26,6 +27,7 @@ from app.settings import MAX_BATCH_ITEMS as MAX_ITEMS
 from app.settings import Settings
 
 LIMIT = 4096
+JSON_TYPE = {"content-type": "application/json"}
 
 
 def b64(data: bytes) -> str:
@@ -454,14 +456,45 @@ def test_a_json_body_of_too_many_members_is_refused_as_it_arrives(
         path, content="{" + members + "}", headers={"content-type": content_type}
     )
     assert response.status_code == 413, response.text
-    assert "limit of 250000 JSON object members" in response.text
+    assert "limit of 250000 JSON members and arrays" in response.text
 
 
-def test_colons_of_a_raw_body_are_not_members(client: TestClient) -> None:
+@pytest.mark.parametrize(
+    ("value", "unit"),
+    [
+        ("[" * 100 + "]" * 100, "250000 JSON members and arrays"),  # no colon in 32 MiB of them
+        ("[]", "250000 JSON members and arrays"),
+        ("0", "2000000 JSON values"),
+    ],
+    ids=["nested-arrays", "empty-arrays", "values"],
+)
+def test_a_json_body_of_too_many_arrays_or_values_is_refused_as_it_arrives(
+    client: TestClient, value: str, unit: str
+) -> None:
+    """Nested and empty arrays took 62 s and 5.8 GB of a worker to refuse in 32 MiB, as many
+    zeros 1.1 s and 1.3 GB: each becomes an object before the model refuses the whole."""
+    count = 2_000_002 if value == "0" else 250_001 // value.count("[")  # one comma fewer
+    body = '{"plaintext": [' + ",".join([value] * count) + "]}"
+    client.post("/v1/keys", json={"name": "a", "type": "aes256-gcm"})
+    response = client.post("/v1/aead/a/encrypt", content=body, headers=JSON_TYPE)
+    assert response.status_code == 413, response.text
+    assert f"limit of {unit}" in response.text
+    small = client.post("/v1/aead/a/encrypt", json={"plaintext": [0] * 1000})
+    assert small.status_code == 422, small.text
+
+
+def test_the_value_bound_admits_the_largest_fe_bodies_the_settings_allow() -> None:
+    assert json_values(128, 2000) == MAX_JSON_VALUES  # 15 keygens of 128 x 128: 245,760
+    assert json_values(4096, 2000) == 4096 * 4096  # one keygen's matrix
+    assert json_values(2048, 10_000) == 10_000 * 2048  # 4 keygens of 2048 x 2048
+
+
+def test_colons_brackets_and_commas_of_a_raw_body_are_not_counted(client: TestClient) -> None:
     client.post("/v1/keys", json={"name": "a", "type": "aez"})
     raw = {"content-type": "application/octet-stream"}
-    response = client.post("/v1/aez/a/encrypt", content=b":" * 300_000, headers=raw)
-    assert response.status_code == 200, response.text
+    for byte in (b":", b"[", b"{", b","):
+        response = client.post("/v1/aez/a/encrypt", content=byte * 2_100_000, headers=raw)
+        assert response.status_code == 200, response.text
 
 
 @pytest.mark.parametrize(

@@ -18,13 +18,11 @@ from fastapi.testclient import TestClient
 from prometheus_client import REGISTRY
 from starlette.types import Message, Receive
 
+from app.http.budget import JSON_MEMORY_FACTOR, BodyBudget, BodyMemory
 from app.http.middleware import (
-    JSON_MEMORY_FACTOR,
     MAX_RECORDED_NAME,
     Answer,
     AuditGate,
-    BodyBudget,
-    BodyMemory,
     ObserveMiddleware,
     RequestIds,
     log_access,

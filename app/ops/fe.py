@@ -29,12 +29,13 @@ from app.ops.errors import (
     wrong_key_type,
 )
 from app.ops.fe_cache import FeCaches
-from app.ops.fe_policy import FunctionPolicy, KeygenRequest, decide, flatten
+from app.ops.fe_policy import Function, FunctionPolicy, KeygenRequest, decide, flatten
 from app.ops.fe_pool import Decryption, FePool
 from app.ops.keyring import Keyring
 from app.ops.work import in_thread
 from app.server.metrics import timed
 from app.store import FunctionRecord, KeyMaterial
+from core.errors import ShapeError
 from core.fe import encoding, group
 from core.fe.schemes import SCHEMES, Scheme
 
@@ -66,6 +67,25 @@ def _scheme(material: KeyMaterial) -> Scheme:
     if material.params.get("disabled"):
         raise key_disabled(material.name)
     return scheme.on(material.params.get("curve", group.DEFAULT_CURVE))
+
+
+def _function(
+    material: KeyMaterial, y: Sequence[int] | None, f: Sequence[Sequence[int]] | None
+) -> Function:
+    """The function a keygen asks of the key: y of n entries, or F of n rows of n (422 else),
+    checked before it is hashed, recorded or flattened (a 4,000 × 4,000 F for a key of n = 2
+    took 5 s and a 32 MB audit record to refuse)."""
+    scheme = _scheme(material)
+    function = f if scheme.quadratic else y
+    if function is None:
+        wanted = "f (an n×n matrix)" if scheme.quadratic else "y (a vector)"
+        raise invalid_input(f"key type {material.type} takes {wanted}")
+    n = material.params["dimension"]
+    rows = f if scheme.quadratic and f is not None else ()
+    for entries in (function, *rows):  # y; or F, then each of its rows
+        if len(entries) != n:
+            raise ShapeError(n, len(entries))
+    return function
 
 
 class Fe:
@@ -147,10 +167,7 @@ class Fe:
         # A functional key is made with the master key, like a ciphertext, and serves only to
         # decrypt: its version must still do both.
         encryptable(decryptable(material))
-        function = request.f if scheme.quadratic else request.y
-        if function is None:
-            wanted = "f (an n×n matrix)" if scheme.quadratic else "y (a vector)"
-            raise invalid_input(f"key type {material.type} takes {wanted}")
+        function = _function(material, request.y, request.f)
         vector = flatten(function)
         FunctionPolicy.from_json(material.params.get("fe_policy")).check_function(vector)
         msk = self._master_key(scheme, material)
@@ -343,6 +360,7 @@ class FeKey:
     async def keygen(
         self, y: Sequence[int] | None, f: Sequence[Sequence[int]] | None, version: int | None
     ) -> Sealed:
+        _function(await self.fe.keyring.fetch(self.name, version), y, f)
         released = Fe.released(y, f)
         # The ledger takes this function: a change, whose record names the function.
         room = len(canonical(released)) + (0 if self.audit.change else CHANGE_ROOM_BYTES)

@@ -194,3 +194,28 @@ def test_a_batch_notes_one_version_as_a_number_and_several_as_a_list(
     note = AuditNote()
     note.versions(versions)
     assert note.key_version == noted
+
+
+@pytest.mark.parametrize(
+    ("key_type", "body", "problem"),
+    [
+        ("qfe-sgp", {"f": [[1] * 300] * 300}, "shape-mismatch"),
+        ("qfe-sgp", {"f": [[1, 2], [1, 2, 3]]}, "shape-mismatch"),
+        ("qfe-sgp", {"y": [1, 2]}, "invalid-input"),
+        ("ipfe-opt", {"y": [1] * 3000}, "shape-mismatch"),
+    ],
+)
+def test_a_function_of_another_shape_is_refused_before_it_is_recorded(
+    admin: TestClient, key_type: str, body: dict[str, Any], problem: str
+) -> None:
+    """A 4,000 × 4,000 F for a key of n = 2 was hashed and written whole into the audit record
+    (32 MB, 5 s of the event loop) before the scheme refused its shape."""
+    made = admin.post("/v1/keys", json={"name": "small", "type": key_type, "dimension": 2})
+    assert made.status_code == 201, made.text
+    refused = admin.post("/v1/fe/small/keygen", json=body)
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["type"] == f"urn:cipherd:problem:{problem}"
+    keygen = next(r for r in listed(admin) if r["operation"] == "fe_keygen")
+    assert (keygen["status"], keygen["problem"]) == (422, problem)
+    assert "function" not in keygen["details"]
+    assert admin.get("/v1/fe/small/functions").json()["functions"] == []

@@ -154,12 +154,11 @@ async def _restore(request: Request, name: str | None) -> Response:
     # The token first; the name may come from the body, or from the backup in it.
     call = await transit_call(request, "keys_import_key", AdminOperation.BACKUP, name, change=True)
     body = await read_body(request, TransitRestoreRequest)
+    policy = await in_thread(backup.policy_of, body.backup)
     if name is None:
-        call.name = checked_name(
-            native_name(call.mount, body.name or backup.backup_name(body.backup))
-        )
+        call.name = checked_name(native_name(call.mount, body.name or backup.backup_name(policy)))
         audit_note(request.scope).key = call.name
-    await in_thread(backup.restore, call.services.store, call.name, body.backup, {})
+    await in_thread(backup.restore, call.services.store, call.name, policy, {})
     return no_content()
 
 

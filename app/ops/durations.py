@@ -20,14 +20,15 @@ MAX_STRINGS = 1024
 def duration_seconds(value: Any) -> int:
     """Seconds from a number, a numeric string or a Go duration (ValueError otherwise, or
     outside 0 to ten years)."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        # Nor written out to say so: a list of millions of entries took seconds to.
         raise ValueError("a duration is a number of seconds or a string like '1h30m'")
     if isinstance(value, int):
         seconds: float = value  # compared as an integer: one of 310 digits has no float
     elif isinstance(value, float):
         seconds = value
     else:
-        text = str(value).strip()
+        text = value.strip()
         if re.fullmatch(r"\d+(\.\d+)?", text):
             seconds = float(text)
         else:

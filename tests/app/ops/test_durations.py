@@ -29,6 +29,15 @@ def test_a_duration_in_range_is_its_seconds(value: object, seconds: int) -> None
     assert duration_seconds(value) == seconds
 
 
+@pytest.mark.parametrize(
+    "value", [[0] * 100_000, {"h": 1}, None, True], ids=["list", "object", "null", "true"]
+)
+def test_a_duration_of_another_type_is_refused_without_being_written_out(value: object) -> None:
+    """`str()` of a list of millions of entries took seconds before it could be refused."""
+    with pytest.raises(ValueError, match=r"a number of seconds or a string like '1h30m'$"):
+        duration_seconds(value)
+
+
 class Listed(BaseModel):
     names: Strings = Field(default_factory=list, max_length=64)
     blocks: Strings = []

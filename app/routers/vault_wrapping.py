@@ -19,7 +19,7 @@ from app.http.deps import audit_note, services
 from app.http.vault import answer, caller, read_body, vault_body, vault_router, vault_token
 from app.http.wrapping import answered_wrapped, wrap_ttl, wrapped_answer
 from app.ops.errors import Problem, invalid_input
-from app.ops.work import in_thread
+from app.ops.work import compute, in_thread
 from app.ops.wrapping import is_wrapping_token
 
 router = vault_router("/v1/sys/wrapping", "sys-wrapping")
@@ -113,7 +113,7 @@ async def _object(request: Request) -> dict[str, Any]:
     try:
         # pydantic's parser, not `json`: it refuses nesting past its depth limit (a 400), where
         # `json` recurses until the interpreter's limit, and the answer could not be written.
-        parsed = from_json(body) if body.strip() else {}
+        parsed = await compute(len(body), from_json, body) if body.strip() else {}
     except ValueError:
         raise invalid_input("the body is not JSON") from None
     if not isinstance(parsed, dict):

@@ -41,7 +41,7 @@ from app.ops.audit import AuditNote
 from app.ops.errors import first_errors, unauthorized
 from app.ops.kms.actions import Action, KmsCall, declared
 from app.ops.kms.errors import KmsError, kms_error, validation
-from app.ops.work import in_thread
+from app.ops.work import compute, in_thread
 
 AMZ_JSON = "application/x-amz-json-1.1"
 TARGET_PREFIX = "TrentService."
@@ -232,7 +232,7 @@ def router_for(actions: dict[str, Action]) -> APIRouter:
             call, body = await _signed(request, services(request), note)
             action = _action(request, actions)
             call.action = note.details["action"] = action.name
-            answer = await action.run(call, _members(action, body))
+            answer = await action.run(call, await compute(len(body), _members, action, body))
         except BodyTooLarge as exc:
             return error_answer(KmsError("ValidationException", exc.detail, 413), note, request_id)
         except BodyMemoryFull as exc:

@@ -245,6 +245,16 @@ class KeyRepository:
             min_encryption_version=min_enc,
         )
 
+    def public_parts(self, name: str, from_version: int) -> dict[int, bytes | None]:
+        """Each version's public part from `from_version` on, in one read and without unwrapping
+        a secret: a Transit read of a key of 10,000 versions unwrapped each, 0.8 s."""
+        with self._session.transaction(write=False) as cursor:
+            cursor.execute(
+                "SELECT version, public FROM key_versions WHERE name = ? AND version >= ?",
+                (name, from_version),
+            )
+            return {v: None if public is None else bytes(public) for v, public in cursor.fetchall()}
+
     def set_params(self, name: str, changes: dict[str, Any]) -> KeyInfo:
         """Change some of a key's parameters (a value of None removes one); `KeyNotFoundError`
         if absent."""

@@ -94,14 +94,14 @@ def key_data(store: KeyStore, info: KeyInfo, name: str) -> dict[str, Any]:
     # Transit lists the versions still in use: from min_decryption_version.
     usable = [v for v in info.versions if v.version >= info.min_decryption_version]
     if kind == "sign":
+        publics = store.keys.public_parts(info.name, info.min_decryption_version)
         versions: dict[str, Any] = {}
         for v in usable:
-            material = store.keys.material(info.name, v.version)
             versions[str(v.version)] = {
                 "certificate_chain": "",
                 "creation_time": _moment(v.created_at),
                 "name": _VERSION_NAMES.get(info.type, transit_type(info.type)),
-                "public_key": public_key_text(info.type, material.public or b""),
+                "public_key": public_key_text(info.type, publics.get(v.version) or b""),
             }
     else:
         versions = {str(v.version): int(v.created_at) for v in usable}

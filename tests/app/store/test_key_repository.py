@@ -62,6 +62,24 @@ def test_rotation_keeps_old_versions(store: KeyStore) -> None:
         store.keys.material("k", 3)
 
 
+def test_public_parts_are_read_without_unwrapping_a_secret(
+    store: KeyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created = store.keys.create("k", "ecies-x25519", {}, False, b"1" * 32, b"P1")
+    for version in (2, 3):
+        store.keys.rotate("k", bytes([version]) * 32, f"P{version}".encode(), created.created_at)
+    store.keys.create("secretive", "aez", {}, False, b"s" * 48, None)
+
+    def refuse(*args: Any) -> None:
+        raise AssertionError("a secret was unwrapped")
+
+    monkeypatch.setattr(store.keys._terms, "wrapper", refuse)
+    assert store.keys.public_parts("k", 2) == {2: b"P2", 3: b"P3"}
+    assert store.keys.public_parts("k", 1) == {1: b"P1", 2: b"P2", 3: b"P3"}
+    assert store.keys.public_parts("secretive", 1) == {1: None}
+    assert store.keys.public_parts("absent", 1) == {}
+
+
 def test_unknown_key(store: KeyStore) -> None:
     for call in (
         lambda: store.keys.get("nope"),

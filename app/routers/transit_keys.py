@@ -54,10 +54,13 @@ async def list_keys(request: Request) -> Response:
     call = await transit_call(request, "keys_list_keys", Operation.READ)
     mounts = call.services.mounts
     others = await in_thread(mounts.other_prefixes)
-    names = await in_thread(keys.listed, call.services.store, call.mount, others)
+    principal = call.principal
+    readable = None if principal.admin else principal.key_patterns
+    names = await in_thread(keys.listed, call.services.store, call.mount, others, readable)
     prefix = call.mount.key_prefix
-    readable = [n for n in names if call.principal.allows(Operation.READ, prefix + n)]
-    return await answer(request, keys_of(readable))
+    return await answer(
+        request, keys_of([n for n in names if principal.allows(Operation.READ, prefix + n)])
+    )
 
 
 @router.delete(

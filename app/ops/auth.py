@@ -417,10 +417,13 @@ class Authenticator:
         return state
 
     def principal_of_record(self, record: TokenRecord) -> Principal:
-        """What a stored token may do: its inline rule and its policies as they are now."""
-        if ROOT_POLICY in record.policies:
-            return self._principal_with(record, [])
-        return self._principal_with(record, self.policies(record.policies))
+        """What a stored token may do: its rules as they are now, their globs compiled here, off
+        the event loop, for the requests served from the caches (4,000 complex ones: 1.25 s)."""
+        root = ROOT_POLICY in record.policies
+        principal = self._principal_with(record, [] if root else self.policies(record.policies))
+        for rule in principal.rules:
+            _matcher(rule.patterns)
+        return principal
 
     def _principal_with(self, record: TokenRecord, policies: Sequence[CompiledPolicy]) -> Principal:
         """What a stored token may do with these (its) policies."""
@@ -459,7 +462,8 @@ class Authenticator:
         with self._lock:
             missing = [name for name in wanted if name not in self._policies]
         if missing:
-            found = {p.name: compile_policy(p.document) for p in self._fetch_policies(missing)}
+            stored = self._store.policies.get_many(missing)
+            found = {policy.name: compile_policy(policy.document) for policy in stored}
             with self._lock:
                 if len(self._policies) + len(missing) > MAX_CACHED_POLICIES:
                     self._policies = {}
@@ -477,9 +481,6 @@ class Authenticator:
                 return None
             cached = [self._policies[name] for name in wanted]
         return [policy for policy in cached if policy is not None]
-
-    def _fetch_policies(self, names: Sequence[str]) -> Sequence[Any]:
-        return self._store.policies.get_many(names)
 
     def admit(self, principal: Principal) -> Principal:
         """The principal, unless its token has a rate and is over it (429)."""

@@ -234,7 +234,7 @@ def policy_of(backup: str) -> dict[str, Any]:
         raise bad_backup(f"a backup of at most {MAX_BACKUP_BYTES} bytes")
     try:
         text = base64.b64decode(backup, validate=True)
-    except binascii.Error:
+    except ValueError:  # binascii.Error, or a character outside ASCII
         raise bad_backup("failed to decode the backup: not base64 of JSON") from None
     if text.count(b"[") + text.count(b"{") > MAX_BACKUP_CONTAINERS:
         raise bad_backup(f"a backup of at most {MAX_BACKUP_CONTAINERS} arrays and objects")

@@ -234,6 +234,13 @@ def test_a_deeply_nested_backup_is_400(vault: TestClient) -> None:
     assert errors_of(answer) == ["failed to decode the backup: not base64 of JSON"]
 
 
+@pytest.mark.parametrize("backup", ["é", "\u0000", "not base64!"])
+@pytest.mark.parametrize("path", ["/v1/transit/restore", "/v1/transit/restore/restored"])
+def test_a_backup_that_is_not_base64_is_400(vault: TestClient, path: str, backup: str) -> None:
+    answer = vault.post(path, json={"backup": backup})
+    assert errors_of(answer) == ["failed to decode the backup: not base64 of JSON"]
+
+
 @pytest.mark.parametrize("path", ["/v1/transit/restore", "/v1/transit/restore/restored"])
 def test_a_backup_of_too_many_arrays_is_400_before_it_is_parsed(
     vault: TestClient, path: str

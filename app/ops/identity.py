@@ -172,14 +172,19 @@ def mint(
     return IssuedToken(token, record)
 
 
+def _login_policies(terms: TokenTerms) -> tuple[str, ...]:
+    """A login token's policies, which never hold root, whoever logs in."""
+    policies = policy_names(terms.policies, terms.no_default_policy)
+    if ROOT_POLICY in policies:
+        raise invalid_input("a login cannot give the root policy")
+    return policies
+
+
 def check_login_terms(store: KeyStore, terms: TokenTerms) -> None:
     """What refuses a login's token whoever logs in (the root policy; more key-name patterns
     than a token may carry): a method checks it before it spends anything on the login (an
     AppRole secret id's use)."""
-    policies = policy_names(terms.policies, terms.no_default_policy)
-    if ROOT_POLICY in policies:
-        raise invalid_input("a login cannot give the root policy")
-    _check_patterns(store, policies, terms.key_patterns)
+    _check_patterns(store, _login_policies(terms), terms.key_patterns)
 
 
 def issue_login_token(
@@ -199,7 +204,7 @@ def issue_login_token(
     and the audit record's details); a login that fails goes through
     `app.http.identity.login_refused` (the failed-authentication throttle).
     """
-    check_login_terms(store, terms)
+    _login_policies(terms)  # `mint` counts the patterns
     terms = replace(terms, description=f"{identity.method} login")
     return mint(store, limits, identity, terms, None, f"auth/{identity.mount}/login")
 

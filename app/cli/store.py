@@ -9,7 +9,7 @@ import argparse
 import contextlib
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -64,6 +64,19 @@ def _json(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json")
 
 
+def _every_page(
+    read: Callable[[str | None], tuple[Sequence[BaseModel], str | None]],
+) -> list[dict[str, Any]]:
+    """Every item of a listing that `read` answers a page at a time, following its `next`."""
+    items: list[dict[str, Any]] = []
+    after = None
+    while True:
+        page, after = read(after)
+        items.extend(_json(item) for item in page)
+        if after is None:
+            return items
+
+
 def invalid(exc: ValidationError, name: Callable[[tuple[int | str, ...]], str]) -> SystemExit:
     """A one-line exit naming each invalid field and what is wrong with it, never its value."""
     return SystemExit("; ".join(f"{name(e['loc'])}: {e['msg']}" for e in exc.errors()))
@@ -102,8 +115,7 @@ def keys(args: argparse.Namespace, settings: Settings) -> None:
 
     with _audited_store(settings) as (store, trail):
         if args.action == "list":
-            page, _ = keys.readable_page(store, ADMIN, None, None)
-            _print([_json(info) for info in page])
+            _print(_every_page(lambda after: keys.readable_page(store, ADMIN, after, 1000)))
         elif args.action == "create":
             fields = (
                 "name",
@@ -175,7 +187,7 @@ def tokens(args: argparse.Namespace, settings: Settings) -> None:
                 )
             _print(_json(tokens.created_out(issued)))
         elif args.action == "list":
-            _print([_json(record) for record in tokens.listing(store)])
+            _print(_every_page(lambda after: tokens.page(store, after, 1000)))
         elif args.action == "revoke":
             with trail.changing() as record:
                 tokens.revoke(store, args.id)

@@ -1,10 +1,11 @@
 """Types shared by the request and response models of several routers: base64 bytes, a
-request body that refuses unknown fields, a key version."""
+request body that refuses unknown fields, a key version, a listing's page size."""
 
 import base64
 import binascii
 from typing import Annotated, Any, ClassVar, Self
 
+from fastapi import Query
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -17,6 +18,10 @@ from pydantic import (
 )
 
 from app.ops.envelope import Sealed
+
+# The items a listing answers at most in one page (keys, tokens, audit records, FE functions).
+MAX_PAGE = 1000
+PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
 
 def _decode_base64(value: Any) -> bytes:

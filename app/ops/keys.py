@@ -226,7 +226,7 @@ def read(store: KeyStore, name: str) -> KeyOut:
 
 
 def readable_page(
-    store: KeyStore, principal: Principal, after: str | None, limit: int | None
+    store: KeyStore, principal: Principal, after: str | None, limit: int
 ) -> tuple[list[KeyOut], str | None]:
     """Up to `limit` keys after `after` that the caller may read, and the `after` of the next
     page (None on the last).
@@ -237,10 +237,10 @@ def readable_page(
     page shows whether a next one exists. `allows` still decides each key.
     """
     patterns = None if principal.admin else principal.key_patterns
-    rows = store.keys.list(after, None if limit is None else limit + 1, patterns)
+    rows = store.keys.list(after, limit + 1, patterns)
     page = [info for info in rows if principal.allows(Operation.READ, info.name)]
     next_after = None
-    if limit is not None and len(page) > limit:
+    if len(page) > limit:
         page, next_after = page[:limit], page[limit - 1].name
     return [key_out(info, with_versions=False) for info in page], next_after
 

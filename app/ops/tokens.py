@@ -270,9 +270,11 @@ def with_aws_credentials(store: KeyStore, created: TokenCreated) -> TokenCreated
     )
 
 
-def listing(store: KeyStore) -> Sequence[TokenOut]:
-    """Every token, oldest first, without the tokens themselves."""
-    return [token_out(record) for record in store.tokens.list()]
+def page(store: KeyStore, after: str | None, limit: int) -> tuple[list[TokenOut], str | None]:
+    """Up to `limit` tokens past the id `after`, in id order, without the tokens themselves;
+    and the `after` of the next page (None on the last)."""
+    records, more = store.tokens.page(after, limit)
+    return [token_out(record) for record in records], records[-1].id if more else None
 
 
 # How a route finds the token it acts on (`by_id`, `own`), given the store.

@@ -9,13 +9,13 @@ from pydantic import BaseModel, Field
 
 from app.http.deps import ServicesDep, admin_of
 from app.http.operation import operation_id
+from app.http.schemas import PageSize
 from app.ops import audit
 from app.ops.audit import AuditQuery
 from app.ops.auth import AdminOperation, Principal
 from app.ops.errors import invalid_input
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"], generate_unique_id_function=operation_id)
-MAX_PAGE = 1000
 Auditor = Annotated[Principal, admin_of(AdminOperation.AUDIT)]
 # `outcome`: success (status below 400), failure (400 and above), or one status code.
 _OUTCOMES = {"success": (None, 399), "failure": (400, None)}
@@ -76,7 +76,7 @@ def list_audit(
     ] = None,
     since: Annotated[datetime | None, Query(description="records at or after this time")] = None,
     until: Annotated[datetime | None, Query(description="records before this time")] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    limit: PageSize = 100,
     after: Annotated[str | None, Query(max_length=64, description="a page's `next`")] = None,
 ) -> AuditPage:
     status_from, status_to = _statuses(outcome)

@@ -11,7 +11,14 @@ from app.http.batch import Items
 from app.http.deps import KeyName, ServicesDep, key_access
 from app.http.operation import Family, operation_id
 from app.http.problems import ERROR_RESPONSES
-from app.http.schemas import Base64Bytes, CiphertextAnswer, KeyVersion, RequestBody, SealedAnswer
+from app.http.schemas import (
+    Base64Bytes,
+    CiphertextAnswer,
+    KeyVersion,
+    PageSize,
+    RequestBody,
+    SealedAnswer,
+)
 from app.ops.auth import Operation
 from app.ops.fe import FeKey
 from app.ops.keys import timestamp
@@ -21,7 +28,6 @@ family = Family(
     lambda call: call.services.fe.key(call.name, call.principal.id, call.audit, call.batch),
 )
 router: APIRouter = family.router
-MAX_PAGE = 1000
 
 I64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
 Version = Annotated[int | None, Query(ge=1, description="key version; default: the latest")]
@@ -184,7 +190,7 @@ def functions(
     name: KeyName,
     services: ServicesDep,
     key_version: Version = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    limit: PageSize = 100,
     # At most what SQLite's INTEGER holds: a larger one would reach the driver, and fail there.
     after: Annotated[
         int, Query(ge=0, le=2**63 - 1, description="a page's `next`; default: the start")

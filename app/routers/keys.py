@@ -20,7 +20,7 @@ from app.http.deps import (
     service_access,
 )
 from app.http.operation import operation_id
-from app.http.schemas import Base64Bytes
+from app.http.schemas import Base64Bytes, PageSize
 from app.ops import backup, jwt, keys
 from app.ops.auth import AdminOperation, Operation, Principal
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyOut, KeyTypeName
@@ -35,15 +35,14 @@ Rotating = Annotated[Principal, key_change(Operation.ROTATE)]
 Deleting = Annotated[Principal, key_change(Operation.DELETE)]
 Configuring = Annotated[Principal, key_change(Operation.CONFIGURE)]
 BackingUp = Annotated[Principal, key_change(EVERY_OPERATION, AdminOperation.BACKUP)]
-MAX_PAGE = 1000
 
 
 class KeyList(BaseModel):
     keys: list[KeyOut]
     next: str | None = Field(
         None,
-        description="with `limit`: pass as `after` for the next page; null on the last page. "
-        "Pages hold only keys the token may read: `limit` of them, fewer on the last page",
+        description="pass as `after` for the next page; null on the last page. Pages hold "
+        "only keys the token may read: `limit` of them, fewer on the last page",
     )
 
 
@@ -191,9 +190,7 @@ async def import_key(
 def list_keys(
     services: ServicesDep,
     principal: Annotated[Principal, service_access(Operation.READ)],
-    limit: Annotated[
-        int | None, Query(ge=1, le=MAX_PAGE, description="keys per page; default: all")
-    ] = None,
+    limit: PageSize = 100,
     after: Annotated[
         str | None,
         Query(

@@ -4,13 +4,14 @@ and a token's own: look itself up, renew and revoke itself (`app.ops.tokens`).""
 from functools import partial
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Request, status
-from pydantic import BaseModel
+from fastapi import APIRouter, Path, Query, Request, status
+from pydantic import BaseModel, Field
 
 from app.http.body import json_body, read_json
 from app.http.deps import Caller, ServicesDep, admin_of, audit_note
 from app.http.identity import note_token
 from app.http.operation import operation_id
+from app.http.schemas import PageSize
 from app.ops import Services, tokens
 from app.ops.auth import TOKEN_ID_PATTERN, AdminOperation, Principal
 from app.ops.tokens import TokenCreate, TokenCreated, TokenOut, TokenRenew
@@ -24,6 +25,9 @@ Changer = Annotated[Principal, admin_of(AdminOperation.TOKENS, change=True)]
 
 class TokenList(BaseModel):
     tokens: list[TokenOut]
+    next: str | None = Field(
+        None, description="pass as `after` for the next page; null on the last page"
+    )
 
 
 async def _renew(request: Request, services: Services, find: tokens.TokenLookup) -> TokenOut:
@@ -59,9 +63,17 @@ async def create_token(request: Request, services: ServicesDep, maker: Changer) 
     return created
 
 
-@router.get("", response_model=TokenList, summary="List tokens (admin operation tokens)")
-async def list_tokens(services: ServicesDep, _: Manager) -> TokenList:
-    return TokenList(tokens=list(await in_thread(tokens.listing, services.store)))
+@router.get("", response_model=TokenList, summary="List tokens by id (admin operation tokens)")
+async def list_tokens(
+    services: ServicesDep,
+    _: Manager,
+    limit: PageSize = 100,
+    after: Annotated[
+        str | None, Query(pattern=TOKEN_ID_PATTERN, description="a page's `next`")
+    ] = None,
+) -> TokenList:
+    page, next_after = await in_thread(tokens.page, services.store, after, limit)
+    return TokenList(tokens=page, next=next_after)
 
 
 @router.get("/self", response_model=TokenOut, summary="The calling token (any token)")

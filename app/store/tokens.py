@@ -11,6 +11,7 @@ from typing import Any
 
 from app.store.auth_state import advance, moves_generation
 from app.store.database import Cursor, Session, delete_expired
+from app.store.pages import read_weighed
 from app.store.records import TokenRecord
 
 COLUMNS = (
@@ -71,11 +72,21 @@ class TokenRepository:
         row = self._session.read_row(f"SELECT {COLUMNS} FROM tokens WHERE id = ?", (token_id,))
         return None if row is None else token_of(row)
 
-    def list(self) -> Sequence[TokenRecord]:
-        """Every token, oldest first."""
+    def page(self, after: str | None, limit: int) -> tuple[Sequence[TokenRecord], bool]:
+        """Up to `limit` tokens with an id past `after` (from the first when None), in id
+        order, ending early at PAGE_BYTES of their patterns, policies and metadata; and whether
+        tokens follow. Keyset paging: tokens issued or revoked meanwhile shift no page."""
         with self._session.transaction(write=False) as cursor:
-            cursor.execute(f"SELECT {COLUMNS} FROM tokens ORDER BY created_at, id")
-            return [token_of(row) for row in cursor.fetchall()]
+            rows, more = read_weighed(
+                cursor,
+                self._session.dialect,
+                COLUMNS,
+                "(key_patterns || policies || metadata)",
+                "FROM tokens WHERE id > ? ORDER BY id",
+                ("" if after is None else after,),
+                limit,
+            )
+        return [token_of(row) for row in rows], more
 
     def renew(self, token_id: str, expires_at: float, when: float) -> TokenRecord | None:
         """Set a token's expiry, renewed at `when`; None if there is no such token."""

@@ -44,6 +44,7 @@ from cipherd.models import (
     Signature,
     Streamed,
     Token,
+    TokenPage,
 )
 
 __version__ = version("cipherd-client")
@@ -81,5 +82,6 @@ __all__ = [
     "Signature",
     "Streamed",
     "Token",
+    "TokenPage",
     "UnreachableError",
 ]

@@ -380,10 +380,11 @@ def lookup_token(token_id: str) -> Call[models.Token]:
     return Call("GET", f"/v1/tokens/{_name(token_id)}", _into(models.Token), idempotent=True)
 
 
-def list_tokens() -> Call[list[models.Token]]:
-    """The tokens issued (admin token), without their secrets."""
-    tokens = _field("tokens", lambda items: [models.decode(models.Token, t) for t in items])
-    return Call("GET", "/v1/tokens", tokens, idempotent=True)
+def list_tokens(*, limit: int | None = None, after: str | None = None) -> Call[models.TokenPage]:
+    """One page of the tokens issued, by id, without their secrets (admin operation `tokens`;
+    `next` is the next page's `after`)."""
+    params = _defined(limit=limit, after=after)
+    return Call("GET", "/v1/tokens", _into(models.TokenPage), params=params, idempotent=True)
 
 
 def revoke_token(token_id: str) -> Call[None]:

@@ -7,6 +7,7 @@ when it wrote its output itself, or a `Verdict` whose exit status says whether a
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from cipherd._declare import (
@@ -103,12 +104,18 @@ def _keys_create(client: Client, args: argparse.Namespace) -> Any:
 
 @command("keys list", "the keys the token may read")
 def _keys_list(client: Client, args: argparse.Namespace) -> Any:
-    keys, after = [], None
+    return _every_page(lambda after: client.keys.list(limit=1000, after=after), "keys")
+
+
+def _every_page(read: Callable[[str | None], Any], field: str) -> list[Any]:
+    """The items under `field` of every page `read` answers, following each page's `next`."""
+    items: list[Any] = []
+    after = None
     while True:
-        page = client.keys.list(limit=1000, after=after)
-        keys.extend(page.keys)
+        page = read(after)
+        items.extend(getattr(page, field))
         if page.next is None:
-            return keys
+            return items
         after = page.next
 
 
@@ -332,7 +339,7 @@ def _login_cert(client: Client, args: argparse.Namespace) -> Any:
 
 @command("tokens list", "the tokens issued, without their secrets")
 def _tokens_list(client: Client, args: argparse.Namespace) -> Any:
-    return client.tokens.list()
+    return _every_page(lambda after: client.tokens.list(limit=1000, after=after), "tokens")
 
 
 @command("tokens revoke", "revoke a token", arg("id", metavar="ID", help="the token's id"))

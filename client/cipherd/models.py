@@ -138,6 +138,12 @@ class IssuedToken(Token):
 
 
 @dataclass(frozen=True)
+class TokenPage:
+    tokens: list[Token]
+    next: str | None = None
+
+
+@dataclass(frozen=True)
 class PolicyRule:
     """Operations on the keys whose names match one of `keys` (glob patterns)."""
 

@@ -180,6 +180,25 @@ def test_tokens(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
         main(["local", "tokens", "revoke", issued["id"]])
 
 
+def test_tokens_list_reads_the_store_a_page_at_a_time(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.server.bootstrap import open_configured_store
+    from app.store import TokenRecord
+
+    store = open_configured_store(get_settings())
+    try:
+        for index in range(1001):
+            token_id = f"{index:016x}"
+            store.tokens.add(
+                TokenRecord(token_id, token_id.encode() * 2, "", ("k",), (), 1.0, None)
+            )
+    finally:
+        store.close()
+    listed = [token["id"] for token in run(capsys, "local", "tokens", "list")]
+    assert listed == [f"{index:016x}" for index in range(1001)]
+
+
 def test_the_admin_token_rotates(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from app.ops.auth import hash_token
     from app.server.bootstrap import open_configured_store

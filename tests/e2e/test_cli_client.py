@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,23 @@ def test_tokens(server: Server) -> None:
     cipherd(server, "tokens", "revoke", issued["id"])
     cipherd(server, "tokens", "revoke", issued["id"], status=3)
     cipherd(server, "tokens", "create", "--keys", key, "--operations", "fly", status=3)
+
+
+def test_tokens_list_follows_every_page(server: Server) -> None:
+    """The service answers 1,000 tokens a page at most: `tokens list` follows `next` to the
+    last page."""
+    with server.client(ADMIN_TOKEN) as admin, ThreadPoolExecutor(4) as pool:
+
+        def issue(index: int) -> str:
+            body = {"keys": [f"paged-{index}"], "operations": ["read"], "ttl_seconds": 600}
+            made = admin.post("/v1/tokens", json=body)
+            assert made.status_code == 201, made.text
+            return str(made.json()["id"])
+
+        issued = set(pool.map(issue, range(1001)))
+    listed = [token["id"] for token in fields(cipherd(server, "tokens", "list"))]
+    assert len(listed) == len(set(listed)) >= 1001 and listed == sorted(listed)
+    assert issued <= set(listed)
 
 
 def test_policies_and_a_token_of_its_own(server: Server) -> None:

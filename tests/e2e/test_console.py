@@ -403,6 +403,27 @@ def test_a_token_issued_with_scopes_and_revoked(tab: Tab) -> None:
         _until(lambda: scoped.get("/v1/keys").status_code == 401)
 
 
+def test_the_tokens_a_page_at_a_time(tab: Tab) -> None:
+    """50 tokens a page, in the order of their ids, as the service pages them."""
+    with _api(tab.server) as http:
+        for index in range(55):
+            body = {"description": f"paged {index}", "keys": ["p-*"], "operations": ["read"]}
+            made = http.post("/v1/tokens", json=body)
+            assert made.status_code == 201, made.text
+            TOKENS_USED.append(made.json()["token"])
+        everything = [
+            t["id"] for t in http.get("/v1/tokens", params={"limit": 1000}).json()["tokens"]
+        ]
+    tab.sign_in(fragment="tokens")
+    tab.heading("Tokens")
+    _expect_rows(tab, "Scoped tokens", everything[:50])
+    tab.page.get_by_role("button", name="Next").click()
+    expect(tab.page.get_by_text("Page 2")).to_be_visible()
+    _expect_rows(tab, "Scoped tokens", everything[50:100])
+    tab.page.get_by_role("button", name="Previous").click()
+    _expect_rows(tab, "Scoped tokens", everything[:50])
+
+
 def test_an_fe_key_and_its_policies_through_the_forms(tab: Tab) -> None:
     page = tab.page
     tab.sign_in()

@@ -80,7 +80,18 @@ def test_keys_and_tokens(client: cipherd.Client, server: Server) -> None:
     assert name in {key.name for key in client.keys.list(limit=1000).keys}
 
     issued = client.tokens.create([f"{name}*"], ["public"], description="sdk", ttl_seconds=60)
-    assert issued.token and issued.id in {token.id for token in client.tokens.list()}
+    other = client.tokens.create([f"{name}*"], ["read"], ttl_seconds=60)
+    first = client.tokens.list(limit=1)
+    assert len(first.tokens) == 1 and first.next == first.tokens[0].id
+    listed, after = [], None
+    while True:
+        page = client.tokens.list(limit=2, after=after)
+        listed += [token.id for token in page.tokens]
+        if page.next is None:
+            break
+        after = page.next
+    assert listed == sorted(listed) and {issued.id, other.id} <= set(listed)
+    client.tokens.revoke(other.id)
     with cipherd.Client(server.url, token=issued.token) as scoped:
         assert scoped.keys.public(name).version == 2
         with pytest.raises(cipherd.Forbidden):

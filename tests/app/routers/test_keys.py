@@ -67,6 +67,16 @@ def test_list_pages_with_next(client: TestClient, app: FastAPI) -> None:
         assert client.get("/v1/keys", params=bad).status_code == 422
 
 
+def test_a_list_without_a_limit_is_a_page_of_one_hundred(client: TestClient) -> None:
+    names = [f"bulk-{index:03}" for index in range(101)]
+    for name in names:
+        create(client, name, "aez")
+    first = client.get("/v1/keys").json()
+    assert [k["name"] for k in first["keys"]] == names[:100] and first["next"] == names[99]
+    rest = client.get("/v1/keys", params={"after": first["next"]}).json()
+    assert [k["name"] for k in rest["keys"]] == names[100:] and rest["next"] is None
+
+
 def test_pages_never_name_a_key_outside_the_scope(client: TestClient, app: FastAPI) -> None:
     # More unreadable keys than the store is read at a time, between and after readable ones.
     hidden = [f"hidden-{i:03}" for i in range(300)]

@@ -44,7 +44,7 @@ def test_auth_mounts_are_added_configured_and_removed_with_their_tokens(store: K
     store.tokens.add(issued)
     store.tokens.add(other)
     assert store.auth_mounts.remove("ci").accessor == "auth_approle_1"
-    assert [r.id for r in store.tokens.list()] == ["o" * 16]
+    assert [r.id for r in store.tokens.page(None, 10)[0]] == ["o" * 16]
     assert store.auth_mounts.all() == []
     with pytest.raises(MountNotFoundError):
         store.auth_mounts.remove("ci")

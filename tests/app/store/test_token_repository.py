@@ -11,19 +11,40 @@ def test_tokens(store: KeyStore) -> None:
     store.tokens.add(record)
     assert store.tokens.by_hash(b"h" * 32) == record
     assert store.tokens.by_hash(b"x" * 32) is None
-    assert store.tokens.list() == [record]
+    assert store.tokens.page(None, 10) == ([record], False)
     assert store.tokens.delete(record.id) == [record.id]
     assert store.tokens.delete(record.id) == []
     assert store.tokens.by_hash(b"h" * 32) is None
 
 
-def test_tokens_are_listed_oldest_first_with_their_limits(store: KeyStore) -> None:
-    newer = TokenRecord("b" * 16, b"2" * 32, "", ("*",), ("read",), 2.0, 3600.0, 5.0)
-    older = TokenRecord("a" * 16, b"1" * 32, "", ("k-[0-9]",), ("encrypt", "decrypt"), 1.0, None)
-    for token in (newer, older):
+def test_tokens_are_listed_by_id_a_page_at_a_time_with_their_limits(store: KeyStore) -> None:
+    newer = TokenRecord("a" * 16, b"2" * 32, "", ("*",), ("read",), 2.0, 3600.0, 5.0)
+    older = TokenRecord("b" * 16, b"1" * 32, "", ("k-[0-9]",), ("encrypt", "decrypt"), 1.0, None)
+    for token in (older, newer):
         store.tokens.add(token)
-    assert store.tokens.list() == [older, newer]
-    assert store.tokens.by_hash(b"2" * 32) == newer
+    assert store.tokens.page(None, 10) == ([newer, older], False)
+    assert store.tokens.page(None, 1) == ([newer], True)
+    assert store.tokens.page(newer.id, 1) == ([older], False)
+    assert store.tokens.page(older.id, 1) == ([], False)
+    store.tokens.delete(newer.id)  # the cursor's token revoked between two pages
+    assert store.tokens.page(newer.id, 1) == ([older], False)
+    assert store.tokens.by_hash(b"2" * 32) is None
+
+
+def test_a_page_of_tokens_ends_at_its_bytes(store: KeyStore) -> None:
+    """Each token's metadata, patterns and policies can weigh tens of kilobytes: a page ends at
+    PAGE_BYTES of them, the token that crosses it included, whatever its count."""
+    heavy = {f"m{index}": "x" * 500 for index in range(64)}  # ~33 KB of JSON each
+    for index in range(200):
+        token_id = f"{index:016x}"
+        store.tokens.add(
+            TokenRecord(token_id, token_id.encode() * 2, "", (), (), 1.0, None, metadata=heavy)
+        )
+    page, more = store.tokens.page(None, 1000)
+    assert more and 120 <= len(page) < 130  # 4 MiB / ~33 KB
+    assert page[-1].metadata == heavy
+    rest, more = store.tokens.page(page[-1].id, 1000)
+    assert not more and len(page) + len(rest) == 200
 
 
 def token(
@@ -44,7 +65,7 @@ def test_revoking_a_token_revokes_its_children_and_theirs(store: KeyStore) -> No
         store.tokens.add(record)
     before = store.auth_state.read().generation
     assert sorted(store.tokens.delete("p" * 16)) == ["c" * 16, "g" * 16, "p" * 16]
-    assert [r.id for r in store.tokens.list()] == ["o" * 16]
+    assert [r.id for r in store.tokens.page(None, 10)[0]] == ["o" * 16]
     assert store.auth_state.read().generation == before + 1
 
 

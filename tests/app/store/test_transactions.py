@@ -49,7 +49,7 @@ def test_a_block_that_raises_stores_none_of_them(store: KeyStore) -> None:
         raise RuntimeError("changed my mind")
     with pytest.raises(KeyNotFoundError):
         store.keys.get("k")
-    assert store.tokens.list() == []
+    assert store.tokens.page(None, 10) == ([], False)
     assert store.audit.records(AuditQuery()) == ([], False) and store.audit.heads() == []
     assert rows(store, "SELECT COUNT(*) FROM fe_functions") == [(0,)]
 
@@ -59,7 +59,7 @@ def test_a_store_error_inside_ends_the_transaction_with_nothing_stored(store: Ke
     with pytest.raises(KeyExistsError), store.transaction() as held:
         held.tokens.add(TOKEN)
         held.keys.create("taken", "aez", {}, False, b"b" * 48, None)
-    assert store.tokens.list() == []
+    assert store.tokens.page(None, 10) == ([], False)
     assert store.keys.material("taken").secret == b"a" * 48
 
 
@@ -68,15 +68,15 @@ def test_a_read_transaction_refuses_changes(store: KeyStore) -> None:
     with pytest.raises(KeyStoreError, match="read-only"), store.transaction(write=False) as held:
         assert held.keys.material("k").secret == b"k" * 48
         held.tokens.add(TOKEN)
-    assert store.tokens.list() == []
+    assert store.tokens.page(None, 10) == ([], False)
 
 
 def test_the_repositories_of_an_ended_transaction_refuse(store: KeyStore) -> None:
     with store.transaction() as held:
         held.tokens.add(TOKEN)
     with pytest.raises(KeyStoreError, match="ended"):
-        held.tokens.list()
-    assert store.tokens.list() == [TOKEN]
+        held.tokens.page(None, 10)
+    assert store.tokens.page(None, 10) == ([TOKEN], False)
 
 
 def test_a_key_destroyed_in_a_transaction_leaves_no_trace_once_it_ends(tmp_path: Path) -> None:

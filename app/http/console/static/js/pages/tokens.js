@@ -1,5 +1,5 @@
-// #/tokens: the scoped tokens (admin): which keys and operations each may use, a new one, and
-// revocation.
+// #/tokens: the scoped tokens (admin), a page at a time by id: which keys and operations each
+// may use, a new one, and revocation.
 import { del, get, post, vocabulary } from "../api.js";
 import { html, useState } from "../lib.js";
 import {
@@ -11,14 +11,19 @@ import {
   Heading,
   Loading,
   Outcome,
+  Pager,
   Table,
   Time,
   useLoad,
+  usePages,
   useTask,
 } from "../ui.js";
 
+const PAGE_SIZE = 50;
+
 export function Tokens() {
-  const tokens = useLoad(() => get("/v1/tokens"), []);
+  const pages = usePages();
+  const tokens = useLoad(() => get("/v1/tokens", { limit: PAGE_SIZE, after: pages.after }), [pages.after]);
   const task = useTask();
   const [revoking, setRevoking] = useState(null);
   const [issued, setIssued] = useState(null);
@@ -57,6 +62,7 @@ export function Tokens() {
               disabled=${task.busy !== null} aria-label=${`Revoke token ${token.id}`}>Revoke</button></td>
           </tr>`)}
         </${Table}>`}
+      ${tokens.value && html`<${Pager} pages=${pages} next=${tokens.value.next} label="Pages of tokens" />`}
     </section>
     ${revoking && html`<${Confirm} title=${`Revoke token ${revoking.id}?`} action="Revoke"
         onConfirm=${revoke} onCancel=${() => setRevoking(null)}>

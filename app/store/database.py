@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.store.errors import KeyStoreError
-from app.store.patterns import GlobParts
+from app.store.patterns import GlobParts, usable
 
 # How long a write waits for a lock another process holds (its rotation of the same key, or for
 # SQLite any write) before it gives up with StoreUnavailableError, a 503 the client retries.
@@ -64,6 +64,12 @@ class Dialect:
     byte_length: str
     # A condition, and its parameters, that `name` matches one of the token globs.
     name_matches: Callable[[Sequence[GlobParts]], tuple[str, list[str]]]
+
+    def name_matches_any(self, patterns: Sequence[str]) -> tuple[str, list[str]]:
+        """`name_matches` of a token's patterns: a stored one outside the grammar matches
+        nothing, and so does a token without any."""
+        globs = usable(patterns)
+        return self.name_matches(globs) if globs else ("FALSE", [])
 
 
 class Session(ABC):

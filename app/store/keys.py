@@ -25,7 +25,6 @@ from app.store.errors import (
     VersionNotFoundError,
 )
 from app.store.keyring import Terms
-from app.store.patterns import usable
 from app.store.records import (
     ACTIVE,
     PENDING_DELETION,
@@ -189,9 +188,7 @@ class KeyRepository:
             conditions.append("name > ?")
             params.append(after)
         if patterns is not None:
-            globs = usable(patterns)
-            matches = self._session.dialect.name_matches
-            condition, pattern_params = matches(globs) if globs else ("FALSE", [])
+            condition, pattern_params = self._session.dialect.name_matches_any(patterns)
             conditions.append(condition)
             params.extend(pattern_params)
         query = f"SELECT {COLUMNS} FROM keys"

@@ -292,6 +292,7 @@ def test_scoped_token_denied_on_another_key(server: Server, kms: Any) -> None:
     mine = kms.create_key()["KeyMetadata"]["KeyId"]
     other = kms.create_key()["KeyMetadata"]["KeyId"]
     kms.create_alias(AliasName="alias/others", TargetKeyId=other)
+    kms.create_alias(AliasName="alias/z-mine", TargetKeyId=mine)
     scoped = kms_client(server, credentials(server, keys=[mine]))
     assert scoped.describe_key(KeyId=mine)["KeyMetadata"]["KeyId"] == mine
     denied = [
@@ -310,7 +311,7 @@ def test_scoped_token_denied_on_another_key(server: Server, kms: Any) -> None:
     for call, arguments in denied:
         assert code(call, **arguments) == ("AccessDeniedException", 400), call
     assert [k["KeyId"] for k in scoped.list_keys()["Keys"]] == [mine]
-    assert scoped.list_aliases()["Aliases"] == []
+    assert [a["AliasName"] for a in scoped.list_aliases()["Aliases"]] == ["alias/z-mine"]
     # Read only: no management of its own key either.
     reader = kms_client(server, credentials(server, keys=[mine], operations=["read"]))
     assert code(reader.disable_key, KeyId=mine)[0] == "AccessDeniedException"

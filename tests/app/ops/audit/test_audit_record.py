@@ -2,8 +2,9 @@
 version, the outcome and details, never a secret; and how a stored record is shown."""
 
 import json
-import math
-from datetime import datetime
+import random
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -15,6 +16,8 @@ from app.settings import Settings
 from app.store import AuditRow
 from tests.app.ops.audit.support import b64, listed, verify
 from tests.conftest import ADMIN_TOKEN
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _mixed_run(client: TestClient) -> tuple[int, list[str]]:
@@ -139,14 +142,31 @@ def test_the_canonical_form_sorts_keys_and_drops_spaces(value: object, text: str
 
 
 @pytest.mark.parametrize(
-    "seconds", [0.0, 1_700_000_000.123456, 1_700_000_000.9999999, 1_700_000_000.0000004]
+    "seconds",
+    [
+        0.0,
+        1_700_000_000.123456,
+        1_700_000_000.9999999,
+        1_700_000_000.0000004,
+        # Times whose product by 10^6 in floats rounds up to the next microsecond.
+        1_765_717_039.6683779,
+        1_765_578_175.7952769,
+    ],
 )
 def test_a_moment_is_its_time_rounded_down_to_the_microsecond(seconds: float) -> None:
     shown = record.moment(seconds)
     assert shown.endswith("Z")
-    parsed = datetime.fromisoformat(shown).timestamp()
-    assert parsed <= seconds < parsed + 1e-6 + 1e-9
-    assert shown == record.moment(math.floor(seconds * 1_000_000) / 1_000_000)
+    micros = (datetime.fromisoformat(shown) - EPOCH) // timedelta(microseconds=1)
+    assert Fraction(micros, 10**6) <= Fraction(seconds) < Fraction(micros + 1, 10**6)  # exactly
+
+
+def test_no_time_is_listed_after_itself() -> None:
+    """`since` set to a record's listed time finds the record, for any time (one in 170 was
+    listed a microsecond late)."""
+    draw = random.Random(5)
+    for _ in range(20_000):
+        seconds = 1_765_000_000 + draw.random() * 1_000_000
+        assert datetime.fromisoformat(record.moment(seconds)).timestamp() <= seconds
 
 
 def test_a_stored_row_is_shown_with_its_json_columns_decoded() -> None:

@@ -10,12 +10,11 @@ clears) leave.
 
 ECIES proves only that a blob was made for this instance, by anyone who has its public wrapping
 key; so a backup is also signed (Ed25519) by the instance that made it, over the document that
-names the instance it is for, and an import takes only backups signed by this instance or by an
-instance `CIPHERD_BACKUP_SIGNERS` names. An imported document then goes through what a creation
-and a PATCH go through (`KeyCreate` and `KeyPatch`, the same limits and cross-checks), every
-version's material through BYOK's checks (its length, its public part computed again and
-compared; an FE master key decoded and its shape compared with the key's), and its ledger
-replayed, all before anything is stored.
+names the instance it is for, and an import takes only backups signed by this instance or by one
+`CIPHERD_BACKUP_SIGNERS` names. Before anything is stored, an imported document passes a
+creation's and a PATCH's checks (`KeyCreate`, `KeyPatch`), each version's material BYOK's (its
+length; its public part, or an FE master key's shape, computed again and compared), and its
+ledger is replayed.
 """
 
 import base64

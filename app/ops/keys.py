@@ -236,8 +236,7 @@ def readable_page(
     scope, and filtering here would read every row past a sparse page. One key more than the
     page shows whether a next one exists. `allows` still decides each key.
     """
-    patterns = None if principal.admin else principal.key_patterns
-    rows = store.keys.list(after, limit + 1, patterns)
+    rows = store.keys.list(after, limit + 1, principal.key_patterns)
     page = [info for info in rows if principal.allows(Operation.READ, info.name)]
     next_after = None
     if len(page) > limit:

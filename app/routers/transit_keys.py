@@ -55,8 +55,9 @@ async def list_keys(request: Request) -> Response:
     mounts = call.services.mounts
     others = await in_thread(mounts.other_prefixes)
     principal = call.principal
-    readable = None if principal.admin else principal.key_patterns
-    names = await in_thread(keys.listed, call.services.store, call.mount, others, readable)
+    names = await in_thread(
+        keys.listed, call.services.store, call.mount, others, principal.key_patterns
+    )
     prefix = call.mount.key_prefix
     return await answer(
         request, keys_of([n for n in names if principal.allows(Operation.READ, prefix + n)])

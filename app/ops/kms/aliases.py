@@ -115,7 +115,7 @@ def _readable_page(
     """Up to `limit` + 1 aliases after `after` whose keys the token may read: the store skips
     those no pattern of the token's matches, `allows` decides each of the rest."""
     found: list[KmsAlias] = []
-    patterns = None if call.principal.admin else call.principal.key_patterns
+    patterns = call.principal.key_patterns
     while len(found) <= limit:
         rows = call.services.store.kms_aliases.list(after, _SCAN, key_name, patterns)
         found += [a for a in rows if call.principal.allows(Operation.READ, a.key_name)]

@@ -112,9 +112,7 @@ class BodyBudget:
         if self._declared > limit:
             raise self._too_large(limit)
         factor = 1 if self.raw else JSON_MEMORY_FACTOR
-        if self._declared * factor > self._held:  # the whole declared body, before any of it
-            self._memory.take(self._declared * factor - self._held)
-            self._held = self._declared * factor
+        self._hold(self._declared * factor)  # the whole declared body, before any of it
         message = await self._receive()
         if message["type"] == "http.request":
             body = message.get("body", b"")
@@ -128,10 +126,15 @@ class BodyBudget:
                 self._values += body.count(b",")
                 if self._values > self._max_values:
                     raise BodyTooLarge(self._max_values, hint=False, unit="JSON values")
-            if self._received * factor > self._held:  # a body longer than declared, or chunked
-                self._memory.take(self._received * factor - self._held)
-                self._held = self._received * factor
+            self._hold(self._received * factor)  # a body longer than declared, or chunked
         return message
+
+    def _hold(self, amount: int) -> None:
+        """Hold `amount` of the worker's body memory for this body, if it holds less (503 when
+        the worker's is full)."""
+        if amount > self._held:
+            self._memory.take(amount - self._held)
+            self._held = amount
 
     def release(self) -> None:
         """Give the memory this body held back to the worker's, and let go of the server's

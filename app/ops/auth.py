@@ -25,11 +25,8 @@ docs/performance/choices.md). Token records are otherwise cached for
 
 import contextlib
 import enum
-import fnmatch
-import functools
 import hashlib
 import hmac
-import re
 import secrets
 import threading
 import time
@@ -38,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.ops.errors import Problem, forbidden, unauthorized
+from app.ops.globs import matcher
 from app.ops.keyring import StoreCache, store_outage
 from app.ops.ratelimit import RateLimits
 from app.ops.work import SharedBlockingRead, SharedRead
@@ -48,7 +46,7 @@ MAX_CACHED_TOKENS = 10_000
 MAX_CACHED_POLICIES = 10_000
 ROOT_POLICY, DEFAULT_POLICY = "root", "default"
 # The most key-name patterns a token carries, its own and its policies' (once per rule): as many
-# as `_matcher` and `patterns.parse` keep for reuse (docs/performance/choices.md).
+# as `app.ops.globs.matcher` and `patterns.parse` keep for reuse (docs/performance/choices.md).
 MAX_PATTERNS = 4_096
 
 
@@ -97,18 +95,8 @@ class Rule:
 
     def allows(self, operation: Operation, key_name: str | None) -> bool:
         return self.gives(operation) and (
-            key_name is None or _matcher(self.patterns).match(key_name) is not None
+            key_name is None or matcher(self.patterns).match(key_name) is not None
         )
-
-
-def glob_expression(globs: Sequence[str]) -> re.Pattern[str]:
-    """Globs as one expression: a check is one match, not one per glob. Policies of 40,000
-    globs in all took 1.4 s a request, each glob matched alone (and fnmatch's own cache, of
-    32,768, compiled them again each time)."""
-    return re.compile("|".join(fnmatch.translate(glob) for glob in globs))
-
-
-_matcher = functools.lru_cache(maxsize=4096)(glob_expression)  # a rule's, kept for its requests
 
 
 def check_pattern_count(count: int, holder: str, refuse: Callable[[str], Problem]) -> None:
@@ -425,7 +413,7 @@ class Authenticator:
         root = ROOT_POLICY in record.policies
         principal = self._principal_with(record, [] if root else self.policies(record.policies))
         for rule in principal.rules:
-            _matcher(rule.patterns)
+            matcher(rule.patterns)
         return principal
 
     def _principal_with(self, record: TokenRecord, policies: Sequence[CompiledPolicy]) -> Principal:

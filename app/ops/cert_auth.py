@@ -37,8 +37,8 @@ from cryptography.x509.verification import (
     VerificationError,
 )
 
-from app.ops.auth import glob_expression
 from app.ops.errors import Problem, invalid_input
+from app.ops.globs import glob_expression
 from app.ops.identity import Identity, IssuedToken, TokenLimits
 from app.ops.role_tokens import TOKEN_ALIASES, TOKEN_DEFAULTS, check_token_fields, role_token
 from app.store import AuthMount, KeyStore

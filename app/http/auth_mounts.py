@@ -10,10 +10,10 @@ AppRole mount); a route reads its mount with `auth_mount_of`.
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.http.deps import audit_note, services
@@ -30,9 +30,9 @@ from app.http.vault import (
 )
 from app.ops.auth import AdminOperation
 from app.ops.auth_mounts import FAMILIES, AuthMounts
-from app.ops.durations import Duration, Strings
 from app.ops.errors import Problem, invalid_input
 from app.ops.identity import checked_policy_name
+from app.ops.vault_fields import Duration, Strings, VaultBool, vault_integer
 from app.ops.work import in_thread
 from app.store import AuthMount
 
@@ -101,8 +101,11 @@ class RoleTokenFields(BaseModel):
     token_max_ttl: Duration | None = None
     token_explicit_max_ttl: Duration | None = None
     token_period: Duration | None = None
-    token_num_uses: int | None = Field(None, ge=0, le=1_000_000_000)
-    token_no_default_policy: bool | None = None
+    # VaultInt's validator after the bounds: before them, the schema would not state them.
+    token_num_uses: (
+        Annotated[int, Field(ge=0, le=1_000_000_000), BeforeValidator(vault_integer)] | None
+    ) = None
+    token_no_default_policy: VaultBool | None = None
     token_type: str | None = Field(None, max_length=16)
 
     @field_validator("token_policies", "policies")

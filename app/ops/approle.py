@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.ops.durations import vault_time
 from app.ops.errors import Problem, invalid_input
 from app.ops.identity import MAX_METADATA as TOKEN_METADATA
 from app.ops.role_tokens import TOKEN_DEFAULTS, check_role_token, check_token_fields
+from app.ops.vault_fields import vault_time
 from app.store import AppRole, KeyStore, SecretId
 
 ROLE_NAME = r"^[A-Za-z0-9._ -]{1,128}$"

@@ -8,9 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.ops.auth import hash_token
 from app.ops.auth_mounts import TOKEN
-from app.ops.durations import Duration, Strings, vault_time
 from app.ops.errors import Problem, invalid_input
 from app.ops.identity import TokenTerms, remaining_seconds
+from app.ops.vault_fields import Duration, Strings, VaultBool, VaultInt, vault_time
 from app.store import KeyStore, TokenRecord
 
 MAX_SECONDS = 10 * 365 * 86400
@@ -29,14 +29,14 @@ class VaultTokenCreate(BaseModel):
     meta: dict[Annotated[str, Field(max_length=128)], Annotated[str, Field(max_length=512)]] = (
         Field(default_factory=dict, max_length=64)
     )
-    no_parent: bool = False
-    no_default_policy: bool = False
-    renewable: bool = True
+    no_parent: VaultBool = False
+    no_default_policy: VaultBool = False
+    renewable: VaultBool = True
     ttl: Duration = Field(0, ge=0, le=MAX_SECONDS)
     explicit_max_ttl: Duration = Field(0, ge=0, le=MAX_SECONDS)
     period: Duration = Field(0, ge=0, le=MAX_SECONDS)
     display_name: str = Field("", max_length=128)
-    num_uses: int = Field(0, ge=0, le=1_000_000)
+    num_uses: VaultInt = Field(0, ge=0, le=1_000_000)
     type: str | None = None
 
 
@@ -47,14 +47,14 @@ class VaultTokenRole(BaseModel):
 
     allowed_policies: Strings = Field(default_factory=list, max_length=64)
     disallowed_policies: Strings = Field(default_factory=list, max_length=64)
-    orphan: bool = False
-    renewable: bool = True
+    orphan: VaultBool = False
+    renewable: VaultBool = True
     path_suffix: str = Field("", max_length=128)
     token_period: Duration = Field(0, ge=0, le=MAX_SECONDS)
     period: Duration = Field(0, ge=0, le=MAX_SECONDS)
     token_explicit_max_ttl: Duration = Field(0, ge=0, le=MAX_SECONDS)
     explicit_max_ttl: Duration = Field(0, ge=0, le=MAX_SECONDS)
-    token_no_default_policy: bool = False
+    token_no_default_policy: VaultBool = False
 
 
 def role_terms(

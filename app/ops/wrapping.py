@@ -12,8 +12,8 @@ import secrets
 from typing import Any
 
 from app.ops.auth import hash_token
-from app.ops.durations import duration_seconds, vault_time
 from app.ops.errors import Problem, invalid_input
+from app.ops.vault_fields import duration_seconds, vault_time
 from app.store import KeyStore, WrappedResponse
 
 WRAP_TOKEN_PREFIX = "cdw_"

@@ -33,10 +33,10 @@ from app.ops.approle import (
     role_data,
     secret_data,
 )
-from app.ops.durations import Duration, Strings
 from app.ops.errors import Problem
 from app.ops.identity import Identity
 from app.ops.role_tokens import role_token
+from app.ops.vault_fields import Duration, Strings, VaultBool, VaultInt
 from app.ops.work import in_thread
 
 router = login_router("approle")
@@ -73,14 +73,14 @@ class ApproleRole(RoleTokenFields):
     """A role's fields to set; those not given keep their value (Vault's defaults for a new
     role)."""
 
-    bind_secret_id: bool | None = None
+    bind_secret_id: VaultBool | None = None
     secret_id_bound_cidrs: Strings | None = None
-    secret_id_num_uses: int | None = None
+    secret_id_num_uses: VaultInt | None = None
     secret_id_ttl: Duration | None = None
-    local_secret_ids: bool | None = None
+    local_secret_ids: VaultBool | None = None
     period: Duration | None = Field(None, description="the older name of token_period")
     token_bound_cidrs: Strings | None = None
-    token_strictly_bind_ip: bool | None = None
+    token_strictly_bind_ip: VaultBool | None = None
 
 
 @listing(router, "/role", "The AppRole roles of the mount")
@@ -148,7 +148,7 @@ class ApproleSecretIdRequest(BaseModel):
     metadata: str = Field("", max_length=65536, description="a JSON object of strings")
     cidr_list: Strings = []
     token_bound_cidrs: Strings = []
-    num_uses: int | None = None
+    num_uses: VaultInt | None = None
     ttl: Duration | None = None
 
 

@@ -19,7 +19,7 @@ from app.http.identity import logged_in
 from app.http.tls import client_certificate
 from app.http.vault import read_login, vault_body
 from app.ops import cert_auth
-from app.ops.durations import Strings
+from app.ops.vault_fields import Strings
 
 router = login_router("cert")
 _NAMES = Field(None, max_length=cert_auth.MAX_NAMES)

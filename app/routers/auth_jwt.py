@@ -19,9 +19,9 @@ from app.http.deps import audit_note, services
 from app.http.identity import logged_in
 from app.http.vault import answer, no_content, read_body, read_login, vault_body
 from app.ops import jwt_auth
-from app.ops.durations import Strings
 from app.ops.errors import Problem
 from app.ops.jwks import shown_url
+from app.ops.vault_fields import Strings, VaultBool, VaultInt
 from app.ops.work import in_thread
 
 router = login_router("jwt")
@@ -55,14 +55,14 @@ class JwtRoleBody(RoleTokenFields):
     bound_claims: dict[str, Any] | None = Field(None, max_length=jwt_auth.MAX_MAPPINGS)
     bound_claims_type: str | None = Field(None, max_length=16)
     claim_mappings: dict[str, str] | None = Field(None, max_length=jwt_auth.MAX_MAPPINGS)
-    clock_skew_leeway: int | None = None
-    expiration_leeway: int | None = None
-    not_before_leeway: int | None = None
+    clock_skew_leeway: VaultInt | None = None
+    expiration_leeway: VaultInt | None = None
+    not_before_leeway: VaultInt | None = None
     allowed_redirect_uris: Strings | None = Field(None, max_length=64)
     groups_claim: str | None = Field(None, max_length=256)
     oidc_scopes: Strings | None = Field(None, max_length=64)
-    verbose_oidc_logging: bool | None = None
-    user_claim_json_pointer: bool | None = None
+    verbose_oidc_logging: VaultBool | None = None
+    user_claim_json_pointer: VaultBool | None = None
 
 
 class JwtLoginBody(BaseModel):

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import Request, Response
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.http.batch import check_batch_size
 from app.http.body import JsonAnswer
@@ -20,6 +20,7 @@ from app.ops.rsa import RsaKey
 from app.ops.transit import crypto, keys
 from app.ops.transit.crypto import TransitItem
 from app.ops.transit.keys import TransitKeyCreate
+from app.ops.vault_fields import VaultBool, VaultInt
 from app.ops.versioned import VersionedKey
 from app.ops.work import compute, in_thread
 from app.routers.transit_keys import TransitName
@@ -43,13 +44,14 @@ class TransitDataRequest(TransitItem):
     # there, where a million items cost 3.5 s of the event loop and 600 MB before the count
     # was checked (`_items` checks the configured limit, which is lower).
     batch_input: list[TransitItem] | None = Field(None, max_length=MAX_BATCH_ITEMS)
+    key_version: VaultInt | None = None
     type: str | None = None
-    convergent_encryption: bool = False
-    partial_failure_response_code: StrictInt | None = None
-    bits: StrictInt = 256
+    convergent_encryption: VaultBool = False
+    partial_failure_response_code: VaultInt | None = None
+    bits: VaultInt = 256
     algorithm: str | None = None
     hash_algorithm: str | None = None
-    prehashed: bool = False
+    prehashed: VaultBool = False
     signature_algorithm: str | None = None
     marshaling_algorithm: str = "asn1"
     salt_length: str | int | None = None
@@ -69,10 +71,12 @@ async def _run(
     key: VersionedKey,
     run: Any,
     single_fields: tuple[str, ...],
+    shape: crypto.BatchShape,
 ) -> Response:
-    """`run(item)` on the body's items: a batch's `batch_results` in a thread (400 if an item
-    failed, or `partial_failure_response_code` when some did not), a single call's fields on the
-    event loop when small, its key version fetched first."""
+    """`run(item)` on the body's items: a batch's `batch_results` in a thread, written and
+    answered as `shape` says (400 if an item failed, or `partial_failure_response_code` when
+    some did not, where Vault refuses such a batch), a single call's fields on the event loop
+    when small, its key version fetched first."""
     items = await _items(call, body)
     if body.batch_input is None:
         await call.services.transit.warm(key, body)
@@ -82,7 +86,7 @@ async def _run(
     note_versions(request, results)
     if body.batch_input is not None:
         status, warnings = 200, None
-        if failed:
+        if failed and shape.refused_if_failed:
             status = 400
             code = body.partial_failure_response_code
             if code is not None and any("error" not in r for r in results):
@@ -90,7 +94,7 @@ async def _run(
                     status = code
                 else:
                     warnings = [_PARTIAL_FAILURE_REVERTED]
-        data = {"batch_results": results}
+        data = {"batch_results": [shape.entry(r, i) for r, i in zip(results, items, strict=True)]}
         return JsonAnswer(envelope(request, data, warnings=warnings), status_code=status)
     result = results[0]
     if "error" in result:
@@ -169,6 +173,7 @@ async def encrypt(request: Request) -> Response:
         key,
         lambda item: crypto.encrypt(key, item),
         ("ciphertext", "key_version"),
+        crypto.ENCRYPTED,
     )
 
 
@@ -179,7 +184,13 @@ async def decrypt(request: Request) -> Response:
     body = await read_body(request, TransitDataRequest)
     key = await _sealing_key(request, call, "decrypt")
     return await _run(
-        request, call, body, key, lambda item: crypto.decrypt(key, item), ("plaintext",)
+        request,
+        call,
+        body,
+        key,
+        lambda item: crypto.decrypt(key, item),
+        ("plaintext",),
+        crypto.DECRYPTED,
     )
 
 
@@ -200,6 +211,7 @@ async def rewrap(request: Request, name: TransitName) -> Response:
         key,
         lambda item: crypto.rewrap(key, item),
         ("ciphertext", "key_version"),
+        crypto.REWRAPPED,
     )
 
 
@@ -219,6 +231,7 @@ async def _datakey(request: Request, kind: str, name: str, bits: int | None) -> 
         key,
         lambda item: crypto.datakey(key, item, size, kind == "plaintext"),
         fields,
+        crypto.ENCRYPTED,  # never a batch: Vault's datakey takes none
     )
 
 
@@ -273,6 +286,7 @@ async def _hmac(request: Request, name: str, algorithm: str | None) -> Response:
         key,
         lambda item: crypto.hmac_item(key, item, chosen),
         ("hmac", "key_version"),
+        crypto.HMACS,
     )
 
 
@@ -293,6 +307,7 @@ async def _sign(request: Request, name: str, algorithm: str | None) -> Response:
         key,
         lambda item: crypto.sign_item(key, item, options),
         ("signature", "key_version"),
+        crypto.SIGNED,
     )
 
 
@@ -333,6 +348,7 @@ async def _verify(request: Request, name: str, algorithm: str | None) -> Respons
         key,
         lambda item: crypto.verify_item(key, item, chosen, options),
         ("valid",),
+        crypto.HMAC_VERDICTS if is_hmac else crypto.VERDICTS,
     )
 
 
@@ -377,7 +393,7 @@ async def hash_with(request: Request, algorithm: str) -> Response:
 class TransitRandomRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    bytes: StrictInt = 32
+    bytes: VaultInt = 32
     format: str = "base64"
     source: str = "platform"
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import Path, Request, Response
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict
 
 from app.http.deps import audit_note
 from app.http.transit import TransitCall, transit_call
@@ -16,6 +16,7 @@ from app.ops.auth import AdminOperation, Operation
 from app.ops.transit import backup, keys
 from app.ops.transit.keys import TransitKeyConfig, TransitKeyCreate, checked_name
 from app.ops.transit.mounts import native_name
+from app.ops.vault_fields import VaultBool, VaultInt
 from app.ops.work import in_thread
 
 router = vault_router("/v1/transit", "transit")
@@ -105,7 +106,7 @@ async def rotate_key(request: Request, name: TransitName) -> Response:
 class TransitTrimRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    min_available_version: StrictInt
+    min_available_version: VaultInt
 
 
 @router.post(
@@ -150,7 +151,7 @@ class TransitRestoreRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     backup: str
-    force: StrictBool = False
+    force: VaultBool = False
     name: str | None = None
 
 

@@ -26,9 +26,9 @@ from app.http.vault import (
 )
 from app.ops import policies, tokens, vault_tokens
 from app.ops.auth import AdminOperation, Principal
-from app.ops.durations import Duration
 from app.ops.errors import Problem, forbidden, invalid_input
 from app.ops.identity import IssuedToken, vault_auth
+from app.ops.vault_fields import Duration
 from app.ops.vault_tokens import VaultTokenCreate, VaultTokenRole
 from app.ops.work import in_thread
 

@@ -455,3 +455,41 @@ def test_an_expired_secret_id_is_refused_at_once(targets: dict[str, tuple[str, s
             client.auth.approle.list_secret_id_accessors(ROLE, mount_point=mount)
     finally:
         client.sys.disable_auth_method(path=mount)
+
+
+def _settings_read_back(client: hvac.Client, mount: str) -> Any:
+    """A role written with the `bao` command's strings, then one with a word Vault refuses: the
+    settings read back, and how the second write ended."""
+    role(
+        client,
+        mount,
+        bind_secret_id="true",
+        secret_id_num_uses="3",
+        token_num_uses="0x5",
+        token_no_default_policy="t",
+    )
+    data = client.auth.approle.read_role(ROLE, mount_point=mount)["data"]
+    fields = ("bind_secret_id", "secret_id_num_uses", "token_num_uses", "token_no_default_policy")
+    try:
+        client.auth.approle.create_or_update_approle(ROLE, bind_secret_id="yes", mount_point=mount)
+        refused = None
+    except exceptions.VaultError as error:
+        refused = type(error).__name__
+    return {field: data[field] for field in fields}, refused
+
+
+def test_settings_given_as_strings_read_as_on_openbao(
+    targets: dict[str, tuple[str, str]],
+) -> None:
+    seen = {}
+    for server in SERVERS:
+        url, token = targets[server]
+        client = hvac.Client(url=url, token=token)
+        mount = "approle-strings-" + secrets.token_hex(4)
+        client.sys.enable_auth_method("approle", path=mount)
+        try:
+            seen[server] = _settings_read_back(client, mount)
+        finally:
+            client.sys.disable_auth_method(path=mount)
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"][0]["token_num_uses"] == 5

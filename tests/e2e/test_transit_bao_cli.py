@@ -140,3 +140,49 @@ def test_bao_reports_cipherd_errors(baos: dict[str, Bao]) -> None:
     wrong = Bao(baos["cipherd"].url, "not-a-token", baos["cipherd"].home)
     done = wrong.run("read", "transit/keys/anything")
     assert done.returncode == 2 and "permission denied" in done.stderr
+
+
+def test_bao_writes_settings_as_strings_and_cipherd_reads_them(baos: dict[str, Bao]) -> None:
+    """`bao write ... key=value` sends every value as a string: a key's settings, a derived
+    key's flags and an encryption's version are read as Vault reads them."""
+    name = "settings-" + secrets.token_hex(3)
+    on_both(baos, "write", "-f", f"transit/keys/{name}")
+    for _ in range(2):
+        on_both(baos, "write", "-f", f"transit/keys/{name}/rotate")
+    key = on_both(
+        baos,
+        "write",
+        f"transit/keys/{name}/config",
+        "min_decryption_version=2",
+        "min_encryption_version=3",
+        "deletion_allowed=true",
+    )["data"]
+    assert (key["min_decryption_version"], key["min_encryption_version"]) == (2, 3)
+    assert key["deletion_allowed"] is True
+    trimmed = on_both(baos, "write", f"transit/keys/{name}/trim", "min_available_version=2")
+    assert trimmed["data"]["min_available_version"] == 2
+    sealed = on_both(baos, "write", f"transit/encrypt/{name}", f"plaintext={SECRET}")
+    assert sealed["data"]["key_version"] == 3
+    for bao in baos.values():
+        done = bao.run("delete", f"transit/keys/{name}")
+        assert done.returncode == 0, done.stderr
+
+    derived = "derived-" + secrets.token_hex(3)
+    flags = ("derived=true", "convergent_encryption=true", "exportable=1")
+    key = on_both(baos, "write", f"transit/keys/{derived}", *flags)["data"]
+    assert (key["derived"], key["exportable"], key["supports_derivation"]) == (True, True, True)
+    context = base64.b64encode(b"tenant-7").decode()
+    once = on_both(
+        baos, "write", f"transit/encrypt/{derived}", f"plaintext={SECRET}", f"context={context}"
+    )
+    again = baos["cipherd"].json(
+        "write", f"transit/encrypt/{derived}", f"plaintext={SECRET}", f"context={context}"
+    )
+    assert once["data"]["ciphertext"] == again["data"]["ciphertext"]  # convergent
+    opened = baos["cipherd"].json(
+        "write",
+        f"transit/decrypt/{derived}",
+        f"ciphertext={once['data']['ciphertext']}",
+        f"context={context}",
+    )
+    assert opened["data"]["plaintext"] == SECRET

@@ -18,17 +18,18 @@ import base64
 import binascii
 import json
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from app.ops.durations import MAX_SECONDS
 from app.ops.errors import Problem
 from app.ops.keytypes import KEY_TYPES, stored_key
 from app.ops.transit import hmac_keys
+from app.ops.transit.keys import min_available_version
 from app.ops.transit.types import native_type, transit_type
+from app.ops.vault_fields import MAX_SECONDS, vault_time
 from app.store import KeyInfo, KeyPolicies, KeyStore, RestoredVersion
 from core.sign import ecdsa_nist, ed25519
 
@@ -68,10 +69,6 @@ _RFC3339 = re.compile(
 
 def bad_backup(detail: str) -> Problem:
     return Problem(400, "invalid-backup", "Invalid backup", detail)
-
-
-def _moment(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
 def _created(entry: dict[str, Any], version: int, now: float) -> float:
@@ -188,12 +185,11 @@ def make(store: KeyStore, name: str, transit_name: str) -> str:
         entry.update(_written(info.type, material.secret, material.public or b""))
         entry.update(
             hmac_key=_b64(hmac_keys.of(material)),
-            time=_moment(v.created_at),
+            time=vault_time(v.created_at),
             convergent_version=3 if convergent else 0,
             creation_time=int(v.created_at),
         )
         entries[str(v.version)] = entry
-    oldest = min((v.version for v in info.versions), default=1)
     policy = {
         "name": transit_name,
         "keys": entries,
@@ -206,11 +202,11 @@ def make(store: KeyStore, name: str, transit_name: str) -> str:
         "latest_version": info.latest_version,
         "archive_version": info.latest_version,
         "archive_min_version": 0,
-        "min_available_version": oldest if oldest > 1 else 0,
+        "min_available_version": min_available_version(info),
         "deletion_allowed": not info.deletion_protection,
         "convergent_version": 3 if convergent else 0,
         "type": _TYPE_NUMBERS[transit],
-        "backup_info": {"time": _moment(store.clock.now()), "version": info.latest_version},
+        "backup_info": {"time": vault_time(store.clock.now()), "version": info.latest_version},
         "restore_info": None,
         "allow_plaintext_backup": True,
         "version_template": "",

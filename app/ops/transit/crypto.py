@@ -4,8 +4,8 @@ in Vault's vocabulary, each one item's translation onto the verb of the key's fa
 An item is Vault's: base64 fields (`plaintext`, `context`, `associated_data`, `input`), a
 `key_version`, a `reference` echoed back; its answer is Vault's (`vault:v<N>:` and the base64
 of the payload, signature or MAC). A single call is a batch of one: `run_items` runs an item
-function over a request's items, giving each failed item its error, as Transit's
-`batch_results` do.
+function over a request's items, giving each failed item its error, and `BatchShape` writes
+each verb's `batch_results` entries as Vault does.
 """
 
 import base64
@@ -58,6 +58,9 @@ class TransitItem(BaseModel):
     """One item of any Transit data verb, as its body or a `batch_input` entry gives it."""
 
     model_config = ConfigDict(extra="ignore")
+
+    # Vault reads a `batch_input` entry strictly (a `key_version` of "2" is refused) and the
+    # body's own fields weakly (`TransitDataRequest`).
 
     plaintext: str | None = None
     ciphertext: str | None = None
@@ -119,16 +122,17 @@ def unprefixed(text: str | None, what: str, latest: int) -> tuple[int, bytes]:
         raise user_error(
             f"missing {what} to decrypt" if what == "ciphertext" else f"missing {what}"
         )
+    shown = "HMAC" if what == "hmac" else what
     if not text.startswith(PREFIX):
-        raise user_error(f"invalid {what}: no prefix")
+        raise user_error(f"invalid {'HMAC to verify' if what == 'hmac' else what}: no prefix")
     match = _PREFIXED.fullmatch(text)
     if match is None:
-        raise user_error(f"invalid {what}: wrong number of fields")
+        raise user_error(f"invalid {shown}: wrong number of fields")
     version = version_number(match.group(1))
     if version is None:
-        raise user_error(f"invalid {what}: version number could not be decoded")
+        raise user_error(f"invalid {shown}: version number could not be decoded")
     if version > latest:
-        raise user_error(f"invalid {what}: version is too new")
+        raise user_error(f"invalid {shown}: version is too new")
     body = match.group(2)
     try:
         if what == "signature" and ("-" in body or "_" in body or len(body) % 4):
@@ -349,7 +353,7 @@ def verify_item(
 def run_items(
     items: Sequence[TransitItem], run: Callable[[TransitItem], dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], bool]:
-    """Each item's answer or `{"error": ...}`, its `reference` echoed; and whether any failed."""
+    """Each item's answer or `{"error": ...}`; and whether any failed."""
     results: list[dict[str, Any]] = []
     failed = False
     for item in items:
@@ -360,10 +364,37 @@ def run_items(
             if problem is None:
                 raise
             result, failed = {"error": problem.detail}, True
-        if item.reference is not None:
-            result["reference"] = item.reference
         results.append(result)
     return results, failed
+
+
+@dataclass(frozen=True)
+class BatchShape:
+    """How Vault writes a verb's `batch_results` (its response entry's JSON tags) and answers a
+    batch in which items failed: encrypt and decrypt with 400 (or the caller's
+    `partial_failure_response_code`), the others with 200."""
+
+    always: tuple[tuple[str, Any], ...]  # fields in every entry, with their empty value
+    refused_if_failed: bool = False
+    omitted_if_false: str | None = None  # HMAC verification's `valid`, tagged omitempty
+
+    def entry(self, result: dict[str, Any], item: TransitItem) -> dict[str, Any]:
+        """One item's entry: the result over the empty fields, the item's `reference` echoed."""
+        entry = {**dict(self.always), **result}
+        if item.reference is not None:
+            entry["reference"] = item.reference
+        if self.omitted_if_false is not None and not entry.get(self.omitted_if_false, True):
+            del entry[self.omitted_if_false]
+        return entry
+
+
+_REFERENCE = ("reference", "")
+ENCRYPTED = BatchShape((_REFERENCE,), refused_if_failed=True)
+DECRYPTED = BatchShape((("plaintext", ""), _REFERENCE), refused_if_failed=True)
+REWRAPPED = HMACS = BatchShape((_REFERENCE,))
+HMAC_VERDICTS = BatchShape((_REFERENCE,), omitted_if_false="valid")
+SIGNED = BatchShape((("key_version", 0), _REFERENCE))
+VERDICTS = BatchShape((("valid", False), _REFERENCE))
 
 
 def hash_sum(data: bytes, algorithm: str, output: str) -> str:

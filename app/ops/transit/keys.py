@@ -12,15 +12,13 @@ back, where Vault destroys it at once.
 import base64
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
 from app.ops import keys
-from app.ops.durations import duration_seconds
 from app.ops.errors import Problem, invalid_input
 from app.ops.keyring import Keyring
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyPatch
@@ -28,6 +26,7 @@ from app.ops.keytypes import HMAC_KEY_BYTES, KEY_TYPES, stored_key
 from app.ops.transit import hmac_keys
 from app.ops.transit.mounts import transit_names
 from app.ops.transit.types import DEFAULT_TYPE, family, native_type, transit_type
+from app.ops.vault_fields import VaultBool, VaultInt, duration_seconds, vault_time
 from app.settings import Settings
 from app.store import KeyInfo, KeyNotFoundError, KeyStore, SecretMount
 
@@ -51,12 +50,12 @@ class TransitKeyCreate(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     type: str = DEFAULT_TYPE
-    exportable: StrictBool = False
-    allow_plaintext_backup: StrictBool = False
-    derived: StrictBool = False
-    convergent_encryption: StrictBool = False
+    exportable: VaultBool = False
+    allow_plaintext_backup: VaultBool = False
+    derived: VaultBool = False
+    convergent_encryption: VaultBool = False
     auto_rotate_period: StrictInt | str = 0
-    key_size: StrictInt = 0
+    key_size: VaultInt = 0
 
 
 class TransitKeyConfig(BaseModel):
@@ -64,11 +63,11 @@ class TransitKeyConfig(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    min_decryption_version: StrictInt | None = None
-    min_encryption_version: StrictInt | None = None
-    deletion_allowed: StrictBool | None = None
-    exportable: StrictBool | None = None
-    allow_plaintext_backup: StrictBool | None = None
+    min_decryption_version: VaultInt | None = None
+    min_encryption_version: VaultInt | None = None
+    deletion_allowed: VaultBool | None = None
+    exportable: VaultBool | None = None
+    allow_plaintext_backup: VaultBool | None = None
     auto_rotate_period: StrictInt | str | None = None
 
 
@@ -82,8 +81,10 @@ def checked_name(native: str) -> str:
     return native
 
 
-def _moment(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+def min_available_version(info: KeyInfo) -> int:
+    """Transit's min_available_version: the oldest version kept, 0 while none was trimmed."""
+    oldest = min((v.version for v in info.versions), default=1)
+    return oldest if oldest > 1 else 0
 
 
 def key_data(store: KeyStore, info: KeyInfo, name: str) -> dict[str, Any]:
@@ -100,13 +101,12 @@ def key_data(store: KeyStore, info: KeyInfo, name: str) -> dict[str, Any]:
         for v in usable:
             versions[str(v.version)] = {
                 "certificate_chain": "",
-                "creation_time": _moment(v.created_at),
+                "creation_time": vault_time(v.created_at),
                 "name": _VERSION_NAMES.get(info.type, transit_type(info.type)),
                 "public_key": public_key_text(info.type, publics.get(v.version) or b""),
             }
     else:
         versions = {str(v.version): int(v.created_at) for v in usable}
-    oldest = min((v.version for v in info.versions), default=1)
     data: dict[str, Any] = {
         "allow_plaintext_backup": bool(info.params.get("allow_backup")),
         "auto_rotate_period": int(info.auto_rotate_seconds or 0),
@@ -116,7 +116,7 @@ def key_data(store: KeyStore, info: KeyInfo, name: str) -> dict[str, Any]:
         "imported_key": False,
         "keys": versions,
         "latest_version": info.latest_version,
-        "min_available_version": oldest if oldest > 1 else 0,
+        "min_available_version": min_available_version(info),
         "min_decryption_version": info.min_decryption_version,
         "min_encryption_version": info.min_encryption_version,
         "name": name,
@@ -258,19 +258,26 @@ def rotate(store: KeyStore, keyring: Keyring, name: str) -> KeyInfo:
 
 
 def trim(store: KeyStore, keyring: Keyring, name: str, min_available: int) -> KeyInfo:
-    """Destroy the versions below `min_available` (Transit's bounds: from 1 to the key's
-    min_decryption_version and min_encryption_version)."""
+    """Destroy the versions below `min_available`, within Transit's bounds and with its refusals,
+    in its order: never below what is available now, and only up to the key's
+    min_encryption_version (which must be set) and min_decryption_version."""
     info = store.keys.get(name)
-    if min_available < 1:
+    if min_available < min_available_version(info):
+        raise invalid_input("minimum available version cannot be decremented")
+    if not info.min_encryption_version:
+        raise invalid_input(
+            "minimum available version cannot be set when minimum encryption version is not set"
+        )
+    for bound, what in (
+        (info.min_encryption_version, "encryption"),
+        (info.min_decryption_version, "decryption"),
+    ):
+        if min_available > bound:
+            raise invalid_input(
+                f"minimum available version cannot be greater than minimum {what} version"
+            )
+    if min_available == 0:
         raise invalid_input("minimum available version should be positive")
-    if min_available > info.min_decryption_version:
-        raise invalid_input(
-            "minimum available version should not be greater than minimum decryption version"
-        )
-    if info.min_encryption_version and min_available > info.min_encryption_version:
-        raise invalid_input(
-            "minimum available version should not be greater than minimum encryption version"
-        )
     keys.trim(store, keyring, name, min_available)
     return store.keys.get(name)
 

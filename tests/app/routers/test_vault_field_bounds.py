@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from starlette.requests import Request
 
 from app.http.vault import read_body
-from app.ops.durations import MAX_STRINGS
+from app.ops.vault_fields import MAX_STRINGS
 from app.ops.work import INLINE_BYTES
 
 OUT_OF_RANGE = "Value error, a duration is from 0 to ten years"

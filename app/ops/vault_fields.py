@@ -1,0 +1,124 @@
+"""Fields as Vault's clients write them, and times as Vault writes them.
+
+Vault's framework decodes a request's fields weakly: the `bao` command sends every `key=value` as
+a string, so `min_decryption_version=2` arrives as "2" and `derived=true` as "true". Integers,
+booleans, durations (seconds, or Go durations: `"90s"`, `"1h30m"`) and lists (a JSON list or a
+comma-separated string) are read here as Vault reads them; what Vault refuses is refused.
+"""
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+# Go's duration units.
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d)")
+MAX_SECONDS = 10 * 365 * 86400
+# The most separators a comma-separated string may hold: more than any list field of Vault's
+# takes (the most is 256). 30 MB of "a," took 1.5 s and 231 MB to split before the field's
+# own limit refused it.
+MAX_STRINGS = 1024
+
+
+def duration_seconds(value: Any) -> int:
+    """Seconds from a number, a numeric string or a Go duration (ValueError otherwise, or
+    outside 0 to ten years)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        # Nor written out to say so: a list of millions of entries took seconds to.
+        raise ValueError("a duration is a number of seconds or a string like '1h30m'")
+    if isinstance(value, int):
+        seconds: float = value  # compared as an integer: one of 310 digits has no float
+    elif isinstance(value, float):
+        seconds = value
+    else:
+        text = value.strip()
+        if re.fullmatch(r"\d+(\.\d+)?", text):
+            seconds = float(text)
+        else:
+            parts = _DURATION.findall(text)
+            if not text or "".join(n + u for n, u in parts) != text:
+                raise ValueError(f"{text[:32]!r} is not a duration (seconds, or like '1h30m')")
+            seconds = sum(float(n) * _UNITS[u] for n, u in parts)
+    if not 0 <= seconds <= MAX_SECONDS:  # NaN too
+        raise ValueError("a duration is from 0 to ten years")
+    return int(seconds)
+
+
+def vault_time(seconds: float | None) -> str:
+    """A time as Vault writes one (RFC 3339, UTC); None as Go's zero time, Vault's "never"."""
+    if seconds is None:
+        return "0001-01-01T00:00:00Z"
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _strings(value: Any) -> Any:
+    """A list as Vault takes one: a JSON list, or a comma-separated string (of at most
+    MAX_STRINGS separators, counted before it is split)."""
+    if not isinstance(value, str):
+        return value
+    if value.count(",") > MAX_STRINGS:
+        raise ValueError(f"a comma-separated list holds at most {MAX_STRINGS} items")
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+# An integer literal as Go's strconv.ParseInt reads one in base 0 (Vault's reading of a string
+# for an integer field): a sign, then 0x, 0o, 0b or a leading 0 (octal) or decimal digits, with
+# underscores between digits or after the prefix.
+_GO_INTEGER = re.compile(
+    r"[+-]?(?:0[xX](?:_?[0-9a-fA-F])+|0[bB](?:_?[01])+|0[oO]?(?:_?[0-7])+|[1-9](?:_?[0-9])*|0)"
+)
+_GO_BASES = {"0x": 16, "0b": 2, "0o": 8}
+# Longer than any int64 literal (64 binary digits, their underscores, a prefix and a sign).
+_MAX_INTEGER_TEXT = 160
+_INT64 = range(-(2**63), 2**63)
+# strconv.ParseBool's words.
+_BOOLEANS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True}
+_BOOLEANS |= {"0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
+
+
+def _go_integer(text: str) -> int:
+    if len(text) > _MAX_INTEGER_TEXT or not _GO_INTEGER.fullmatch(text):
+        raise ValueError(f"{text[:32]!r} cannot be parsed as an integer")
+    sign = -1 if text[0] == "-" else 1
+    digits = text.lstrip("+-").replace("_", "").lower()
+    base = _GO_BASES.get(digits[:2])
+    if base is not None:
+        return sign * int(digits[2:], base)
+    return sign * int(digits, 8 if len(digits) > 1 and digits[0] == "0" else 10)
+
+
+def vault_integer(value: Any) -> int:
+    """An integer field as Vault reads it: a JSON integer or boolean (1 or 0), or a string in
+    Go's syntax ("" is 0); not a JSON number with a fraction or an exponent, nor past 64 bits."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        value = _go_integer(value) if value else 0
+    if not isinstance(value, int):
+        raise ValueError("an integer, or a string that holds one")
+    if value not in _INT64:
+        raise ValueError("an integer of at most 64 bits")
+    return value
+
+
+def vault_boolean(value: Any) -> bool:
+    """A boolean field as Vault reads it: a JSON boolean, or one of strconv.ParseBool's words
+    ("true", "1", "F", ...; "" is false), a JSON number 0 or 1 included."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        found = _BOOLEANS.get(value, False if value == "" else None)
+        if found is not None:
+            return found
+    raise ValueError("a boolean, or a string or number that strconv.ParseBool reads")
+
+
+# Fields of Vault's requests.
+Duration = Annotated[int, BeforeValidator(duration_seconds)]
+Strings = Annotated[list[str], BeforeValidator(_strings)]
+VaultInt = Annotated[int, BeforeValidator(vault_integer)]
+VaultBool = Annotated[bool, BeforeValidator(vault_boolean)]

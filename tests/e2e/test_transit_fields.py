@@ -1,0 +1,263 @@
+"""Transit's fields as Vault reads them and its batch results as Vault writes them, on cipherd
+and on a real OpenBao, compared.
+
+Vault's framework reads a request's integers and booleans weakly: the `bao` command sends every
+`key=value` as a string ("2", "true"), and Go's syntax for them holds ("0x10", "t", "" for zero).
+A `batch_input` entry is read strictly. Trimming has its own bounds and order of refusals. Each
+case is a list of requests in a fresh mount; each request's status must be OpenBao's, and an
+accepted one's values (the key's settings, the version used, the bytes given) must be too.
+
+A batch's entries carry the fields Vault's response structures always write (`reference`, ""
+when not given; a failed decryption's empty `plaintext`, a failed signature's `key_version` 0)
+and leave out what they omit when empty (a false HMAC verdict); a batch with failed items is a
+400 for encrypt and decrypt only.
+"""
+
+import base64
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.openbao import running_openbao
+from tests.e2e.server import running
+
+pytestmark = pytest.mark.e2e
+
+ADMIN_TOKEN = "transit-fields-" + secrets.token_urlsafe(16)
+TEXT = base64.b64encode(b"field test").decode()
+CONTEXT = base64.b64encode(b"tenant-7").decode()
+# A key's settings an answer is compared on.
+SETTINGS = (
+    "min_decryption_version",
+    "min_encryption_version",
+    "min_available_version",
+    "latest_version",
+    "deletion_allowed",
+    "exportable",
+    "allow_plaintext_backup",
+    "derived",
+    "supports_derivation",
+)
+
+Step = tuple[str, dict[str, Any]]
+ROTATE: Step = ("keys/k/rotate", {})
+
+
+def _config(**fields: Any) -> Step:
+    return ("keys/k/config", fields)
+
+
+def _trim(version: Any) -> Step:
+    return ("keys/k/trim", {"min_available_version": version})
+
+
+CASES: dict[str, list[Step]] = {
+    "config as the bao command writes it": [
+        ROTATE,
+        ROTATE,
+        _config(min_decryption_version="2", min_encryption_version="3", deletion_allowed="true"),
+        _config(exportable="1", allow_plaintext_backup="t"),
+    ],
+    "config in Go's integer syntax": [
+        ROTATE,
+        ROTATE,
+        _config(min_encryption_version="0x3"),
+        _config(min_decryption_version="0b10"),
+        _config(min_decryption_version="03"),
+        _config(min_decryption_version="+1"),
+    ],
+    "config with empty strings": [ROTATE, _config(min_decryption_version="", deletion_allowed="")],
+    "config with what Vault refuses": [
+        _config(deletion_allowed="yes"),
+        _config(deletion_allowed=2),
+        _config(deletion_allowed=1.0),
+        _config(min_decryption_version="1.0"),
+        _config(min_decryption_version=1.5),
+        _config(min_decryption_version=" 1"),
+        _config(min_decryption_version="9223372036854775808"),
+        _config(min_decryption_version=[1]),
+    ],
+    "config with JSON numbers and booleans where the other is due": [
+        ROTATE,
+        _config(deletion_allowed=1),
+        _config(exportable=0),
+        _config(min_decryption_version=True),
+    ],
+    "create derived and convergent as strings": [
+        ("keys/k", {"derived": "true", "convergent_encryption": "true"}),
+        ("encrypt/k", {"plaintext": TEXT, "context": CONTEXT}),
+    ],
+    "encrypt under a version given as a string": [
+        ROTATE,
+        ("encrypt/k", {"plaintext": TEXT, "key_version": "1"}),
+        ("encrypt/k", {"plaintext": TEXT, "key_version": ""}),
+        ("encrypt/k", {"plaintext": TEXT, "key_version": "one"}),
+    ],
+    "a data key and random bytes of sizes given as strings": [
+        ("datakey/plaintext/k", {"bits": "512"}),
+        ("datakey/plaintext/k", {"bits": "0x80"}),
+        ("random", {"bytes": "0x10"}),
+        ("random", {"bytes": "24"}),
+        ("random", {"bytes": ""}),
+        (
+            "encrypt/k",
+            {
+                "plaintext": TEXT,
+                "batch_input": [{"plaintext": TEXT}],
+                "partial_failure_response_code": "400",
+            },
+        ),
+    ],
+    "trim without min_encryption_version": [
+        ROTATE,
+        ROTATE,
+        _config(min_decryption_version=2),
+        _trim(2),
+    ],
+    "trim within the bounds, then never back": [
+        ROTATE,
+        ROTATE,
+        ROTATE,
+        _config(min_decryption_version=3, min_encryption_version=4),
+        _trim("2"),
+        _trim(2),
+        _trim(1),
+        _trim(3),
+    ],
+    "trim past min_encryption_version": [
+        ROTATE,
+        _config(min_decryption_version=2, min_encryption_version=2),
+        _trim(3),
+    ],
+    "trim past min_decryption_version": [ROTATE, _config(min_encryption_version=2), _trim(2)],
+    "trim to zero": [ROTATE, _config(min_decryption_version=2, min_encryption_version=2), _trim(0)],
+}
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, httpx.Client]]:
+    work = tmp_path_factory.mktemp("transit-fields")
+    env = {"CIPHERD_ADMIN_TOKEN": ADMIN_TOKEN}
+    with (
+        running(work / "cipherd", env=env) as cipherd,
+        running_openbao(work) as openbao,
+        httpx.Client(base_url=openbao.url, headers={"X-Vault-Token": openbao.token}) as bao,
+        httpx.Client(base_url=cipherd.url, headers={"X-Vault-Token": ADMIN_TOKEN}) as ours,
+    ):
+        yield {"openbao": bao, "cipherd": ours}
+
+
+def _values(path: str, data: dict[str, Any]) -> Any:
+    """What an accepted request's answer is compared on (not ids, times or ciphertexts)."""
+    if "random_bytes" in data:
+        return len(base64.b64decode(data["random_bytes"]))
+    if path.startswith("datakey/"):
+        return len(base64.b64decode(data["plaintext"]))
+    if "batch_results" in data:
+        return [sorted(result) for result in data["batch_results"]]
+    if path.startswith("encrypt/"):
+        return data["key_version"]
+    return {name: data.get(name) for name in SETTINGS}
+
+
+def _outcomes(client: httpx.Client, steps: list[Step]) -> list[Any]:
+    mount = "fields-" + secrets.token_hex(4)
+    assert client.post(f"/v1/sys/mounts/{mount}", json={"type": "transit"}).status_code == 204
+    try:
+        client.post(f"/v1/{mount}/keys/k", json={}).raise_for_status()
+        seen = []
+        for path, body in steps:
+            answer = client.post(f"/v1/{mount}/{path}", json=body)
+            data = answer.json().get("data") if answer.status_code == 200 else None
+            seen.append((path, answer.status_code, data and _values(path, data)))
+        key = client.get(f"/v1/{mount}/keys/k").json()["data"]
+        return [*seen, ("keys/k", 200, _values("keys/k", key))]
+    finally:
+        client.delete(f"/v1/sys/mounts/{mount}")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fields_read_as_openbao_reads_them(servers: dict[str, httpx.Client], case: str) -> None:
+    seen = {name: _outcomes(client, CASES[case]) for name, client in servers.items()}
+    assert seen["cipherd"] == seen["openbao"]
+
+
+def test_a_batch_entry_is_read_strictly(servers: dict[str, httpx.Client]) -> None:
+    """A `batch_input` entry's `key_version` of "1" is refused, as Vault refuses it; OpenBao
+    answers 500 where cipherd answers 400."""
+    body = {"batch_input": [{"plaintext": TEXT, "key_version": "1"}]}
+    statuses = {}
+    for name, client in servers.items():
+        mount = "fields-" + secrets.token_hex(4)
+        client.post(f"/v1/sys/mounts/{mount}", json={"type": "transit"}).raise_for_status()
+        client.post(f"/v1/{mount}/keys/k", json={}).raise_for_status()
+        statuses[name] = client.post(f"/v1/{mount}/encrypt/k", json=body).status_code
+        client.delete(f"/v1/sys/mounts/{mount}")
+    assert statuses == {"openbao": 500, "cipherd": 400}
+
+
+def _entries(client: httpx.Client, path: str, items: list[dict[str, Any]]) -> Any:
+    answer = client.post(path, json={"batch_input": items})
+    results = answer.json()["data"]["batch_results"]
+    # The fields of each entry, with the values that do not vary from server to server.
+    kept = ("valid", "reference", "plaintext", "key_version")
+    return answer.status_code, [
+        {k: v if k in kept and v in ("", 0, True, False, "r-1") else "…" for k, v in r.items()}
+        for r in results
+    ]
+
+
+def _made(client: httpx.Client, path: str, field: str, **body: Any) -> str:
+    return str(client.post(path, json=body).json()["data"][field])
+
+
+def _batches(client: httpx.Client, verb: str) -> Any:
+    """The verb's batch of a good item, a bad one and a good one with a `reference`, then of the
+    bad one alone, in a fresh mount: statuses and entries."""
+    mount = "batches-" + secrets.token_hex(4)
+    client.post(f"/v1/sys/mounts/{mount}", json={"type": "transit"}).raise_for_status()
+    try:
+        for key, key_type in (("k", "aes256-gcm96"), ("p", "ecdsa-p256"), ("e", "ed25519")):
+            client.post(f"/v1/{mount}/keys/{key}", json={"type": key_type}).raise_for_status()
+        ciphertext = _made(client, f"/v1/{mount}/encrypt/k", "ciphertext", plaintext=TEXT)
+        mac = _made(client, f"/v1/{mount}/hmac/k", "hmac", input=TEXT)
+        signature = _made(client, f"/v1/{mount}/sign/p", "signature", input=TEXT)
+        good, bad, path = {
+            "encrypt": ({"plaintext": TEXT}, {"plaintext": "!!"}, "encrypt/k"),
+            "decrypt": ({"ciphertext": ciphertext}, {"ciphertext": "vault:vx:AA"}, "decrypt/k"),
+            "rewrap": ({"ciphertext": ciphertext}, {"ciphertext": "junk"}, "rewrap/k"),
+            "hmac": ({"input": TEXT}, {"input": "!!"}, "hmac/k"),
+            "verify-hmac": (
+                {"input": TEXT, "hmac": mac},
+                {"input": TEXT, "hmac": "vault:v1:AAAA"},
+                "verify/k",
+            ),
+            "sign": ({"input": TEXT}, {"input": "!!"}, "sign/p"),
+            "sign-ed25519": ({"input": TEXT}, {"input": "!!"}, "sign/e"),
+            "verify": (
+                {"input": TEXT, "signature": signature},
+                {"input": TEXT, "signature": "junk"},
+                "verify/p",
+            ),
+        }[verb]
+        items = [good, bad, {**good, "reference": "r-1"}]
+        return [
+            _entries(client, f"/v1/{mount}/{path}", items),
+            _entries(client, f"/v1/{mount}/{path}", [bad]),
+        ]
+    finally:
+        client.delete(f"/v1/sys/mounts/{mount}")
+
+
+@pytest.mark.parametrize(
+    "verb",
+    ["encrypt", "decrypt", "rewrap", "hmac", "verify-hmac", "sign", "sign-ed25519", "verify"],
+)
+def test_batch_results_are_written_as_openbao_writes_them(
+    servers: dict[str, httpx.Client], verb: str
+) -> None:
+    seen = {name: _batches(client, verb) for name, client in servers.items()}
+    assert seen["cipherd"] == seen["openbao"]

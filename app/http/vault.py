@@ -42,10 +42,13 @@ VAULT_PREFIXES = (
     "/v1/sys/mounts",
     "/v1/sys/health",
     "/v1/sys/seal-status",
+    "/v1/sys/leader",
+    "/v1/sys/init",
     "/v1/transit/",
     "/v1/sys/wrapping",
     "/v1/sys/auth",
     "/v1/sys/policies",
+    "/v1/sys/policy",
     "/v1/auth/",
 )
 

@@ -4,7 +4,7 @@ request fields, its roles, and the `data` of its lookups, in Vault's shapes."""
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.ops.auth import hash_token
 from app.ops.auth_mounts import TOKEN
@@ -38,6 +38,15 @@ class VaultTokenCreate(BaseModel):
     display_name: str = Field("", max_length=128)
     num_uses: VaultInt = Field(0, ge=0, le=1_000_000)
     type: str | None = None
+    # The bao command sends it with every creation, empty; identities' aliases are not kept here.
+    entity_alias: str = ""
+
+    @field_validator("entity_alias")
+    @classmethod
+    def _no_entity_alias(cls, alias: str) -> str:
+        if alias:
+            raise ValueError("entity aliases are not kept by this service: leave it empty")
+        return alias
 
 
 class VaultTokenRole(BaseModel):

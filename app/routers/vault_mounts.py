@@ -2,9 +2,10 @@
 `sys/seal-status`, in Vault's shapes: what Vault's clients read before they use Transit."""
 
 import time
+from typing import Annotated
 
-from fastapi import Request, Response
-from pydantic import BaseModel, ConfigDict
+from fastapi import Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.http.body import JsonAnswer
 from app.http.deps import audit_note, services
@@ -81,8 +82,35 @@ async def _ready(request: Request) -> bool:
     return await health.ready(services(request).store)
 
 
-@health_router.get("/health", summary="Health as Vault answers it (no token): 200 ready, 503 not")
-async def vault_health(request: Request) -> Response:
+class VaultHealthQuery(BaseModel):
+    """Vault's health options: the status codes a load balancer asks for. This service is
+    always active, initialized and unsealed, so only `activecode` changes the answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    standbyok: bool = False
+    perfstandbyok: bool = False
+    activecode: int = Field(200, ge=200, le=599, description="not 204, 205 or 304: no body")
+    standbycode: int = 429
+    drsecondarycode: int = 472
+    haunhealthycode: int = 474
+    performancestandbycode: int = 473
+    removedcode: int = 530
+    sealedcode: int = 503
+    uninitcode: int = 501
+
+    @field_validator("activecode")
+    @classmethod
+    def _with_a_body(cls, code: int) -> int:
+        if code in (204, 205, 304):
+            raise ValueError("an answer of this status has no body")
+        return code
+
+
+@health_router.get(
+    "/health", summary="Health as Vault answers it (no token): `activecode` (200) ready, 503 not"
+)
+async def vault_health(request: Request, query: Annotated[VaultHealthQuery, Query()]) -> Response:
     ready = await _ready(request)
     body = {
         "initialized": True,
@@ -94,7 +122,17 @@ async def vault_health(request: Request) -> Response:
         "version": OPENBAO_RELEASE,
         **CLUSTER,
     }
-    return JsonAnswer(body, status_code=200 if ready else 503)
+    return JsonAnswer(body, status_code=query.activecode if ready else 503)
+
+
+@health_router.get("/leader", summary="High availability as Vault answers it (no token): none")
+async def leader() -> Response:
+    return JsonAnswer({"ha_enabled": False})
+
+
+@health_router.get("/init", summary="Initialization as Vault answers it (no token): done")
+async def init_status() -> Response:
+    return JsonAnswer({"initialized": True})
 
 
 @health_router.get("/seal-status", summary="Seal status as Vault answers it (no token): unsealed")

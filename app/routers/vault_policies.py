@@ -1,14 +1,18 @@
-"""Vault's `sys/policies/acl`: named policies written and read as Vault's HCL, in the subset
-that maps onto cipherd's rules (`app.ops.hcl_policy`; the admin operation `policies`)."""
+"""Vault's `sys/policies/acl`, and the older `sys/policy` that hvac's policy calls use: named
+policies written and read as Vault's HCL, in the subset that maps onto cipherd's rules
+(`app.ops.hcl_policy`; the admin operation `policies`). As in Vault, a name is lowercased."""
 
 from datetime import UTC, datetime
+from typing import Any
 
 from fastapi import Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.http.body import JsonAnswer
 from app.http.deps import audit_note, services
 from app.http.vault import (
     answer,
+    envelope,
     keys_of,
     listing,
     no_content,
@@ -19,56 +23,49 @@ from app.http.vault import (
 )
 from app.ops import hcl_policy, policies
 from app.ops.auth import AdminOperation
-from app.ops.errors import Problem
+from app.ops.errors import Problem, invalid_input
 from app.ops.work import in_thread
 
-router = vault_router("/v1/sys/policies", "sys-policies")
+router = vault_router("/v1/sys", "sys-policies")
 
 
 class VaultPolicy(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    policy: str = Field(max_length=hcl_policy.MAX_HCL_BYTES)
+    policy: str = Field("", max_length=hcl_policy.MAX_HCL_BYTES)
+    # `sys/policy`'s older name for it.
+    rules: str = Field("", max_length=hcl_policy.MAX_HCL_BYTES)
 
 
 async def _write(request: Request, name: str) -> Response:
     await vault_admin(request, AdminOperation.POLICIES, change=True)
     body = await read_body(request, VaultPolicy)
-    document = hcl_policy.parse(body.policy)
-    written = await in_thread(policies.put, services(request).store, name, document)
-    audit_note(request.scope).details.update(policy=name, version=written.version)
+    text = body.policy or body.rules
+    if not text.strip():
+        raise invalid_input("'policy' parameter not supplied or empty")
+    document = hcl_policy.parse(text)
+    written = await in_thread(policies.put, services(request).store, name.lower(), document)
+    audit_note(request.scope).details.update(policy=written.name, version=written.version)
     return no_content()
 
 
-written(
-    router,
-    "/acl/{name}",
-    _write,
-    methods=("PUT", "POST"),
-    summary="Create or replace a policy written in Vault's HCL (the subset that maps)",
-    name="write_acl_policy",
-    body=VaultPolicy,
-)
-
-
-@listing(router, "/acl", "The policies' names")
-async def list_acl_policies(request: Request) -> Response:
+async def _names(request: Request) -> list[str]:
+    """The policies' names, for a caller with the admin operation `policies`."""
     await vault_admin(request, AdminOperation.POLICIES)
-    return await answer(request, keys_of(await in_thread(policies.names, services(request).store)))
+    return list(await in_thread(policies.names, services(request).store))
 
 
-@router.get("/acl/{name}", summary="A policy as Vault's HCL")
-async def read_acl_policy(request: Request, name: str) -> Response:
+async def _read(request: Request, name: str) -> dict[str, Any]:
+    """The policy's fields as `sys/policies/acl` gives them (404 with no error if none)."""
     await vault_admin(request, AdminOperation.POLICIES)
-    store = services(request).store
     try:
-        policy = await in_thread(policies.get, store, name)
+        policy = await in_thread(policies.get, services(request).store, name.lower())
     except Problem as problem:
         if problem.status == 404:
             raise Problem(404, "not-found", "Not found", "") from None
         raise
     modified = policy.updated_at or datetime.fromtimestamp(0, UTC)
-    data = {
+    return {
         "allow_slashes_in_identity_templates": False,
         "allow_wildcards_in_identity_templates": False,
         "cas_required": False,
@@ -77,17 +74,62 @@ async def read_acl_policy(request: Request, name: str) -> Response:
         "policy": hcl_policy.render(policy.model_dump(mode="json")),
         "version": policy.version,
     }
-    return await answer(request, data)
 
 
-@router.delete("/acl/{name}", summary="Delete a policy", status_code=204)
-async def delete_acl_policy(request: Request, name: str) -> Response:
+async def _delete(request: Request, name: str) -> Response:
     await vault_admin(request, AdminOperation.POLICIES, change=True)
-    store = services(request).store
     try:
-        await in_thread(policies.delete, store, name)
+        await in_thread(policies.delete, services(request).store, name.lower())
     except Problem as problem:
         if problem.status != 404:  # Vault answers a missing policy's deletion 204 too
             raise
-    audit_note(request.scope).details.update(policy=name[:128])
+    audit_note(request.scope).details.update(policy=name.lower()[:128])
     return no_content()
+
+
+for _path in ("/policies/acl/{name}", "/policy/{name}"):
+    written(
+        router,
+        _path,
+        _write,
+        methods=("PUT", "POST"),
+        summary="Create or replace a policy written in Vault's HCL (the subset that maps)",
+        name="write_acl_policy" if "acl" in _path else "write_policy",
+        body=VaultPolicy,
+    )
+    router.add_api_route(
+        _path,
+        _delete,
+        methods=["DELETE"],
+        status_code=204,
+        summary="Delete a policy",
+        name="delete_acl_policy" if "acl" in _path else "delete_policy",
+    )
+
+
+@listing(router, "/policies/acl", "The policies' names")
+async def list_acl_policies(request: Request) -> Response:
+    return await answer(request, keys_of(await _names(request)))
+
+
+@router.get("/policies/acl/{name}", summary="A policy as Vault's HCL")
+async def read_acl_policy(request: Request, name: str) -> Response:
+    return await answer(request, await _read(request, name))
+
+
+def _legacy(request: Request, data: dict[str, Any]) -> Response:
+    """`sys/policy`'s answer: its fields at the top level and under `data`, as Vault gives them."""
+    return JsonAnswer({**data, **envelope(request, data)})
+
+
+@router.get("/policy", summary="The policies' names (Vault's older path)")
+async def list_policies(request: Request) -> Response:
+    names = await _names(request)
+    return _legacy(request, {"keys": names, "policies": names})
+
+
+@router.get("/policy/{name}", summary="A policy as Vault's HCL (Vault's older path)")
+async def read_policy(request: Request, name: str) -> Response:
+    fields = await _read(request, name)
+    fields["rules"] = fields.pop("policy")
+    return _legacy(request, fields)

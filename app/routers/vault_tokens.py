@@ -129,20 +129,23 @@ async def lookup(request: Request) -> Response:
 
 
 async def _by_accessor(request: Request) -> tuple[Any, VaultTokenRef]:
-    """The stored token the body's `accessor` names (400 `invalid accessor` as Vault, if none),
-    for a caller with the admin operation `tokens`, and the body."""
+    """The stored token the body's `accessor` names (None if none), for a caller with the
+    admin operation `tokens`, and the body."""
     await vault_admin(request, AdminOperation.TOKENS)  # the token before the body
     body = await read_body(request, VaultTokenRef)
-    store = services(request).store
-    record = await in_thread(vault_tokens.by_accessor, store, body.accessor)
-    if record is None:
-        raise invalid_input("invalid accessor")
+    record = await in_thread(vault_tokens.by_accessor, services(request).store, body.accessor)
     return record, body
+
+
+def _found(record: Any) -> Any:
+    if record is None:
+        raise invalid_input("invalid accessor")  # Vault's words
+    return record
 
 
 @router.post("/lookup-accessor", summary="A token, by its accessor", openapi_extra=REF)
 async def lookup_accessor(request: Request) -> Response:
-    record, _ = await _by_accessor(request)
+    record = _found((await _by_accessor(request))[0])
     now = services(request).store.clock.now()
     return await answer(request, vault_tokens.lookup_data(record, now))
 
@@ -182,7 +185,7 @@ async def renew(request: Request) -> Response:
 )
 async def renew_accessor(request: Request) -> Response:
     record, body = await _by_accessor(request)
-    return await _renewed(request, record, "", body.increment)
+    return await _renewed(request, _found(record), "", body.increment)
 
 
 async def _revoke(request: Request, record: Any, orphaning: bool = False) -> Response:
@@ -242,6 +245,8 @@ async def revoke_orphan(request: Request) -> Response:
 )
 async def revoke_accessor(request: Request) -> Response:
     record, _ = await _by_accessor(request)
+    if record is None:  # as Vault: a revocation is done when there is nothing left to revoke
+        return await answer(request, None, warnings=["No token found with this accessor"])
     return await _revoke(request, record)
 
 

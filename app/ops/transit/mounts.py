@@ -109,6 +109,10 @@ class Mounts:
         """Mount a Transit engine at `path` (400 for another engine, a path in use, under or
         over another mount, or one the native API uses)."""
         path = path.strip("/")
+        if path == ENGINE and engine == ENGINE:
+            # Vault starts without it, so enabling it is the first step of its guides: here it
+            # is always mounted, and enabling it again is no change.
+            return self.table()[ENGINE]
         if engine != ENGINE:
             raise invalid_input(
                 f"plugin not found in the catalog: {engine}; this service mounts {ENGINE!r} only"
@@ -219,7 +223,7 @@ def disable(mounts: Mounts, keyring: Keyring, path: str, settings: Settings) -> 
         raise invalid_input("the mount transit holds the service's own keys and cannot be disabled")
     mount = mounts.table().get(path)
     if mount is None:
-        raise not_mounted(path)
+        return []  # as Vault: disabling what is not mounted leaves it so
     mounts.detach(path)
     held = [k for k in store.keys.list(patterns=[f"{mount.key_prefix}*"]) if k.state == "active"]
     due = store.clock.now() + settings.deletion_window_seconds

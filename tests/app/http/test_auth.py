@@ -33,9 +33,18 @@ OPEN_PATHS = {
     # Vault's health paths, as Vault answers them.
     "/v1/sys/health",
     "/v1/sys/seal-status",
+    "/v1/sys/leader",
+    "/v1/sys/init",
 }
 # Vault's paths refuse as Vault does: 403 and `{"errors": ["permission denied", ...]}`.
-VAULT_PATHS = ("/v1/transit/", "/v1/sys/mounts", "/v1/sys/auth", "/v1/sys/policies", "/v1/auth/")
+VAULT_PATHS = (
+    "/v1/transit/",
+    "/v1/sys/mounts",
+    "/v1/sys/auth",
+    "/v1/sys/policies",
+    "/v1/sys/policy",
+    "/v1/auth/",
+)
 # Vault's wrapping paths take the wrapping token as the request's: without one, as Vault, 400.
 WRAPPING = "/v1/sys/wrapping/"
 

@@ -21,7 +21,7 @@ VAULT_TAGS = (
     "sys-policies",
     "sys-admin-token",
 )
-VAULT_HEALTH = ("/v1/sys/health", "/v1/sys/seal-status")
+VAULT_HEALTH = ("/v1/sys/health", "/v1/sys/seal-status", "/v1/sys/leader", "/v1/sys/init")
 
 
 def load(text: str) -> Any:

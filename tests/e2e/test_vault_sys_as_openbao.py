@@ -1,0 +1,156 @@
+"""Vault's system paths as the `bao` command and hvac use them, on cipherd and on a real
+OpenBao, compared: `bao status` and the health options load balancers send, the first steps of
+Vault's guides, teardown that may be run twice, token creation as the command sends it, and the
+older `sys/policy` paths hvac's policy calls use."""
+
+import os
+import secrets
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import hvac
+import pytest
+from hvac import exceptions
+
+from tests.e2e.openbao import bao_binary, running_openbao
+from tests.e2e.server import running
+
+pytestmark = pytest.mark.e2e
+
+ADMIN_TOKEN = "vault-sys-" + secrets.token_urlsafe(16)
+POLICY = 'path "transit/encrypt/orders" {\n  capabilities = ["update"]\n}'
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[str, str]]]:
+    work = tmp_path_factory.mktemp("vault-sys")
+    env = {"CIPHERD_ADMIN_TOKEN": ADMIN_TOKEN}
+    with running(work / "cipherd", env=env) as cipherd, running_openbao(work) as openbao:
+        yield {"openbao": (openbao.url, openbao.token), "cipherd": (cipherd.url, ADMIN_TOKEN)}
+
+
+def bao(server: tuple[str, str], home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    url, token = server
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "BAO_ADDR": url, "BAO_TOKEN": token}
+    return subprocess.run(
+        [bao_binary(), *args], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_bao_status_answers_as_on_openbao(
+    servers: dict[str, tuple[str, str]], tmp_path: Path
+) -> None:
+    """`bao status` reads sys/seal-status and sys/leader; hvac's is_initialized sys/init."""
+    for server in servers.values():
+        done = bao(server, tmp_path, "status")
+        assert done.returncode == 0, done.stderr
+        assert "HA Enabled      false" in done.stdout
+    answers = {
+        name: [httpx.get(f"{url}/v1/sys/{path}").json() for path in ("leader", "init")]
+        for name, (url, _) in servers.items()
+    }
+    assert (
+        answers["cipherd"] == answers["openbao"] == [{"ha_enabled": False}, {"initialized": True}]
+    )
+    assert hvac.Client(url=servers["cipherd"][0]).sys.is_initialized()
+
+
+def test_health_takes_the_options_load_balancers_send(
+    servers: dict[str, tuple[str, str]],
+) -> None:
+    query = "standbyok=true&perfstandbyok=true&sealedcode=503&uninitcode=501&activecode=299"
+    statuses = {
+        name: httpx.get(f"{url}/v1/sys/health?{query}").status_code
+        for name, (url, _) in servers.items()
+    }
+    assert statuses == {"openbao": 299, "cipherd": 299}
+    cipherd = servers["cipherd"][0]
+    assert httpx.get(f"{cipherd}/v1/sys/health?activecode=204").status_code == 400  # no body
+    assert httpx.get(f"{cipherd}/v1/sys/health?standbyok=maybe").status_code == 400
+    answer = hvac.Client(url=cipherd).sys.read_health_status(standby_ok=True, method="GET")
+    assert answer["initialized"] is True and answer["sealed"] is False
+
+
+def test_the_first_steps_of_vault_s_guides(tmp_path: Path, servers: dict[str, Any]) -> None:
+    """`bao secrets enable transit` starts every Transit guide: transit is always mounted here,
+    and enabling it again changes nothing, its keys included."""
+    cipherd = servers["cipherd"]
+    assert bao(cipherd, tmp_path, "write", "-f", "transit/keys/guide").returncode == 0
+    for _ in range(2):
+        done = bao(cipherd, tmp_path, "secrets", "enable", "transit")
+        assert done.returncode == 0, done.stderr
+        assert "Enabled the transit secrets engine at: transit/" in done.stdout
+    assert bao(cipherd, tmp_path, "read", "transit/keys/guide").returncode == 0
+    other = bao(cipherd, tmp_path, "secrets", "enable", "-path=transit", "kv")
+    assert other.returncode == 2  # another engine there is still refused
+
+
+def test_teardown_may_run_twice(servers: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    seen: dict[str, Any] = {}
+    for name, server in servers.items():
+        disabled = bao(server, tmp_path, "secrets", "disable", "never-mounted")
+        url, token = server
+        revoked = httpx.post(
+            f"{url}/v1/auth/token/revoke-accessor",
+            headers={"X-Vault-Token": token},
+            json={"accessor": "never-issued"},
+        )
+        looked_up = httpx.post(
+            f"{url}/v1/auth/token/lookup-accessor",
+            headers={"X-Vault-Token": token},
+            json={"accessor": "never-issued"},
+        )
+        seen[name] = (
+            disabled.returncode,
+            revoked.status_code,
+            revoked.json()["warnings"],
+            looked_up.status_code,
+        )
+        assert "invalid accessor" in looked_up.json()["errors"][0]
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"] == (0, 200, ["No token found with this accessor"], 400)
+
+
+def test_a_token_made_by_the_bao_command_has_no_warning(
+    servers: dict[str, tuple[str, str]], tmp_path: Path
+) -> None:
+    """The command sends an empty `entity_alias` with every creation."""
+    for server in servers.values():
+        done = bao(server, tmp_path, "token", "create", "-policy=default", "-ttl=1h")
+        assert done.returncode == 0, done.stderr
+        assert "WARNING" not in done.stderr + done.stdout, done.stdout
+    url, token = servers["cipherd"]
+    refused = httpx.post(
+        f"{url}/v1/auth/token/create",
+        headers={"X-Vault-Token": token},
+        json={"entity_alias": "someone"},
+    )
+    assert refused.status_code == 400
+
+
+def test_policies_through_hvac_s_older_paths(servers: dict[str, tuple[str, str]]) -> None:
+    """hvac's policy calls use `sys/policy`; a name is lowercased, an empty policy refused."""
+    seen = {}
+    for name, (url, token) in servers.items():
+        client = hvac.Client(url=url, token=token)
+        client.sys.create_or_update_policy(name="Orders-Writer", policy=POLICY)
+        read = client.sys.read_policy(name="orders-writer")
+        modern = client.sys.read_acl_policy(name="ORDERS-WRITER")["data"]
+        listed = client.sys.list_policies()["data"]
+        with pytest.raises(exceptions.InvalidRequest):
+            client.sys.create_or_update_policy(name="empty", policy="")
+        client.sys.delete_policy(name="orders-writer")
+        with pytest.raises(exceptions.InvalidPath):
+            client.sys.read_policy(name="orders-writer")
+        seen[name] = (
+            read["name"],
+            read["data"]["name"],
+            sorted(read) == sorted({*read["data"], *read}),
+            modern["name"],
+            "orders-writer" in listed["policies"] and listed["keys"] == listed["policies"],
+        )
+        assert 'path "transit/encrypt/orders"' in read["rules"]
+    assert seen["cipherd"] == seen["openbao"]

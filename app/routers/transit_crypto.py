@@ -59,6 +59,8 @@ class TransitDataRequest(TransitItem):
 
 async def _items(call: TransitCall, body: TransitDataRequest) -> list[TransitItem]:
     items: list[TransitItem] = body.batch_input if body.batch_input is not None else [body]
+    if not items:
+        raise crypto.user_error("missing batch input to process")
     check_batch_size(len(items), call.services.settings.max_batch_items)
     call.services.auth.admit_batch(call.principal, len(items))
     return items
@@ -363,7 +365,7 @@ _hash_in_body_or_path(
 class TransitHashRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    input: str = ""
+    input: str | None = None
     algorithm: str | None = None
     format: str = "hex"
 
@@ -372,6 +374,8 @@ async def _hash(request: Request, algorithm: str | None) -> Response:
     await transit_call(request, "transit_hash", ())  # any valid token
     body = await read_body(request, TransitHashRequest)
     chosen = crypto.algorithm_of(algorithm or body.algorithm)
+    if body.input is None:  # an empty one is hashed
+        raise crypto.user_error("input missing")
     data = crypto.decoded(body.input, "input")
     return JsonAnswer(envelope(request, {"sum": crypto.hash_sum(data, chosen, body.format)}))
 

@@ -34,10 +34,9 @@ async def create_key(request: Request, name: TransitName) -> Response:
     call = await transit_call(request, "keys_create_key", name=name, change=True)
     body = await read_body(request, TransitKeyCreate)
     store, settings = call.services.store, call.services.settings
-    info, made = await in_thread(keys.create, store, call.name, body, settings)
+    info = await in_thread(keys.create, store, call.name, body, settings)
     data = await in_thread(keys.key_data, store, info, name)
-    warnings = None if made else ["the key exists already; it was left as it is"]
-    return await answer(request, data, warnings=warnings)
+    return await answer(request, data)  # as Vault: an existing key, unchanged, without a word
 
 
 @router.get("/keys/{name}", summary="A key's settings and versions (Transit)")
@@ -77,13 +76,19 @@ async def delete_key(request: Request, name: TransitName) -> Response:
 
 
 async def _changed(
-    request: Request, call: TransitCall, name: str, change: Callable[..., Any], *args: object
+    request: Request,
+    call: TransitCall,
+    name: str,
+    change: Callable[..., Any],
+    *args: object,
+    warnings: list[str] | None = None,
 ) -> Response:
     """The key changed, `change(store, keyring, its native name, *args)`, then shown as Transit
     shows it, under its `name` in the mount."""
     services = call.services
     info = await in_thread(change, services.store, services.keyring, call.name, *args)
-    return await answer(request, await in_thread(keys.key_data, services.store, info, name))
+    data = await in_thread(keys.key_data, services.store, info, name)
+    return await answer(request, data, warnings=warnings)
 
 
 @router.post(
@@ -94,7 +99,8 @@ async def _changed(
 async def configure_key(request: Request, name: TransitName) -> Response:
     call = await transit_call(request, "keys_patch_key", name=name, change=True)
     body = await read_body(request, TransitKeyConfig)
-    return await _changed(request, call, name, keys.configure, body)
+    forced = [keys.FORCED_TO_ONE] if body.min_decryption_version == 0 else None
+    return await _changed(request, call, name, keys.configure, body, warnings=forced)
 
 
 @router.post("/keys/{name}/rotate", summary="Rotate a key (Transit)")

@@ -111,6 +111,35 @@ CASES: dict[str, list[Step]] = {
             },
         ),
     ],
+    "missing input, and empty input": [
+        ("encrypt/k", {}),
+        ("encrypt/k", {"plaintext": ""}),
+        ("encrypt/k", {"batch_input": []}),
+        ("hmac/k", {}),
+        ("hmac/k", {"input": ""}),
+        ("hash", {}),
+        ("hash", {"input": ""}),
+    ],
+    "one-way switches stay on": [
+        _config(exportable=True, allow_plaintext_backup=True),
+        _config(exportable=False),
+        _config(allow_plaintext_backup="false"),
+    ],
+    "min_decryption_version 0 is 1": [
+        ROTATE,
+        _config(min_decryption_version=2),
+        _config(min_decryption_version=0),
+    ],
+    "a nonce is ignored": [
+        ("encrypt/k", {"plaintext": TEXT, "nonce": "AAAAAAAAAAAAAAAA"}),
+        ("datakey/plaintext/k", {"nonce": "AAAAAAAAAAAAAAAA"}),
+    ],
+    "a data key under a version given": [
+        ROTATE,
+        ("datakey/plaintext/k", {"key_version": 1}),
+        ("datakey/wrapped/k", {"key_version": "2"}),
+        ("datakey/plaintext/k", {"key_version": 3}),
+    ],
     "trim without min_encryption_version": [
         ROTATE,
         ROTATE,
@@ -155,7 +184,7 @@ def _values(path: str, data: dict[str, Any]) -> Any:
     if "random_bytes" in data:
         return len(base64.b64decode(data["random_bytes"]))
     if path.startswith("datakey/"):
-        return len(base64.b64decode(data["plaintext"]))
+        return len(base64.b64decode(data.get("plaintext", ""))), data["key_version"]
     if "batch_results" in data:
         return [sorted(result) for result in data["batch_results"]]
     if path.startswith("encrypt/"):
@@ -172,9 +201,10 @@ def _outcomes(client: httpx.Client, steps: list[Step]) -> list[Any]:
         for path, body in steps:
             answer = client.post(f"/v1/{mount}/{path}", json=body)
             data = answer.json().get("data") if answer.status_code == 200 else None
-            seen.append((path, answer.status_code, data and _values(path, data)))
+            warned = len(answer.json().get("warnings") or [])
+            seen.append((path, answer.status_code, data and _values(path, data), warned))
         key = client.get(f"/v1/{mount}/keys/k").json()["data"]
-        return [*seen, ("keys/k", 200, _values("keys/k", key))]
+        return [*seen, ("keys/k", 200, _values("keys/k", key), 0)]
     finally:
         client.delete(f"/v1/sys/mounts/{mount}")
 

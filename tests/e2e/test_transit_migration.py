@@ -1,11 +1,11 @@
 """Keys moving between a real OpenBao and cipherd through Transit's backup and restore.
 
 For each key type, both ways: a key with two versions is made on one server, which encrypts,
-signs and HMACs under each version; its `transit/backup` is restored into the other server
-(`transit/restore`), which must open every ciphertext, accept every signature and HMAC, and make
-the same HMACs; then the other server encrypts, signs and HMACs under the migrated key, and the
-first one must open and accept all of it. Everything goes through hvac, as an application
-moving from one to the other would call them.
+makes data keys, signs (JWS-marshaled too) and HMACs under each version; its `transit/backup` is
+restored into the other server (`transit/restore`), which must open every ciphertext, accept
+every signature and HMAC, and make the same HMACs; then the other server does the same under the
+migrated key, and the first one must open and accept all of it. Everything goes through hvac, as
+an application moving from one to the other would call them.
 """
 
 import base64
@@ -45,7 +45,7 @@ KINDS = {
     "chacha20-poly1305": Kind("chacha20-poly1305", encrypts=True),
     "aes256-gcm96 derived": Kind("aes256-gcm96", encrypts=True, derived=True),
     "aes256-gcm96 convergent": Kind("aes256-gcm96", encrypts=True, derived=True, convergent=True),
-    "ed25519": Kind("ed25519", signatures=({},)),
+    "ed25519": Kind("ed25519", signatures=({}, {"marshaling_algorithm": "jws"})),
     "ecdsa-p256": Kind(
         "ecdsa-p256",
         signatures=({}, {"marshaling_algorithm": "jws"}, {"hash_algorithm": "sha2-384"}),
@@ -58,6 +58,7 @@ KINDS = {
             {},
             {"salt_length": "hash"},
             {"signature_algorithm": "pkcs1v15", "hash_algorithm": "sha2-512"},
+            {"signature_algorithm": "pkcs1v15", "marshaling_algorithm": "jws"},
         ),
     ),
     "hmac": Kind("hmac"),
@@ -129,9 +130,19 @@ def make(client: hvac.Client, name: str, kind: Kind, version: int, made: Made) -
         ciphertext = answer["data"]["ciphertext"]
         assert ciphertext.startswith(f"vault:v{version}:")
         made.ciphertexts.append((version, plaintext, ciphertext))
+    if kind.encrypts and not kind.convergent and not kind.transit_type.startswith("rsa-"):
+        # A data key's ciphertext is an encryption like the others (hvac's call takes no version).
+        data_key = client.write_data(
+            f"transit/datakey/plaintext/{name}", data={"key_version": version, **context(kind)}
+        )["data"]
+        assert data_key["ciphertext"].startswith(f"vault:v{version}:")
+        made.ciphertexts.append((version, data_key["plaintext"], data_key["ciphertext"]))
     for options in kind.signatures:
         answer = transit.sign_data(name=name, hash_input=plaintext, key_version=version, **options)
-        made.signatures.append((options, plaintext, answer["data"]["signature"]))
+        signature = answer["data"]["signature"]
+        if options.get("marshaling_algorithm") == "jws":  # unpadded base64url
+            assert not set(signature.split(":")[2]) & set("+/="), signature
+        made.signatures.append((options, plaintext, signature))
     mac = transit.generate_hmac(name=name, hash_input=plaintext, key_version=version)
     made.hmacs.append((plaintext, mac["data"]["hmac"]))
 

@@ -69,7 +69,6 @@ class TransitItem(BaseModel):
     signature: str | None = None
     context: str | None = None
     associated_data: str | None = None
-    nonce: str | None = None
     key_version: StrictInt | None = None
     reference: str | None = None
 
@@ -195,8 +194,8 @@ def _sealing(key: VersionedKey, item: TransitItem, verb: str) -> tuple[SealingKe
 
 def encrypt(key: VersionedKey, item: TransitItem) -> dict[str, Any]:
     sealer, params = _sealing(key, item, "message encryption")
-    if item.nonce:
-        raise user_error("nonce provided when not allowed")
+    if item.plaintext is None:  # an empty one is encrypted
+        raise user_error("missing plaintext to encrypt")
     plaintext = decoded(item.plaintext, "plaintext")
     version = item.key_version or None
     sealed = sealer.encrypt(plaintext, params, envelope=False, version=version)
@@ -225,9 +224,9 @@ def datakey(
     aead = _aead(key, "message encryption")
     if bits not in DATAKEY_BITS:
         raise user_error(f"invalid bit length {bits}; one of 128, 256, 512")
-    if item.nonce:
-        raise user_error("nonce provided when not allowed")
-    plain, sealed = aead.datakey(bits // 8, _params(aead, item))
+    plain = os.urandom(bits // 8)
+    version = item.key_version or None
+    sealed = aead.encrypt(plain, _params(aead, item), envelope=False, version=version)
     data = {"ciphertext": prefixed(sealed.version, sealed.data), "key_version": sealed.version}
     if with_plaintext:
         data["plaintext"] = base64.b64encode(plain).decode()
@@ -267,6 +266,8 @@ def algorithm_of(name: str | None, default: str = "sha2-256") -> str:
 
 
 def hmac_item(key: TransitKey, item: TransitItem, algorithm: str) -> dict[str, Any]:
+    if item.input is None:  # an empty one is HMACed
+        raise user_error("missing input for HMAC")
     return key.hmac(decoded(item.input, "input"), algorithm, item.key_version or None)
 
 
@@ -276,6 +277,8 @@ class SignOptions(GivenOptions):
 
     # RSA-PSS's salt length: Transit's "auto" (the longest to sign, any to verify) by default.
     salt: Any = "auto"
+    # `marshaling_algorithm=jws`, for every key type: the signature in unpadded base64url.
+    jws: bool = False
 
 
 # Transit's marshaling algorithms -> the native signature formats.
@@ -304,17 +307,20 @@ def sign_options(
     fields (Transit ignores them for Ed25519); ECDSA takes the hash, prehashing and the
     marshaling; RSA the hash, prehashing, PSS or PKCS#1 v1.5 (`signature_algorithm`) and PSS's
     salt length."""
-    if key_type == "ed25519" or key_type.startswith("ml-dsa"):
-        return SignOptions()
+    marshaling = marshaling.lower()  # Vault reads it in any case
     if marshaling not in _FORMATS:
         raise user_error(f"invalid marshaling type {marshaling!r}")
+    jws = marshaling == "jws"
+    if key_type == "ed25519" or key_type.startswith("ml-dsa"):
+        return SignOptions(jws=jws)
     chosen = HASHES[hash_algorithm]
     if key_type.startswith("rsa-"):
         if padding not in (None, "", "pss", "pkcs1v15"):
             raise user_error(f"unsupported rsa signature algorithm {padding}")
         salt = _salt(salt_length, hash_algorithm)
-        return SignOptions(hash=chosen, prehashed=prehashed, padding=padding or "pss", salt=salt)
-    return SignOptions(hash=chosen, prehashed=prehashed, format=_FORMATS[marshaling])
+        padding = padding or "pss"
+        return SignOptions(hash=chosen, prehashed=prehashed, padding=padding, salt=salt, jws=jws)
+    return SignOptions(hash=chosen, prehashed=prehashed, format=_FORMATS[marshaling], jws=jws)
 
 
 def _signer(key: VersionedKey) -> SigningKey:
@@ -328,9 +334,8 @@ def sign_item(key: VersionedKey, item: TransitItem, options: SignOptions) -> dic
     message = decoded(item.input, "input")
     version = item.key_version or None
     sealed = signer.sign(message, options, enveloped=False, version=version, salt=options.salt)
-    jws = options.format == "compact"
     return {
-        "signature": prefixed(sealed.version, sealed.data, urlsafe=jws),
+        "signature": prefixed(sealed.version, sealed.data, urlsafe=options.jws),
         "key_version": sealed.version,
     }
 

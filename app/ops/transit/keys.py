@@ -146,13 +146,10 @@ def public_key_text(native: str, public: bytes) -> str:
     return str(pem)
 
 
-def create(
-    store: KeyStore, name: str, body: TransitKeyCreate, settings: Settings
-) -> tuple[KeyInfo, bool]:
-    """Make the key unless it exists (Transit's create is idempotent): the key, and whether
-    this call made it."""
+def create(store: KeyStore, name: str, body: TransitKeyCreate, settings: Settings) -> KeyInfo:
+    """Make the key unless it exists (Transit's create is idempotent): the key."""
     try:
-        return store.keys.get(name), False
+        return store.keys.get(name)
     except KeyNotFoundError:
         pass
     native = native_type(body.type)
@@ -174,7 +171,7 @@ def create(
     keys.create(store, request, settings)
     if patch is not None:
         keys.change_policy(store, None, name, patch)
-    return store.keys.get(name), True
+    return store.keys.get(name)
 
 
 def exists(store: KeyStore, name: str) -> bool:
@@ -229,19 +226,22 @@ def _period(value: int | str | None) -> int | None:
     return period
 
 
+# Vault's warning when a min_decryption_version of 0 is taken as 1.
+FORCED_TO_ONE = "transit key numbering starts at 1; forcing minimum to 1"
+
+
 def configure(store: KeyStore, keyring: Keyring, name: str, body: TransitKeyConfig) -> KeyInfo:
-    """Apply a Transit configuration change, all of it or none."""
-    current = store.keys.get(name)
-    if body.allow_plaintext_backup is False and current.params.get("allow_backup"):
-        raise invalid_input("allow_plaintext_backup cannot be disabled once enabled")
-    if body.exportable is False and current.exportable:
-        raise invalid_input("cannot disable exportability after it has been enabled")
+    """Apply a Transit configuration change, all of it or none. As in Vault, `exportable` and
+    `allow_plaintext_backup` only switch on (false leaves them as they are), and a
+    `min_decryption_version` of 0 is 1 (`FORCED_TO_ONE`)."""
     period = _period(body.auto_rotate_period)
     patch = key_patch(
-        min_decryption_version=body.min_decryption_version or None,
+        min_decryption_version=1
+        if body.min_decryption_version == 0
+        else body.min_decryption_version,
         min_encryption_version=body.min_encryption_version,
         deletion_protection=None if body.deletion_allowed is None else not body.deletion_allowed,
-        exportable=body.exportable,
+        exportable=True if body.exportable else None,
         auto_rotate_seconds=period,
     )
     with store.transaction() as held:

@@ -10,10 +10,10 @@ AppRole mount); a route reads its mount with `auth_mount_of`.
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.http.deps import audit_note, services
@@ -89,11 +89,33 @@ async def administered_mount(request: Request, change: bool = False) -> AuthMoun
     return auth_mount_of(request)
 
 
+def _given(value: Any) -> bool:
+    """Whether a field's value says something (`bao` sends "false" or "0s" for nothing)."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "0", "0s", "false", "f")
+    return value not in (None, False, 0, [], {})
+
+
 class RoleTokenFields(BaseModel):
     """The fields of a login method's role that say what token a login gets, as Vault names
-    them; a role's body adds its own."""
+    them; a role's body adds its own. `unenforced` are Vault's fields that narrow a role which
+    this service does not enforce: a role that gives one is refused (400) rather than kept
+    wider than its author wrote."""
 
     model_config = ConfigDict(extra="ignore")
+    unenforced: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nothing_unenforced(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            given = [name for name in cls.unenforced if _given(data.get(name))]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)}: not enforced by this service, so refused rather than "
+                    "ignored; leave empty"
+                )
+        return data
 
     token_policies: Strings | None = Field(None, max_length=64)
     policies: Strings | None = Field(None, max_length=64)

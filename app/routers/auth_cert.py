@@ -28,6 +28,17 @@ _NAMES = Field(None, max_length=cert_auth.MAX_NAMES)
 class CertRuleBody(RoleTokenFields):
     """A rule's fields, as Vault names them (the fields given change; the others stay)."""
 
+    unenforced = (
+        "allowed_names",
+        "allowed_email_sans",
+        "allowed_organizational_units",
+        "required_extensions",
+        "allowed_metadata_extensions",
+        "ocsp_enabled",
+        "token_bound_cidrs",
+        "bound_cidrs",
+    )
+
     certificate: str | None = Field(None, max_length=cert_auth.MAX_PEM_BYTES)
     display_name: str | None = Field(None, max_length=256)
     allowed_common_names: Strings | None = _NAMES

@@ -6,6 +6,7 @@ which calls `issue_login_token`; the token API makes tokens through `mint` too. 
 is the `auth` block of Vault's answer to either.
 """
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -225,7 +226,11 @@ def vault_auth(issued: IssuedToken, now: float) -> dict[str, Any]:
         "policies": list(record.policies),
         "token_policies": list(record.policies),
         "metadata": record.metadata or None,
-        "lease_duration": remaining_seconds(record, now),
+        # The TTL just granted: the answer is made a moment after the grant, so the time left is
+        # rounded up (3600, not 3599, for an hour).
+        "lease_duration": 0
+        if record.expires_at is None
+        else max(0, math.ceil(record.expires_at - now)),
         "renewable": record.renewable,
         "entity_id": "",
         "token_type": "service",

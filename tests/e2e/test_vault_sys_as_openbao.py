@@ -154,3 +154,15 @@ def test_policies_through_hvac_s_older_paths(servers: dict[str, tuple[str, str]]
         )
         assert 'path "transit/encrypt/orders"' in read["rules"]
     assert seen["cipherd"] == seen["openbao"]
+
+
+def test_a_granted_ttl_reads_as_given(servers: dict[str, tuple[str, str]]) -> None:
+    """`-ttl=1h` is a lease of 3600 s, and a renewal by 30 minutes one of 1800, as on OpenBao
+    (the answer, made a moment after the grant, read 3599 and 1799)."""
+    seen = {}
+    for name, (url, token) in servers.items():
+        client = hvac.Client(url=url, token=token)
+        made = client.auth.token.create(policies=["default"], ttl="1h")["auth"]
+        renewed = client.auth.token.renew(made["client_token"], increment="30m")["auth"]
+        seen[name] = (made["lease_duration"], renewed["lease_duration"])
+    assert seen == {"openbao": (3600, 1800), "cipherd": (3600, 1800)}

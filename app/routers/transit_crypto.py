@@ -29,6 +29,8 @@ from app.settings import MAX_BATCH_ITEMS
 router = vault_router("/v1/transit", "transit")
 # An item's fields whose size decides whether a single call runs on the event loop.
 _CARRIED = ("plaintext", "ciphertext", "input", "hmac", "signature")
+# Vault's words for a key that does not exist, where it encrypts, decrypts or HMACs (a 400).
+_NO_ENCRYPTION_KEY = "encryption key not found"
 # OpenBao's warning when it does not take a `partial_failure_response_code`.
 _PARTIAL_FAILURE_REVERTED = (
     "invalid HTTP response code override from partial_failure_response_code, reverting to 400"
@@ -144,7 +146,7 @@ async def _upserted(request: Request, call: TransitCall, body: TransitDataReques
 
 async def _sealing_key(request: Request, call: TransitCall, operation: str) -> VersionedKey:
     """The key that encrypts."""
-    key = await call.services.transit.key(call.name, sealing=True)
+    key = await call.services.transit.key(call.name, sealing=True, missing=_NO_ENCRYPTION_KEY)
     return _named_for(request, key, operation)
 
 
@@ -222,7 +224,7 @@ async def _datakey(request: Request, kind: str, name: str, bits: int | None) -> 
     body = await read_body(request, TransitDataRequest)
     if kind not in ("plaintext", "wrapped"):
         raise crypto.user_error(f"invalid type {kind}")
-    key = await call.services.transit.key(call.name)
+    key = await call.services.transit.key(call.name, missing=_NO_ENCRYPTION_KEY)
     size = bits or body.bits
     fields = ("ciphertext", "key_version", "plaintext")
     body.batch_input = None
@@ -279,7 +281,7 @@ async def _hmac(request: Request, name: str, algorithm: str | None) -> Response:
     call = await transit_call(request, "hmac_hmac", Operation.HMAC, name)
     body = await read_body(request, TransitDataRequest)
     chosen = crypto.algorithm_of(algorithm or body.algorithm)
-    key = await call.services.transit.key(call.name, any_type=True)
+    key = await call.services.transit.key(call.name, any_type=True, missing=_NO_ENCRYPTION_KEY)
     assert isinstance(key, crypto.TransitKey)
     return await _run(
         request,
@@ -300,7 +302,7 @@ _hash_in_body_or_path(
 async def _sign(request: Request, name: str, algorithm: str | None) -> Response:
     call = await transit_call(request, "sign_sign", Operation.SIGN, name)
     body = await read_body(request, TransitDataRequest)
-    key = await call.services.transit.key(call.name)
+    key = await call.services.transit.key(call.name, missing="signing key not found")
     options = _sign_options(key.latest.type, body, algorithm)
     return await _run(
         request,
@@ -341,7 +343,8 @@ async def _verify(request: Request, name: str, algorithm: str | None) -> Respons
         audit_note(request.scope).operation = "hmac_verify"
     call.allow(Operation.HMAC if is_hmac else Operation.VERIFY)
     chosen = crypto.algorithm_of(algorithm or body.algorithm or body.hash_algorithm)
-    key = await call.services.transit.key(call.name, any_type=is_hmac)
+    missing = _NO_ENCRYPTION_KEY if is_hmac else "signature verification key not found"
+    key = await call.services.transit.key(call.name, any_type=is_hmac, missing=missing)
     options = crypto.SignOptions() if is_hmac else _sign_options(key.latest.type, body, algorithm)
     return await _run(
         request,

@@ -291,3 +291,51 @@ def test_batch_results_are_written_as_openbao_writes_them(
 ) -> None:
     seen = {name: _batches(client, verb) for name, client in servers.items()}
     assert seen["cipherd"] == seen["openbao"]
+
+
+MISSING_KEY = [
+    ("POST", "keys/absent/config", {}),
+    ("POST", "keys/absent/rotate", {}),
+    ("POST", "keys/absent/trim", {"min_available_version": 1}),
+    ("DELETE", "keys/absent", {}),
+    ("POST", "decrypt/absent", {"ciphertext": "vault:v1:AAAA"}),
+    ("POST", "rewrap/absent", {"ciphertext": "vault:v1:AAAA"}),
+    ("POST", "datakey/plaintext/absent", {}),
+    ("POST", "hmac/absent", {"input": TEXT}),
+    ("POST", "sign/absent", {"input": TEXT}),
+    ("POST", "verify/absent", {"input": TEXT, "signature": "vault:v1:AAAA"}),
+    ("POST", "verify/absent", {"input": TEXT, "hmac": "vault:v1:AAAA"}),
+    ("GET", "keys/absent", None),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), MISSING_KEY)
+def test_a_key_that_does_not_exist_is_answered_as_openbao_answers(
+    servers: dict[str, httpx.Client], method: str, path: str, body: Any
+) -> None:
+    """A change or a use is a 400 with Vault's words (hvac raises InvalidRequest), a read a 404."""
+    seen = {}
+    for name, client in servers.items():
+        answer = client.request(method, f"/v1/transit/{path}", json=body)
+        errors = answer.json()["errors"]
+        seen[name] = (answer.status_code, errors if answer.status_code == 400 else None)
+    assert seen["cipherd"] == seen["openbao"]
+
+
+def test_a_deleted_key_is_gone_for_transit_until_restored(servers: dict[str, httpx.Client]) -> None:
+    """Deletion is scheduled (and undoable) here: Transit reads the key as absent, and its name
+    is not taken again by a new key of another kind before the purge, which would mislead."""
+    client = servers["cipherd"]
+    name = "deleted-" + secrets.token_hex(3)
+    client.post(f"/v1/transit/keys/{name}", json={}).raise_for_status()
+    client.post(f"/v1/transit/keys/{name}/config", json={"deletion_allowed": True})
+    assert client.delete(f"/v1/transit/keys/{name}").status_code == 204
+    assert client.get(f"/v1/transit/keys/{name}").status_code == 404
+    again = client.post(f"/v1/transit/keys/{name}", json={"type": "rsa-2048"})
+    assert again.status_code == 400
+    assert "scheduled for deletion" in again.json()["errors"][0]
+    restored = client.post(
+        f"/v1/keys/{name}/restore", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    )
+    assert restored.status_code == 200, restored.text
+    assert client.get(f"/v1/transit/keys/{name}").json()["data"]["type"] == "aes256-gcm96"

@@ -441,11 +441,23 @@ class TransitKeys:
         except KeyNotFoundError:
             return None
 
-    async def key(self, name: str, any_type: bool = False, sealing: bool = False) -> VersionedKey:
+    async def key(
+        self,
+        name: str,
+        any_type: bool = False,
+        sealing: bool = False,
+        missing: str | None = None,
+    ) -> VersionedKey:
         """The key as its family's verbs take it; `any_type`: as Transit's own (HMAC);
         `sealing`: an RSA key as the one that encrypts (Transit's RSA keys encrypt and sign),
-        an HPKE key as HPKE's."""
-        latest = await self.keyring.fetch(name)
+        an HPKE key as HPKE's. A key that does not exist is Vault's 400 with the words
+        `missing`, if given (else KeyNotFoundError)."""
+        try:
+            latest = await self.keyring.fetch(name)
+        except KeyNotFoundError:
+            if missing is None:
+                raise
+            raise user_error(missing) from None
         if any_type:
             return TransitKey(self.keyring, latest, self.trial_versions)
         if sealing and latest.type in RsaKey.types:

@@ -147,11 +147,19 @@ def public_key_text(native: str, public: bytes) -> str:
 
 
 def create(store: KeyStore, name: str, body: TransitKeyCreate, settings: Settings) -> KeyInfo:
-    """Make the key unless it exists (Transit's create is idempotent): the key."""
+    """Make the key unless it exists (Transit's create is idempotent): the key. A name whose key
+    is scheduled for deletion is not free until the purge (400)."""
     try:
-        return store.keys.get(name)
+        info = store.keys.get(name)
     except KeyNotFoundError:
         pass
+    else:
+        if info.state != "active":
+            raise invalid_input(
+                f"key {name[:128]!r} is scheduled for deletion: restore it "
+                f"(POST /v1/keys/{name[:128]}/restore) or use another name until it is purged"
+            )
+        return info
     native = native_type(body.type)
     if body.convergent_encryption and not body.derived:
         raise invalid_input("convergent encryption requires derivation to be enabled")

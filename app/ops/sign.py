@@ -25,7 +25,7 @@ from app.ops.versioned import VersionedKey
 from app.ops.work import compute
 from app.server.metrics import timed
 from app.store import KeyMaterial
-from core.sign import ecdsa, ecdsa_nist, ed25519, mldsa, rsa
+from core.sign import digests, ecdsa, ecdsa_nist, ed25519, mldsa, rsa
 
 Hash = Literal["sha256", "sha384", "sha512", "keccak256"]
 Format = Literal["der", "compact", "recoverable"]
@@ -197,7 +197,7 @@ def _ecdsa_nist(curve: str) -> Scheme:
         verify,
         _prepared_public,
         partial(ecdsa_nist.parse_public, curve),
-        hashes=(default, *(h for h in ("sha256", "sha384", "sha512") if h != default)),
+        hashes=(default, *(h for h in digests.HASHES if h != default)),
         formats=ecdsa_nist.FORMATS,
         prehashed=True,
     )
@@ -225,7 +225,7 @@ def _rsa(bits: int) -> Scheme:
         verify,
         _prepared_public,
         partial(rsa.parse_public, bits),
-        hashes=("sha256", "sha384", "sha512"),
+        hashes=tuple(digests.HASHES),
         paddings=rsa.PADDINGS,
         prehashed=True,
     )

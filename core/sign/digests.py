@@ -1,5 +1,7 @@
 """The hashes the NIST-curve ECDSA and RSA signatures take, and their prehashed form: the
-caller hashed the message and gives the digest, which must be the hash's length."""
+caller hashed the message and gives the digest, which must be the hash's length. SHA-1, SHA-224
+and SHA-3 are here for Vault's Transit, which signs with them; the service's own API offers
+SHA-2 of 256 bits and more."""
 
 from typing import Literal
 
@@ -13,6 +15,12 @@ HASHES: dict[str, type[hashes.HashAlgorithm]] = {
     "sha256": hashes.SHA256,
     "sha384": hashes.SHA384,
     "sha512": hashes.SHA512,
+    "sha1": hashes.SHA1,
+    "sha224": hashes.SHA224,
+    "sha3_224": hashes.SHA3_224,
+    "sha3_256": hashes.SHA3_256,
+    "sha3_384": hashes.SHA3_384,
+    "sha3_512": hashes.SHA3_512,
 }
 
 

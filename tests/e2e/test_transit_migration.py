@@ -48,7 +48,14 @@ KINDS = {
     "ed25519": Kind("ed25519", signatures=({}, {"marshaling_algorithm": "jws"})),
     "ecdsa-p256": Kind(
         "ecdsa-p256",
-        signatures=({}, {"marshaling_algorithm": "jws"}, {"hash_algorithm": "sha2-384"}),
+        signatures=(
+            {},
+            {"marshaling_algorithm": "jws"},
+            {"hash_algorithm": "sha2-384"},
+            {"hash_algorithm": "sha1"},
+            {"hash_algorithm": "sha2-224"},
+            {"hash_algorithm": "sha3-256"},
+        ),
     ),
     "ecdsa-p384": Kind("ecdsa-p384", signatures=({"hash_algorithm": "sha2-384"},)),
     "rsa-2048": Kind(
@@ -59,6 +66,10 @@ KINDS = {
             {"salt_length": "hash"},
             {"signature_algorithm": "pkcs1v15", "hash_algorithm": "sha2-512"},
             {"signature_algorithm": "pkcs1v15", "marshaling_algorithm": "jws"},
+            {"signature_algorithm": "pkcs1v15", "hash_algorithm": "sha1"},
+            {"signature_algorithm": "pkcs1v15", "hash_algorithm": "sha3-256"},
+            {"hash_algorithm": "sha2-224"},
+            {"hash_algorithm": "sha3-512"},
         ),
     ),
     "hmac": Kind("hmac"),
@@ -138,13 +149,57 @@ def make(client: hvac.Client, name: str, kind: Kind, version: int, made: Made) -
         assert data_key["ciphertext"].startswith(f"vault:v{version}:")
         made.ciphertexts.append((version, data_key["plaintext"], data_key["ciphertext"]))
     for options in kind.signatures:
-        answer = transit.sign_data(name=name, hash_input=plaintext, key_version=version, **options)
-        signature = answer["data"]["signature"]
+        signature = signed(client, name, plaintext, version, options)
         if options.get("marshaling_algorithm") == "jws":  # unpadded base64url
             assert not set(signature.split(":")[2]) & set("+/="), signature
         made.signatures.append((options, plaintext, signature))
     mac = transit.generate_hmac(name=name, hash_input=plaintext, key_version=version)
     made.hmacs.append((plaintext, mac["data"]["hmac"]))
+
+
+# The hashes hvac's own checks refuse before sending (Transit takes them): given in the path.
+BEYOND_HVAC = ("sha1", "sha3-224", "sha3-256", "sha3-384", "sha3-512")
+
+
+def by_hvac_or_path(
+    client: hvac.Client, verb: str, name: str, options: dict, body: dict, by_hvac: Any
+) -> Any:
+    """`by_hvac()`, or for a hash hvac refuses, the same at Transit's path that names it."""
+    hash_algorithm = options.get("hash_algorithm")
+    if hash_algorithm not in BEYOND_HVAC:
+        return by_hvac()
+    rest = {k: v for k, v in options.items() if k != "hash_algorithm"}
+    return client.write_data(f"transit/{verb}/{name}/{hash_algorithm}", data={**body, **rest})
+
+
+def signed(client: hvac.Client, name: str, message: str, version: int, options: dict) -> str:
+    body = {"input": message, "key_version": version}
+    transit = client.secrets.transit
+    answer = by_hvac_or_path(
+        client,
+        "sign",
+        name,
+        options,
+        body,
+        lambda: transit.sign_data(name=name, hash_input=message, key_version=version, **options),
+    )
+    return str(answer["data"]["signature"])
+
+
+def verified(client: hvac.Client, name: str, message: str, signature: str, options: dict) -> bool:
+    body = {"input": message, "signature": signature}
+    transit = client.secrets.transit
+    answer = by_hvac_or_path(
+        client,
+        "verify",
+        name,
+        options,
+        body,
+        lambda: transit.verify_signed_data(
+            name=name, hash_input=message, signature=signature, **options
+        ),
+    )
+    return bool(answer["data"]["valid"])
 
 
 def made_on(client: hvac.Client, name: str, kind: Kind, versions: tuple[int, ...]) -> Made:
@@ -167,15 +222,9 @@ def assert_opens(client: hvac.Client, name: str, kind: Kind, made: Made) -> None
             )
             assert again["data"]["ciphertext"] == ciphertext
     for options, message, signature in made.signatures:
-        verdict = transit.verify_signed_data(
-            name=name, hash_input=message, signature=signature, **options
-        )
-        assert verdict["data"]["valid"] is True, (name, options, signature)
+        assert verified(client, name, message, signature, options), (name, options, signature)
         other = text(b"another message")
-        verdict = transit.verify_signed_data(
-            name=name, hash_input=other, signature=signature, **options
-        )
-        assert verdict["data"]["valid"] is False, (name, options)
+        assert not verified(client, name, other, signature, options), (name, options)
     for message, mac in made.hmacs:
         verdict = transit.verify_signed_data(name=name, hash_input=message, hmac=mac)
         assert verdict["data"]["valid"] is True, (name, mac)

@@ -41,6 +41,7 @@ _PREFIXED = re.compile(r"vault:v([^:]*):(.*)", re.DOTALL)
 _VERSION_DIGITS = 10
 # Transit's hash names -> hashlib's.
 HASHES = {
+    "sha1": "sha1",  # HMACs and signatures only, as in Vault
     "sha2-224": "sha224",
     "sha2-256": "sha256",
     "sha2-384": "sha384",
@@ -403,6 +404,8 @@ VERDICTS = BatchShape((("valid", False), _REFERENCE))
 
 
 def hash_sum(data: bytes, algorithm: str, output: str) -> str:
+    if algorithm == "sha1":
+        raise user_error("unsupported algorithm sha1")
     if output not in ("hex", "base64"):
         raise user_error(f'unsupported encoding format {output}; must be "hex" or "base64"')
     value = hashlib.new(HASHES[algorithm], data).digest()

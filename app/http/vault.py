@@ -137,11 +137,12 @@ def at_vault_path(path: str) -> bool:
 
 def speaks_vault(scope: Scope) -> bool:
     """Whether a request's errors are Vault's: its route is a VaultRoute, or, when no route
-    took it, its path is under one of Vault's."""
+    took it, its path is under one of Vault's or it came with Vault's token header (a Vault
+    client asking for a path this service does not serve: `bao read` then fails as on Vault)."""
     route = scope.get(ROUTE)
     if route is not None:
         return isinstance(route, VaultRoute)
-    return at_vault_path(str(scope.get("path", "")))
+    return at_vault_path(str(scope.get("path", ""))) or header(scope, b"x-vault-token") is not None
 
 
 # A problem's status as Vault answers it.

@@ -166,3 +166,20 @@ def test_a_granted_ttl_reads_as_given(servers: dict[str, tuple[str, str]]) -> No
         renewed = client.auth.token.renew(made["client_token"], increment="30m")["auth"]
         seen[name] = (made["lease_duration"], renewed["lease_duration"])
     assert seen == {"openbao": (3600, 1800), "cipherd": (3600, 1800)}
+
+
+def test_a_path_not_served_fails_the_bao_command_as_on_openbao(
+    servers: dict[str, tuple[str, str]], tmp_path: Path
+) -> None:
+    """A Vault client (its token header) asking for a path this service does not serve gets
+    Vault's error answer, so `bao read` fails (exit 2) rather than print a problem document;
+    the service's own clients keep theirs."""
+    for server in servers.values():
+        done = bao(server, tmp_path, "read", "nonexistent/path")
+        assert done.returncode == 2, (done.stdout, done.stderr)
+    url, token = servers["cipherd"]
+    vault = httpx.get(f"{url}/v1/nonexistent/path", headers={"X-Vault-Token": token})
+    assert vault.status_code == 404 and "errors" in vault.json()
+    native = httpx.get(f"{url}/v1/nonexistent/path", headers={"Authorization": f"Bearer {token}"})
+    assert native.status_code == 404
+    assert native.headers["content-type"] == "application/problem+json"

@@ -2,8 +2,7 @@
 `/v1/transit/...` and every other Transit mount, in Vault's shapes, on the service's keys: each
 the native operation of `POST /v1/keys` and its siblings, with its scope and audit record."""
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import Path, Request, Response
@@ -14,13 +13,11 @@ from app.http.transit import TransitCall, transit_call
 from app.http.vault import answer, keys_of, listing, no_content, read_body, vault_body, vault_router
 from app.ops import keys as native_keys
 from app.ops.auth import AdminOperation, Operation
-from app.ops.errors import invalid_input
 from app.ops.transit import backup, keys
 from app.ops.transit.keys import TransitKeyConfig, TransitKeyCreate, checked_name
 from app.ops.transit.mounts import native_name
 from app.ops.vault_fields import VaultBool, VaultInt
 from app.ops.work import in_thread
-from app.store import KeyNotFoundError
 
 router = vault_router("/v1/transit", "transit")
 
@@ -46,9 +43,7 @@ async def create_key(request: Request, name: TransitName) -> Response:
 async def read_key(request: Request, name: TransitName) -> Response:
     call = await transit_call(request, "keys_get_key", Operation.READ, name)
     store = call.services.store
-    info = await in_thread(store.keys.get, call.name)
-    if info.state != "active":  # deleted, for Transit, though it may still be restored
-        raise KeyNotFoundError(call.name)
+    info = await in_thread(keys.active, store, call.name)
     return await answer(request, await in_thread(keys.key_data, store, info, name))
 
 
@@ -73,19 +68,10 @@ async def list_keys(request: Request) -> Response:
 async def delete_key(request: Request, name: TransitName) -> Response:
     call = await transit_call(request, "keys_delete_key", name=name, change=True)
     services = call.services
-    with _missing_as(f"error deleting policy {name[:128]}: could not delete key; not found"):
+    with keys.missing_as(f"error deleting policy {name[:128]}: could not delete key; not found"):
         await in_thread(keys.delete, services.store, services.keyring, call.name, services.settings)
     native_keys.deleted_answer_waits(audit_note(request.scope), services.settings)
     return no_content()
-
-
-@contextmanager
-def _missing_as(words: str) -> Iterator[None]:
-    """A key that does not exist as Vault answers a change to it: 400, not 404."""
-    try:
-        yield
-    except KeyNotFoundError:
-        raise invalid_input(words) from None
 
 
 async def _changed(
@@ -101,7 +87,7 @@ async def _changed(
     shows it, under its `name` in the mount; for a key that does not exist, Vault's 400 and its
     words, `missing`."""
     services = call.services
-    with _missing_as(missing.format(name=name[:128])):
+    with keys.missing_as(missing.format(name=name[:128])):
         info = await in_thread(change, services.store, services.keyring, call.name, *args)
     data = await in_thread(keys.key_data, services.store, info, name)
     return await answer(request, data, warnings=warnings)

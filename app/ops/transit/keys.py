@@ -11,7 +11,8 @@ back, where Vault destroys it at once.
 
 import base64
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
@@ -180,6 +181,25 @@ def create(store: KeyStore, name: str, body: TransitKeyCreate, settings: Setting
     if patch is not None:
         keys.change_policy(store, None, name, patch)
     return store.keys.get(name)
+
+
+def active(store: KeyStore, name: str) -> KeyInfo:
+    """The key, unless it is scheduled for deletion: then it is gone for Transit, though it may
+    still be restored (KeyNotFoundError, as for a key that never was)."""
+    info = store.keys.get(name)
+    if info.state != "active":
+        raise KeyNotFoundError(name)
+    return info
+
+
+@contextmanager
+def missing_as(words: str) -> Iterator[None]:
+    """A key that does not exist as Vault answers a change to it: 400 with its `words`, where
+    a read is a 404."""
+    try:
+        yield
+    except KeyNotFoundError:
+        raise invalid_input(words) from None
 
 
 def exists(store: KeyStore, name: str) -> bool:

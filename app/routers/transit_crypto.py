@@ -82,6 +82,8 @@ async def _run(
     some did not, where Vault refuses such a batch), a single call's fields on the event loop
     when small, its key version fetched first."""
     items = await _items(call, body)
+    if shape.contexts_all_or_none and len({not item.context for item in items}) > 1:
+        raise crypto.user_error("context should be set either in all the request blocks or in none")
     if body.batch_input is None:
         await call.services.transit.warm(key, body)
         results, failed = await compute(_carried_bytes(body), crypto.run_items, items, run)
@@ -224,7 +226,7 @@ async def _datakey(request: Request, kind: str, name: str, bits: int | None) -> 
     body = await read_body(request, TransitDataRequest)
     if kind not in ("plaintext", "wrapped"):
         raise crypto.user_error(f"invalid type {kind}")
-    key = await call.services.transit.key(call.name, missing=_NO_ENCRYPTION_KEY)
+    key = await call.services.transit.key(call.name, sealing=True, missing=_NO_ENCRYPTION_KEY)
     size = bits or body.bits
     fields = ("ciphertext", "key_version", "plaintext")
     body.batch_input = None

@@ -140,6 +140,38 @@ CASES: dict[str, list[Step]] = {
         ("datakey/wrapped/k", {"key_version": "2"}),
         ("datakey/plaintext/k", {"key_version": 3}),
     ],
+    "key_size only for hmac keys": [("keys/sized", {"type": "aes256-gcm96", "key_size": 32})],
+    "a batch whose items carry a context in part": [
+        ("keys/derived", {"derived": True}),
+        (
+            "encrypt/derived",
+            {"batch_input": [{"plaintext": TEXT, "context": CONTEXT}, {"plaintext": TEXT}]},
+        ),
+        (
+            "decrypt/derived",
+            {
+                "batch_input": [
+                    {"ciphertext": "vault:v1:AAAA"},
+                    {"ciphertext": "vault:v1:AAAA", "context": CONTEXT},
+                ]
+            },
+        ),
+        (
+            "rewrap/derived",
+            {
+                "batch_input": [
+                    {"ciphertext": "vault:v1:AAAA", "context": CONTEXT},
+                    {"ciphertext": "vault:v1:AAAA"},
+                ]
+            },
+        ),
+    ],
+    "RSA: a data key, and no associated data": [
+        ("keys/rsa", {"type": "rsa-2048"}),
+        ("datakey/plaintext/rsa", {"bits": 256}),
+        ("encrypt/rsa", {"plaintext": TEXT, "associated_data": CONTEXT}),
+        ("encrypt/rsa", {"plaintext": TEXT}),
+    ],
     "trim without min_encryption_version": [
         ROTATE,
         ROTATE,

@@ -141,7 +141,7 @@ def make(client: hvac.Client, name: str, kind: Kind, version: int, made: Made) -
         ciphertext = answer["data"]["ciphertext"]
         assert ciphertext.startswith(f"vault:v{version}:")
         made.ciphertexts.append((version, plaintext, ciphertext))
-    if kind.encrypts and not kind.convergent and not kind.transit_type.startswith("rsa-"):
+    if kind.encrypts and not kind.convergent:
         # A data key's ciphertext is an encryption like the others (hvac's call takes no version).
         data_key = client.write_data(
             f"transit/datakey/plaintext/{name}", data={"key_version": version, **context(kind)}

@@ -185,6 +185,10 @@ def _sealing(key: VersionedKey, item: TransitItem, verb: str) -> tuple[SealingKe
     """The key that encrypts and decrypts the item (AEAD, RSA-OAEP as Transit's RSA keys do,
     or HPKE) and what it binds beside the key."""
     if isinstance(key, RsaKey):
+        if item.associated_data:  # OAEP binds none: refused rather than silently left out
+            raise user_error(
+                f"associated_data provided for non-AEAD cipher suite {key.latest.type}"
+            )
         return key, None
     if isinstance(key, HpkeKey):
         info = decoded(item.context, "context")
@@ -222,12 +226,12 @@ def rewrap(key: VersionedKey, item: TransitItem) -> dict[str, Any]:
 def datakey(
     key: VersionedKey, item: TransitItem, bits: int, with_plaintext: bool
 ) -> dict[str, Any]:
-    aead = _aead(key, "message encryption")
+    sealer, params = _sealing(key, item, "message encryption")
     if bits not in DATAKEY_BITS:
         raise user_error(f"invalid bit length {bits}; one of 128, 256, 512")
     plain = os.urandom(bits // 8)
     version = item.key_version or None
-    sealed = aead.encrypt(plain, _params(aead, item), envelope=False, version=version)
+    sealed = sealer.encrypt(plain, params, envelope=False, version=version)
     data = {"ciphertext": prefixed(sealed.version, sealed.data), "key_version": sealed.version}
     if with_plaintext:
         data["plaintext"] = base64.b64encode(plain).decode()
@@ -377,12 +381,14 @@ def run_items(
 @dataclass(frozen=True)
 class BatchShape:
     """How Vault writes a verb's `batch_results` (its response entry's JSON tags) and answers a
-    batch in which items failed: encrypt and decrypt with 400 (or the caller's
-    `partial_failure_response_code`), the others with 200."""
+    batch: one in which items failed, encrypt and decrypt with 400 (or the caller's
+    `partial_failure_response_code`), the others with 200; one whose items carry a context
+    only in part, encrypt, decrypt and rewrap with 400."""
 
     always: tuple[tuple[str, Any], ...]  # fields in every entry, with their empty value
     refused_if_failed: bool = False
     omitted_if_false: str | None = None  # HMAC verification's `valid`, tagged omitempty
+    contexts_all_or_none: bool = False
 
     def entry(self, result: dict[str, Any], item: TransitItem) -> dict[str, Any]:
         """One item's entry: the result over the empty fields, the item's `reference` echoed."""
@@ -395,9 +401,12 @@ class BatchShape:
 
 
 _REFERENCE = ("reference", "")
-ENCRYPTED = BatchShape((_REFERENCE,), refused_if_failed=True)
-DECRYPTED = BatchShape((("plaintext", ""), _REFERENCE), refused_if_failed=True)
-REWRAPPED = HMACS = BatchShape((_REFERENCE,))
+ENCRYPTED = BatchShape((_REFERENCE,), refused_if_failed=True, contexts_all_or_none=True)
+DECRYPTED = BatchShape(
+    (("plaintext", ""), _REFERENCE), refused_if_failed=True, contexts_all_or_none=True
+)
+REWRAPPED = BatchShape((_REFERENCE,), contexts_all_or_none=True)
+HMACS = BatchShape((_REFERENCE,))
 HMAC_VERDICTS = BatchShape((_REFERENCE,), omitted_if_false="valid")
 SIGNED = BatchShape((("key_version", 0), _REFERENCE))
 VERDICTS = BatchShape((("valid", False), _REFERENCE))

@@ -166,6 +166,8 @@ def create(store: KeyStore, name: str, body: TransitKeyCreate, settings: Setting
         raise invalid_input("convergent encryption requires derivation to be enabled")
     if body.type == "hmac" and body.key_size not in (0, HMAC_KEY_BYTES):
         raise invalid_input(f"key_size: this service's hmac keys have {HMAC_KEY_BYTES} bytes")
+    if body.type != "hmac" and body.key_size:
+        raise invalid_input(f"key_size is not valid for algorithm {body.type}")
     request = KeyCreate(
         name=name,
         type=native,

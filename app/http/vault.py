@@ -291,9 +291,75 @@ async def answer(
 def mount_table(
     request: Request, table: Mapping[str, MountT], entry: Callable[[MountT], dict[str, Any]]
 ) -> Response:
-    """A table of mounts (`sys/mounts`, `sys/auth`), each path's `entry`: Vault answers it both
-    at the top level and under data."""
-    data = {f"{path}/": entry(mount) for path, mount in table.items()}
+    """A table of mounts (`sys/mounts`, `sys/auth`), each path's `entry`."""
+    return doubled(request, {f"{path}/": entry(mount) for path, mount in table.items()})
+
+
+# A mount's lease times as Vault's `tune` gives them: its defaults (32 days); this service's
+# mounts issue no leases, so there is nothing to tune.
+_LEASE_DEFAULTS = {"default_lease_ttl": 2_764_800, "max_lease_ttl": 2_764_800}
+
+
+def tuning(request: Request, description: str, **extra: Any) -> Response:
+    """A mount's `tune` as Vault answers it (read by hvac's `read_mount_configuration`)."""
+    fields = {**_LEASE_DEFAULTS, "force_no_cache": False, "description": description, **extra}
+    return doubled(request, fields)
+
+
+def mount_reads(
+    router: APIRouter,
+    prefix: str,
+    entry: Callable[[Request, str], Awaitable[dict[str, Any]]],
+    *,
+    what: str,
+    name: str,
+    **tuned: Any,
+) -> None:
+    """Declare Vault's reads of one mount under `prefix` (`/mounts`, `/auth`), `entry(request,
+    path)` being how `sys/mounts` or `sys/auth` shows it: `{path}` (named `read_<name>`), and
+    `{path}/tune`, declared first, as `{path}` would take `transit/tune` for a mount's path.
+    Reading its tuning gives Vault's lease defaults (and `tuned`); tuning it, which would
+    change nothing (no leases; a description is set when it is enabled), is refused."""
+
+    async def read_tuning(request: Request, path: str) -> Response:
+        return tuning(request, (await entry(request, path))["description"], **tuned)
+
+    async def tune(request: Request, path: str) -> Response:
+        await entry(request, path)
+        raise Problem(
+            400,
+            "invalid-input",
+            "Invalid input",
+            "this service's mounts take no tuning: they issue no leases, and a description is "
+            "set when the mount is enabled",
+        )
+
+    async def read(request: Request, path: str) -> Response:
+        return doubled(request, await entry(request, path))
+
+    at = f"{prefix}/{{path:path}}"
+    router.add_api_route(
+        f"{at}/tune",
+        read_tuning,
+        methods=["GET"],
+        name=f"read_{name}_tuning",
+        summary=f"{what}'s tuning: Vault's lease defaults",
+    )
+    router.add_api_route(
+        f"{at}/tune",
+        tune,
+        methods=["POST"],
+        name=f"tune_{name}",
+        summary=f"Tune {what.lower()}: refused, there is nothing to tune",
+    )
+    router.add_api_route(
+        at, read, methods=["GET"], name=f"read_{name}", summary=f"{what}'s settings"
+    )
+
+
+def doubled(request: Request, data: dict[str, Any]) -> Response:
+    """Vault's answer at its older system paths (`sys/mounts`, `sys/auth`, `sys/policy`): `data`
+    both at the top level and under `data`."""
     return JsonAnswer({**data, **envelope(request, data)})
 
 

@@ -143,6 +143,28 @@ def by_token(store: KeyStore, token: str) -> TokenRecord | None:
     return record if record is not None and _alive(store, record) else None
 
 
+# The most accessors `LIST auth/token/accessors` answers. Vault lists them all; past this many
+# the answer says to page through `GET /v1/tokens`.
+MAX_LISTED_ACCESSORS = 10_000
+_ACCESSORS_PAGE = 1_000
+
+
+def accessors(store: KeyStore) -> tuple[list[str], bool]:
+    """The live tokens' accessors in id order, at most MAX_LISTED_ACCESSORS; and whether there
+    are more."""
+    now = store.clock.now()
+    found: list[str] = []
+    after = None
+    while len(found) < MAX_LISTED_ACCESSORS:
+        limit = min(_ACCESSORS_PAGE, MAX_LISTED_ACCESSORS - len(found))
+        records, more = store.tokens.page(after, limit)
+        found += [r.id for r in records if r.expires_at is None or r.expires_at > now]
+        if not more:
+            return found, False
+        after = records[-1].id
+    return found, True
+
+
 def by_accessor(store: KeyStore, accessor: str) -> TokenRecord | None:
     """The live token whose accessor (id) is `accessor`, if any."""
     record = store.tokens.by_id(accessor) if accessor else None

@@ -6,10 +6,9 @@ from typing import Any
 from fastapi import Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.http.body import JsonAnswer
 from app.http.deps import audit_note, services
 from app.http.vault import (
-    envelope,
+    mount_reads,
     mount_table,
     no_content,
     read_body,
@@ -31,11 +30,15 @@ async def list_auth_methods(request: Request) -> Response:
     return mount_table(request, table, auth_entry)
 
 
-@router.get("/auth/{path:path}", summary="One auth method's mount")
-async def read_auth_method(request: Request, path: str) -> Response:
+async def _entry(request: Request, path: str) -> dict[str, Any]:
+    """The auth method at `path` as `sys/auth` shows it."""
     await vault_admin(request, AdminOperation.AUTH)
-    mount = await in_thread(services(request).auth_mounts.find, path)
-    return JsonAnswer(envelope(request, auth_entry(mount)))
+    return auth_entry(await in_thread(services(request).auth_mounts.find, path))
+
+
+mount_reads(
+    router, "/auth", _entry, what="An auth method", name="auth_method", token_type="default-service"
+)
 
 
 class VaultAuthEnable(BaseModel):

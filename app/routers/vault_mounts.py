@@ -2,7 +2,7 @@
 `sys/seal-status`, in Vault's shapes: what Vault's clients read before they use Transit."""
 
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -10,7 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from app.http.body import JsonAnswer
 from app.http.deps import audit_note, services
 from app.http.transit import transit_call
-from app.http.vault import envelope, mount_table, no_content, read_body, vault_body, vault_router
+from app.http.vault import (
+    mount_reads,
+    mount_table,
+    no_content,
+    read_body,
+    vault_body,
+    vault_router,
+)
 from app.ops import health, keys, transit
 from app.ops.auth import AdminOperation
 from app.ops.transit.mounts import OPENBAO_RELEASE, mount_entry
@@ -28,14 +35,17 @@ async def list_mounts(request: Request) -> Response:
     return mount_table(request, table, mount_entry)
 
 
-@router.get("/mounts/{path:path}", summary="One mount's settings")
-async def read_mount(request: Request, path: str) -> Response:
+async def _entry(request: Request, path: str) -> dict[str, Any]:
+    """The mount at `path` as `sys/mounts` shows it."""
     call = await transit_call(request, "sys_read_mount", AdminOperation.SYS)
     table = await in_thread(call.services.mounts.table)
     mount = table.get(path.strip("/"))
     if mount is None:
         raise transit.mounts.not_mounted(path)
-    return JsonAnswer(envelope(request, mount_entry(mount)))
+    return mount_entry(mount)
+
+
+mount_reads(router, "/mounts", _entry, what="A mount", name="mount")
 
 
 class VaultMountRequest(BaseModel):

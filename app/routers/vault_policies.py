@@ -8,11 +8,10 @@ from typing import Any
 from fastapi import Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.http.body import JsonAnswer
 from app.http.deps import audit_note, services
 from app.http.vault import (
     answer,
-    envelope,
+    doubled,
     keys_of,
     listing,
     no_content,
@@ -117,19 +116,14 @@ async def read_acl_policy(request: Request, name: str) -> Response:
     return await answer(request, await _read(request, name))
 
 
-def _legacy(request: Request, data: dict[str, Any]) -> Response:
-    """`sys/policy`'s answer: its fields at the top level and under `data`, as Vault gives them."""
-    return JsonAnswer({**data, **envelope(request, data)})
-
-
 @router.get("/policy", summary="The policies' names (Vault's older path)")
 async def list_policies(request: Request) -> Response:
     names = await _names(request)
-    return _legacy(request, {"keys": names, "policies": names})
+    return doubled(request, {"keys": names, "policies": names})
 
 
 @router.get("/policy/{name}", summary="A policy as Vault's HCL (Vault's older path)")
 async def read_policy(request: Request, name: str) -> Response:
     fields = await _read(request, name)
     fields["rules"] = fields.pop("policy")
-    return _legacy(request, fields)
+    return doubled(request, fields)

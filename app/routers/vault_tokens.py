@@ -250,6 +250,14 @@ async def revoke_accessor(request: Request) -> Response:
     return await _revoke(request, record)
 
 
+@listing(router, "/accessors", "The live tokens' accessors (at most 10,000)")
+async def list_accessors(request: Request) -> Response:
+    await vault_admin(request, AdminOperation.TOKENS)
+    names, more = await in_thread(vault_tokens.accessors, services(request).store)
+    cut = f"the first {len(names):,} listed; GET /v1/tokens pages through them all"
+    return await answer(request, keys_of(names), warnings=[cut] if more else None)
+
+
 @listing(router, "/roles", "The token roles")
 async def list_roles(request: Request) -> Response:
     await vault_admin(request, AdminOperation.TOKENS)

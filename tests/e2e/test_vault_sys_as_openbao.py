@@ -183,3 +183,31 @@ def test_a_path_not_served_fails_the_bao_command_as_on_openbao(
     native = httpx.get(f"{url}/v1/nonexistent/path", headers={"Authorization": f"Bearer {token}"})
     assert native.status_code == 404
     assert native.headers["content-type"] == "application/problem+json"
+
+
+def test_accessors_and_mounts_read_as_hvac_reads_them(
+    servers: dict[str, tuple[str, str]],
+) -> None:
+    """hvac's `list_accessors` (the method LIST) and `read_mount_configuration` (a mount's
+    tuning), and a mount's and an auth method's fields at the top level of the answer as well as
+    under `data`, as Vault's older system paths give them. Tuning, which changes nothing here
+    (no leases), is refused rather than taken and ignored."""
+    seen = {}
+    for name, (url, token) in servers.items():
+        client = hvac.Client(url=url, token=token)
+        made = client.auth.token.create(policies=["default"], ttl="1h")["auth"]["accessor"]
+        listed = client.auth.token.list_accessors()["data"]["keys"]
+        tuned = client.sys.read_mount_configuration("transit")  # sys/mounts/transit/tune
+        mount = client.adapter.get("/v1/sys/mounts/transit")
+        method = client.adapter.get("/v1/sys/auth/token")
+        seen[name] = (
+            made in listed,
+            tuned["default_lease_ttl"] == tuned["data"]["default_lease_ttl"] == 2_764_800,
+            mount["type"] == mount["data"]["type"] == "transit",
+            mount["accessor"] == mount["data"]["accessor"],
+            method["type"] == method["data"]["type"] == "token",
+        )
+    assert seen["cipherd"] == seen["openbao"] == (True, True, True, True, True)
+    url, token = servers["cipherd"]
+    with pytest.raises(exceptions.InvalidRequest, match="no tuning"):
+        hvac.Client(url=url, token=token).sys.tune_mount_configuration("transit", description="x")

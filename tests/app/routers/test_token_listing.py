@@ -2,7 +2,10 @@
 in one 484 MB body; a page now holds at most `limit` (100 by default, 1,000 at most) and
 `next` is the `after` of the following one."""
 
+import pytest
 from fastapi.testclient import TestClient
+
+from app.ops import vault_tokens
 
 
 def _issued(client: TestClient, count: int) -> set[str]:
@@ -52,3 +55,22 @@ def test_only_a_token_manager_lists_them(client: TestClient) -> None:
     reader = client.post("/v1/tokens", json={"keys": ["*"], "operations": ["read"]}).json()
     answer = client.get("/v1/tokens", headers={"Authorization": f"Bearer {reader['token']}"})
     assert answer.status_code == 403, answer.text
+
+
+def test_vault_s_accessor_listing_is_bounded(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`LIST auth/token/accessors` (hvac's `list_accessors`) lists the live tokens by id, read a
+    page at a time, and at most MAX_LISTED_ACCESSORS, saying so when there are more."""
+    made = sorted(_issued(client, 5))
+    listed = client.get("/v1/auth/token/accessors?list=true")
+    assert listed.status_code == 200, listed.text
+    assert listed.json()["data"]["keys"] == made and listed.json()["warnings"] is None
+    monkeypatch.setattr(vault_tokens, "_ACCESSORS_PAGE", 2)
+    monkeypatch.setattr(vault_tokens, "MAX_LISTED_ACCESSORS", 3)
+    cut = client.get("/v1/auth/token/accessors?list=true").json()
+    assert cut["data"]["keys"] == made[:3]
+    assert cut["warnings"] == ["the first 3 listed; GET /v1/tokens pages through them all"]
+    assert client.delete(f"/v1/tokens/{made[0]}").status_code == 204
+    monkeypatch.setattr(vault_tokens, "MAX_LISTED_ACCESSORS", 10)
+    assert client.get("/v1/auth/token/accessors?list=true").json()["data"]["keys"] == made[1:]

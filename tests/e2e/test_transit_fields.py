@@ -40,6 +40,9 @@ SETTINGS = (
     "allow_plaintext_backup",
     "derived",
     "supports_derivation",
+    "convergent_encryption",
+    "convergent_encryption_version",
+    "kdf",
 )
 
 Step = tuple[str, dict[str, Any]]
@@ -87,6 +90,7 @@ CASES: dict[str, list[Step]] = {
         _config(min_decryption_version=True),
     ],
     "create derived and convergent as strings": [
+        ("keys/convergent", {"derived": "true", "convergent_encryption": "true"}),
         ("keys/k", {"derived": "true", "convergent_encryption": "true"}),
         ("encrypt/k", {"plaintext": TEXT, "context": CONTEXT}),
     ],

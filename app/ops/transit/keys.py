@@ -135,7 +135,8 @@ def key_data(store: KeyStore, info: KeyInfo, name: str) -> dict[str, Any]:
     if data["derived"]:
         data["kdf"] = "hkdf_sha256"
         data["convergent_encryption"] = bool(info.params.get("convergent"))
-        data["convergent_encryption_version"] = 3 if data["convergent_encryption"] else 0
+        if data["convergent_encryption"]:  # as Vault shows a key of its current scheme
+            data["convergent_encryption_version"] = -1
     return data
 
 

@@ -13,7 +13,7 @@ other module.
 """
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -119,6 +119,18 @@ class HandlerRoute(APIRoute):
         self.app = app
 
 
+_ANY_QUERY = "takes_any_query"
+EndpointT = TypeVar("EndpointT", bound=Callable[..., Any])
+
+
+def takes_any_query(endpoint: EndpointT) -> EndpointT:
+    """Mark a route's endpoint as ignoring query parameters it does not declare, where the
+    protocol it speaks does (Vault's health probe, sent with load balancers' own parameters),
+    rather than refusing them as every other route does (`_KnownQueryOnly`)."""
+    setattr(endpoint, _ANY_QUERY, True)
+    return endpoint
+
+
 def install_routes(app: FastAPI, routers: Sequence[APIRouter]) -> list[BaseRoute]:
     """The app's route table: every route in the order of `routers`, then those already in it
     (/openapi.json, the documentation's, the console's); returned in that order.
@@ -129,7 +141,11 @@ def install_routes(app: FastAPI, routers: Sequence[APIRouter]) -> list[BaseRoute
     documentation: list[BaseRoute] = list(app.router.routes)
     routes: list[BaseRoute] = [route for router in routers for route in router.routes]
     for route in routes + documentation:
-        if isinstance(route, Route) and not isinstance(route, HandlerRoute):
+        if (
+            isinstance(route, Route)
+            and not isinstance(route, HandlerRoute)
+            and not getattr(route.endpoint, _ANY_QUERY, False)
+        ):
             route.app = _KnownQueryOnly(route.app, _query_names(route))
     app.router.routes[:] = routes + documentation
     return routes + documentation

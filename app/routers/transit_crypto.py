@@ -59,10 +59,18 @@ class TransitDataRequest(TransitItem):
     salt_length: str | int | None = None
 
 
+def _refused(body: TransitDataRequest, shape: crypto.BatchShape) -> None:
+    """What Vault refuses of a body before it touches a key (so encryption creates none): an
+    empty batch, and, where `shape` says, items that carry a context only in part."""
+    if body.batch_input is not None and not body.batch_input:
+        raise crypto.user_error("missing batch input to process")
+    items = body.batch_input or [body]
+    if shape.contexts_all_or_none and len({not item.context for item in items}) > 1:
+        raise crypto.user_error("context should be set either in all the request blocks or in none")
+
+
 async def _items(call: TransitCall, body: TransitDataRequest) -> list[TransitItem]:
     items: list[TransitItem] = body.batch_input if body.batch_input is not None else [body]
-    if not items:
-        raise crypto.user_error("missing batch input to process")
     check_batch_size(len(items), call.services.settings.max_batch_items)
     call.services.auth.admit_batch(call.principal, len(items))
     return items
@@ -81,9 +89,8 @@ async def _run(
     answered as `shape` says (400 if an item failed, or `partial_failure_response_code` when
     some did not, where Vault refuses such a batch), a single call's fields on the event loop
     when small, its key version fetched first."""
+    _refused(body, shape)
     items = await _items(call, body)
-    if shape.contexts_all_or_none and len({not item.context for item in items}) > 1:
-        raise crypto.user_error("context should be set either in all the request blocks or in none")
     if body.batch_input is None:
         await call.services.transit.warm(key, body)
         results, failed = await compute(_carried_bytes(body), crypto.run_items, items, run)
@@ -171,6 +178,7 @@ async def encrypt(request: Request) -> Response:
     name = request.path_params["name"]
     call = await transit_call(request, "aead_encrypt", Operation.ENCRYPT, name)
     body = await read_body(request, TransitDataRequest)
+    _refused(body, crypto.ENCRYPTED)
     key = await _upserted(request, call, body)
     return await _run(
         request,

@@ -5,10 +5,11 @@ import time
 from typing import Annotated, Any
 
 from fastapi import Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.http.body import JsonAnswer
 from app.http.deps import audit_note, services
+from app.http.framework import takes_any_query
 from app.http.transit import transit_call
 from app.http.vault import (
     mount_reads,
@@ -96,11 +97,11 @@ class VaultHealthQuery(BaseModel):
     """Vault's health options: the status codes a load balancer asks for. This service is
     always active, initialized and unsealed, so only `activecode` changes the answer."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")  # as Vault: a probe's own parameters pass
 
     standbyok: bool = False
     perfstandbyok: bool = False
-    activecode: int = Field(200, ge=200, le=599, description="not 204, 205 or 304: no body")
+    activecode: int = Field(200, ge=200, le=599, description="204, 205 and 304 come without a body")
     standbycode: int = 429
     drsecondarycode: int = 472
     haunhealthycode: int = 474
@@ -109,17 +110,11 @@ class VaultHealthQuery(BaseModel):
     sealedcode: int = 503
     uninitcode: int = 501
 
-    @field_validator("activecode")
-    @classmethod
-    def _with_a_body(cls, code: int) -> int:
-        if code in (204, 205, 304):
-            raise ValueError("an answer of this status has no body")
-        return code
-
 
 @health_router.get(
     "/health", summary="Health as Vault answers it (no token): `activecode` (200) ready, 503 not"
 )
+@takes_any_query
 async def vault_health(request: Request, query: Annotated[VaultHealthQuery, Query()]) -> Response:
     ready = await _ready(request)
     body = {
@@ -132,7 +127,11 @@ async def vault_health(request: Request, query: Annotated[VaultHealthQuery, Quer
         "version": OPENBAO_RELEASE,
         **CLUSTER,
     }
-    return JsonAnswer(body, status_code=query.activecode if ready else 503)
+    if not ready:
+        return JsonAnswer(body, status_code=503)
+    if query.activecode in (204, 205, 304):  # statuses that carry no body
+        return Response(status_code=query.activecode)
+    return JsonAnswer(body, status_code=query.activecode)
 
 
 @health_router.get("/leader", summary="High availability as Vault answers it (no token): none")

@@ -1,6 +1,7 @@
 """Vault's `sys/policies/acl`, and the older `sys/policy` that hvac's policy calls use: named
 policies written and read as Vault's HCL, in the subset that maps onto cipherd's rules
-(`app.ops.hcl_policy`; the admin operation `policies`). As in Vault, a name is lowercased."""
+(`app.ops.hcl_policy`; the admin operation `policies`). A name keeps its case, as the native
+API's and tokens' do (Vault lowercases it; the `bao` command lowercases it before sending)."""
 
 from datetime import UTC, datetime
 from typing import Any
@@ -43,7 +44,7 @@ async def _write(request: Request, name: str) -> Response:
     if not text.strip():
         raise invalid_input("'policy' parameter not supplied or empty")
     document = hcl_policy.parse(text)
-    written = await in_thread(policies.put, services(request).store, name.lower(), document)
+    written = await in_thread(policies.put, services(request).store, name, document)
     audit_note(request.scope).details.update(policy=written.name, version=written.version)
     return no_content()
 
@@ -58,7 +59,7 @@ async def _read(request: Request, name: str) -> dict[str, Any]:
     """The policy's fields as `sys/policies/acl` gives them (404 with no error if none)."""
     await vault_admin(request, AdminOperation.POLICIES)
     try:
-        policy = await in_thread(policies.get, services(request).store, name.lower())
+        policy = await in_thread(policies.get, services(request).store, name)
     except Problem as problem:
         if problem.status == 404:
             raise Problem(404, "not-found", "Not found", "") from None
@@ -78,11 +79,11 @@ async def _read(request: Request, name: str) -> dict[str, Any]:
 async def _delete(request: Request, name: str) -> Response:
     await vault_admin(request, AdminOperation.POLICIES, change=True)
     try:
-        await in_thread(policies.delete, services(request).store, name.lower())
+        await in_thread(policies.delete, services(request).store, name)
     except Problem as problem:
         if problem.status != 404:  # Vault answers a missing policy's deletion 204 too
             raise
-    audit_note(request.scope).details.update(policy=name.lower()[:128])
+    audit_note(request.scope).details.update(policy=name[:128])
     return no_content()
 
 

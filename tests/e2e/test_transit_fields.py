@@ -375,3 +375,17 @@ def test_a_deleted_key_is_gone_for_transit_until_restored(servers: dict[str, htt
     )
     assert restored.status_code == 200, restored.text
     assert client.get(f"/v1/transit/keys/{name}").json()["data"]["type"] == "aes256-gcm96"
+
+
+def test_an_encryption_vault_refuses_creates_no_key(servers: dict[str, httpx.Client]) -> None:
+    """Encrypting under a new name creates the key, but not when the request is refused first
+    (an empty batch, contexts given in part)."""
+    mixed = [{"plaintext": TEXT, "context": CONTEXT}, {"plaintext": TEXT}]
+    for client in servers.values():
+        for name, items in (
+            ("empty-" + secrets.token_hex(3), []),
+            ("mixed-" + secrets.token_hex(3), mixed),
+        ):
+            refused = client.post(f"/v1/transit/encrypt/{name}", json={"batch_input": items})
+            assert refused.status_code == 400, refused.text
+            assert client.get(f"/v1/transit/keys/{name}").status_code == 404

@@ -389,3 +389,23 @@ def test_an_encryption_vault_refuses_creates_no_key(servers: dict[str, httpx.Cli
             refused = client.post(f"/v1/transit/encrypt/{name}", json={"batch_input": items})
             assert refused.status_code == 400, refused.text
             assert client.get(f"/v1/transit/keys/{name}").status_code == 404
+
+
+def test_an_export_holds_no_retired_version(servers: dict[str, httpx.Client]) -> None:
+    """Versions below min_decryption_version are retired: an export leaves them out, and asking
+    for one by number is refused, as Vault does (cipherd handed them over)."""
+    seen = {}
+    for name, client in servers.items():
+        key = "retired-" + secrets.token_hex(3)
+        client.post(f"/v1/transit/keys/{key}", json={"exportable": True}).raise_for_status()
+        for _ in range(2):
+            client.post(f"/v1/transit/keys/{key}/rotate").raise_for_status()
+        client.post(f"/v1/transit/keys/{key}/config", json={"min_decryption_version": 3})
+        outcomes = []
+        for suffix in ("", "/1", "/3", "/v3", "/latest", "/x", "/9"):
+            answer = client.get(f"/v1/transit/export/encryption-key/{key}{suffix}")
+            data = answer.json().get("data") if answer.status_code == 200 else None
+            outcomes.append((suffix, answer.status_code, data and sorted(data["keys"])))
+        seen[name] = outcomes
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"][0] == ("", 200, ["3"]) and seen["cipherd"][1][1] == 400

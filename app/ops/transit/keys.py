@@ -321,6 +321,7 @@ def delete(store: KeyStore, keyring: Keyring, name: str, settings: Settings) -> 
     keys.delete(store, keyring, name, None, settings)
 
 
+_EXPORT_VERSION = re.compile(r"[+-]?[0-9]{1,18}")
 EXPORT_TYPES = ("encryption-key", "signing-key", "hmac-key", "public-key")
 _TRADITIONAL_PEM = frozenset(
     {"ecdsa-p256", "ecdsa-p384", "ecdsa-p521", "rsa-2048", "rsa-3072", "rsa-4096"}
@@ -351,17 +352,16 @@ def export(
         raise Problem(
             400, "not-exportable", "Not exportable", "private key material is not exportable"
         )
-    wanted = [v.version for v in info.versions]
-    if version is not None and version != "latest":
-        try:
-            number = int(version)
-        except ValueError:
-            raise invalid_input("could not parse key version") from None
+    # As Vault, only the versions that may still decrypt: those below min_decryption_version
+    # are retired.
+    wanted = [v.version for v in info.versions if v.version >= info.min_decryption_version]
+    if version is not None:
+        number = info.latest_version if version == "latest" else _version_named(version)
+        if number < info.min_decryption_version:
+            raise invalid_input("version for export is below minimum decryption version")
         if number not in wanted:
             raise invalid_input("version does not exist or cannot be found")
         wanted = [number]
-    elif version == "latest":
-        wanted = [info.latest_version]
     exported = {}
     for number in wanted:
         material = store.keys.material(name, number)
@@ -373,6 +373,14 @@ def export(
             text = _private_text(info.type, material.secret, material.public)
         exported[str(number)] = text
     return transit_type(info.type), exported
+
+
+def _version_named(text: str) -> int:
+    """An export's version as Vault reads it: a number, with an optional `v` (strconv.Atoi)."""
+    digits = text.removeprefix("v")
+    if not _EXPORT_VERSION.fullmatch(digits):
+        raise invalid_input("invalid key version")
+    return int(digits)
 
 
 def _as_transit_ends(native: str, pem: str) -> str:

@@ -155,8 +155,12 @@ def _transit(path: str, capabilities: set[str]) -> tuple[str, tuple[Operation, .
             f'path "{path}": only read maps on transit/keys: creating, changing and deleting '
             "keys through Transit take the admin token here"
         )
-    if not capabilities & needed:
-        return parts[2], ()
+    if not capabilities & needed:  # stored, it would grant less than Vault reads in it
+        hint = " (a listing shows the keys a token may read)" if parts[1] == "keys" else ""
+        raise invalid_input(
+            f'path "{path}": {", ".join(sorted(capabilities))} grants nothing here; '
+            f"transit/{parts[1]} takes {' or '.join(sorted(needed))}{hint}"
+        )
     if not re.match(KEY_PATTERN, parts[2]):
         raise invalid_input(f'path "{path}": {parts[2][:64]!r} is no key-name pattern')
     return parts[2], operations

@@ -252,6 +252,9 @@ def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
         ('path "transit/keys/orders" { capabilities = ["create", "read"] }', "only read maps"),
         # Vault's rewrap gives no plaintext; here rewrap needs decrypt.
         ('path "transit/rewrap/x" { capabilities = ["update"] }', "rewrap does not map"),
+        # A block that would grant nothing here, where Vault grants a listing or a read.
+        ('path "transit/keys/" { capabilities = ["list"] }', "list grants nothing here"),
+        ('path "transit/encrypt/x" { capabilities = ["read"] }', "takes create or update"),
         # Reading policies would be writing them here, and so granting anything.
         ('path "sys/policies/acl/*" { capabilities = ["read", "list"] }', "reading alone"),
         (

@@ -17,7 +17,7 @@ from app.http.vault import envelope, handled, read_body, vault_body, vault_route
 from app.ops.auth import Operation
 from app.ops.hpke import HpkeKey
 from app.ops.rsa import RsaKey
-from app.ops.transit import crypto, keys
+from app.ops.transit import batches, crypto, keys
 from app.ops.transit.crypto import TransitItem
 from app.ops.transit.keys import TransitKeyCreate
 from app.ops.vault_fields import VaultBool, VaultInt
@@ -59,7 +59,7 @@ class TransitDataRequest(TransitItem):
     salt_length: str | int | None = None
 
 
-def _refused(body: TransitDataRequest, shape: crypto.BatchShape) -> None:
+def _refused(body: TransitDataRequest, shape: batches.BatchShape) -> None:
     """What Vault refuses of a body before it touches a key (so encryption creates none): an
     empty batch, and, where `shape` says, items that carry a context only in part."""
     if body.batch_input is not None and not body.batch_input:
@@ -83,7 +83,7 @@ async def _run(
     key: VersionedKey,
     run: Any,
     single_fields: tuple[str, ...],
-    shape: crypto.BatchShape,
+    shape: batches.BatchShape,
 ) -> Response:
     """`run(item)` on the body's items: a batch's `batch_results` in a thread, written and
     answered as `shape` says (400 if an item failed, or `partial_failure_response_code` when
@@ -178,7 +178,7 @@ async def encrypt(request: Request) -> Response:
     name = request.path_params["name"]
     call = await transit_call(request, "aead_encrypt", Operation.ENCRYPT, name)
     body = await read_body(request, TransitDataRequest)
-    _refused(body, crypto.ENCRYPTED)
+    _refused(body, batches.ENCRYPTED)
     key = await _upserted(request, call, body)
     return await _run(
         request,
@@ -187,7 +187,7 @@ async def encrypt(request: Request) -> Response:
         key,
         lambda item: crypto.encrypt(key, item),
         ("ciphertext", "key_version"),
-        crypto.ENCRYPTED,
+        batches.ENCRYPTED,
     )
 
 
@@ -204,7 +204,7 @@ async def decrypt(request: Request) -> Response:
         key,
         lambda item: crypto.decrypt(key, item),
         ("plaintext",),
-        crypto.DECRYPTED,
+        batches.DECRYPTED,
     )
 
 
@@ -225,7 +225,7 @@ async def rewrap(request: Request, name: TransitName) -> Response:
         key,
         lambda item: crypto.rewrap(key, item),
         ("ciphertext", "key_version"),
-        crypto.REWRAPPED,
+        batches.REWRAPPED,
     )
 
 
@@ -245,7 +245,7 @@ async def _datakey(request: Request, kind: str, name: str, bits: int | None) -> 
         key,
         lambda item: crypto.datakey(key, item, size, kind == "plaintext"),
         fields,
-        crypto.ENCRYPTED,  # never a batch: Vault's datakey takes none
+        batches.ENCRYPTED,  # never a batch: Vault's datakey takes none
     )
 
 
@@ -300,7 +300,7 @@ async def _hmac(request: Request, name: str, algorithm: str | None) -> Response:
         key,
         lambda item: crypto.hmac_item(key, item, chosen),
         ("hmac", "key_version"),
-        crypto.HMACS,
+        batches.HMACS,
     )
 
 
@@ -321,7 +321,7 @@ async def _sign(request: Request, name: str, algorithm: str | None) -> Response:
         key,
         lambda item: crypto.sign_item(key, item, options),
         ("signature", "key_version"),
-        crypto.SIGNED,
+        batches.SIGNED,
     )
 
 
@@ -363,7 +363,7 @@ async def _verify(request: Request, name: str, algorithm: str | None) -> Respons
         key,
         lambda item: crypto.verify_item(key, item, chosen, options),
         ("valid",),
-        crypto.HMAC_VERDICTS if is_hmac else crypto.VERDICTS,
+        batches.HMAC_VERDICTS if is_hmac else batches.VERDICTS,
     )
 
 

@@ -409,3 +409,26 @@ def test_an_export_holds_no_retired_version(servers: dict[str, httpx.Client]) ->
         seen[name] = outcomes
     assert seen["cipherd"] == seen["openbao"]
     assert seen["cipherd"][0] == ("", 200, ["3"]) and seen["cipherd"][1][1] == 400
+
+
+@pytest.mark.parametrize("key_type", ["ecdsa-p256", "rsa-2048", "ed25519"])
+@pytest.mark.parametrize("marshaling", ["asn1", "jws"])
+def test_a_malformed_signature_is_answered_as_openbao_answers(
+    servers: dict[str, httpx.Client], key_type: str, marshaling: str
+) -> None:
+    """Text that is no base64 of the marshaling asked for is a 400, an ECDSA signature that is
+    no DER too, and the rest a verdict of false, as OpenBao answers each."""
+    texts = ("@@@", "", "AA$A", "AAAA", "AA-_", "AA+/", "AAA=")
+    seen = {}
+    for name, client in servers.items():
+        key = f"signer-{key_type}"
+        client.post(f"/v1/transit/keys/{key}", json={"type": key_type}).raise_for_status()
+        outcomes = []
+        for text in texts:
+            body = {"input": TEXT, "signature": f"vault:v1:{text}"}
+            body["marshaling_algorithm"] = marshaling
+            answer = client.post(f"/v1/transit/verify/{key}", json=body)
+            content = answer.json()
+            outcomes.append((text, answer.status_code, content.get("errors") or content["data"]))
+        seen[name] = outcomes
+    assert seen["cipherd"] == seen["openbao"]

@@ -4,8 +4,8 @@ in Vault's vocabulary, each one item's translation onto the verb of the key's fa
 An item is Vault's: base64 fields (`plaintext`, `context`, `associated_data`, `input`), a
 `key_version`, a `reference` echoed back; its answer is Vault's (`vault:v<N>:` and the base64
 of the payload, signature or MAC). A single call is a batch of one: `run_items` runs an item
-function over a request's items, giving each failed item its error, and `BatchShape` writes
-each verb's `batch_results` entries as Vault does.
+function over a request's items, giving each failed item its error, and
+`app.ops.transit.batches` writes each verb's `batch_results` entries as Vault does.
 """
 
 import base64
@@ -19,6 +19,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from pydantic import BaseModel, ConfigDict, StrictInt
 
 from app.ops.aead import AeadKey
@@ -37,6 +38,9 @@ from app.store import KeyNotFoundError, VersionNotFoundError
 
 PREFIX = "vault:v"
 _PREFIXED = re.compile(r"vault:v([^:]*):(.*)", re.DOTALL)
+# A signature's text: standard base64, or base64url without padding (JWS marshaling).
+_BASE64_TEXT = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+_JWS_TEXT = re.compile(r"(?:[A-Za-z0-9_-]{4})*(?:[A-Za-z0-9_-]{2,3})?")
 # The most digits of a `vault:v<N>:` version read as a number: a longer one names no version.
 _VERSION_DIGITS = 10
 # Transit's hash names -> hashlib's.
@@ -115,7 +119,7 @@ def prefixed(version: int, data: bytes, urlsafe: bool = False) -> str:
     return f"{PREFIX}{version}:{encoded.decode()}"
 
 
-def unprefixed(text: str | None, what: str, latest: int) -> tuple[int, bytes]:
+def unprefixed(text: str | None, what: str, latest: int, jws: bool = False) -> tuple[int, bytes]:
     """The version and bytes of `vault:v<N>:<base64>` (Transit's messages for the ways it can
     be wrong)."""
     if not text:
@@ -134,14 +138,23 @@ def unprefixed(text: str | None, what: str, latest: int) -> tuple[int, bytes]:
     if version > latest:
         raise user_error(f"invalid {shown}: version is too new")
     body = match.group(2)
+    if what == "signature":
+        return version, _signature_bytes(body, jws)
     try:
-        if what == "signature" and ("-" in body or "_" in body or len(body) % 4):
-            data = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-        else:
-            data = base64.b64decode(body, validate=True)
+        data = base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError):
         raise user_error(f"invalid {what}: could not decode base64") from None
     return version, data
+
+
+def _signature_bytes(body: str, jws: bool) -> bytes:
+    """A signature's bytes as Vault reads them: standard base64, or unpadded base64url under
+    JWS marshaling; other text is refused rather than read as an invalid signature."""
+    if not (_JWS_TEXT if jws else _BASE64_TEXT).fullmatch(body):
+        raise user_error("invalid base64 signature value")
+    if jws:
+        return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    return base64.b64decode(body)
 
 
 @dataclass(frozen=True)
@@ -355,9 +368,21 @@ def verify_item(
             raise user_error("hmac verification needs the key as Transit's")
         return {"valid": key.verify_hmac(message, algorithm, item.hmac)}
     signer = _signer(key)
-    version, signature = unprefixed(item.signature, "signature", signer.latest.version)
+    latest = signer.latest.version
+    version, signature = unprefixed(item.signature, "signature", latest, options.jws)
+    if signer.latest.type.startswith("ecdsa-p") and not options.jws and not _der(signature):
+        raise user_error("supplied signature is invalid")  # as Vault: not a verdict
     valid = signer.verify(message, signature, options, version, salt=options.salt)
     return {"valid": valid}
+
+
+def _der(signature: bytes) -> bool:
+    """Whether an ECDSA signature is DER, as Vault parses it before verifying."""
+    try:
+        decode_dss_signature(signature)
+    except ValueError:
+        return False
+    return True
 
 
 def run_items(
@@ -376,40 +401,6 @@ def run_items(
             result, failed = {"error": problem.detail}, True
         results.append(result)
     return results, failed
-
-
-@dataclass(frozen=True)
-class BatchShape:
-    """How Vault writes a verb's `batch_results` (its response entry's JSON tags) and answers a
-    batch: one in which items failed, encrypt and decrypt with 400 (or the caller's
-    `partial_failure_response_code`), the others with 200; one whose items carry a context
-    only in part, encrypt, decrypt and rewrap with 400."""
-
-    always: tuple[tuple[str, Any], ...]  # fields in every entry, with their empty value
-    refused_if_failed: bool = False
-    omitted_if_false: str | None = None  # HMAC verification's `valid`, tagged omitempty
-    contexts_all_or_none: bool = False
-
-    def entry(self, result: dict[str, Any], item: TransitItem) -> dict[str, Any]:
-        """One item's entry: the result over the empty fields, the item's `reference` echoed."""
-        entry = {**dict(self.always), **result}
-        if item.reference is not None:
-            entry["reference"] = item.reference
-        if self.omitted_if_false is not None and not entry.get(self.omitted_if_false, True):
-            del entry[self.omitted_if_false]
-        return entry
-
-
-_REFERENCE = ("reference", "")
-ENCRYPTED = BatchShape((_REFERENCE,), refused_if_failed=True, contexts_all_or_none=True)
-DECRYPTED = BatchShape(
-    (("plaintext", ""), _REFERENCE), refused_if_failed=True, contexts_all_or_none=True
-)
-REWRAPPED = BatchShape((_REFERENCE,), contexts_all_or_none=True)
-HMACS = BatchShape((_REFERENCE,))
-HMAC_VERDICTS = BatchShape((_REFERENCE,), omitted_if_false="valid")
-SIGNED = BatchShape((("key_version", 0), _REFERENCE))
-VERDICTS = BatchShape((("valid", False), _REFERENCE))
 
 
 def hash_sum(data: bytes, algorithm: str, output: str) -> str:

@@ -101,7 +101,12 @@ class VaultHealthQuery(BaseModel):
 
     standbyok: bool = False
     perfstandbyok: bool = False
-    activecode: int = Field(200, ge=200, le=599, description="204, 205 and 304 come without a body")
+    activecode: int = Field(
+        200,
+        ge=200,
+        le=299,
+        description="a 2xx status for a ready service; 204 and 205 without a body",
+    )
     standbycode: int = 429
     drsecondarycode: int = 472
     haunhealthycode: int = 474
@@ -112,7 +117,12 @@ class VaultHealthQuery(BaseModel):
 
 
 @health_router.get(
-    "/health", summary="Health as Vault answers it (no token): `activecode` (200) ready, 503 not"
+    "/health",
+    summary="Health as Vault answers it (no token): `activecode` (200) ready, 503 not",
+    responses={
+        "2XX": {"description": "ready: the status `activecode` asks for (200 by default)"},
+        503: {"description": "not ready: the key store does not answer"},
+    },
 )
 @takes_any_query
 async def vault_health(request: Request, query: Annotated[VaultHealthQuery, Query()]) -> Response:
@@ -129,7 +139,7 @@ async def vault_health(request: Request, query: Annotated[VaultHealthQuery, Quer
     }
     if not ready:
         return JsonAnswer(body, status_code=503)
-    if query.activecode in (204, 205, 304):  # statuses that carry no body
+    if query.activecode in (204, 205):  # statuses that carry no body
         return Response(status_code=query.activecode)
     return JsonAnswer(body, status_code=query.activecode)
 

@@ -242,6 +242,7 @@ async def revoke_orphan(request: Request) -> Response:
     summary="Revoke a token, by its accessor, and its children",
     status_code=204,
     openapi_extra=REF,
+    responses={200: {"description": "no live token has the accessor: Vault's warning"}},
 )
 async def revoke_accessor(request: Request) -> Response:
     record, _ = await _by_accessor(request)

@@ -147,6 +147,18 @@ def _issued(client: httpx.Client) -> dict[str, Any]:
     return dict(issued.json())
 
 
+# Transit's paths whose items carry `plaintext` or `input` in base64.
+TRANSIT_INPUTS = ("/v1/transit/encrypt/", "/v1/transit/hmac/", "/v1/transit/hash")
+
+
+def _base64(value: Any) -> bool:
+    try:
+        base64.b64decode(value, validate=True)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(value, str)
+
+
 def _aim(case: schemathesis.Case, client: httpx.Client) -> dict[str, str] | None:
     """Point a valid generated key name, role name, token or path parameter at something that
     exists, and a decryption at a real ciphertext; the token to call with if not the admin's."""
@@ -179,8 +191,14 @@ def _aim(case: schemathesis.Case, client: httpx.Client) -> dict[str, str] | None
     for parameter, value in PATH_VALUES.items():
         if KEY_NAME.match(str(parameters.get(parameter, "-"))):
             parameters[parameter] = value
-    if case.method.upper() == "GET" and path.endswith("/{path}"):
+    if case.method.upper() == "GET" and path.endswith(("/{path}", "/{path}/tune")):
         parameters["path"] = "approle" if path.startswith("/v1/sys/auth/") else "transit"
+    if case.method.upper() == "GET" and path.startswith(("/v1/sys/policy/", "/v1/sys/policies/")):
+        parameters["name"] = "default"
+    if isinstance(case.body, dict) and path.startswith(TRANSIT_INPUTS):
+        for field in ("plaintext", "input"):  # base64, which a generated string seldom is
+            if not _base64(case.body.get(field)):
+                case.body[field] = "ZnV6eg=="
     if path in ("/v1/auth/token/renew-self", "/v1/auth/token/revoke-self"):
         made = client.post("/v1/auth/token/create", json={"ttl": "1h", "renewable": True})
         return {"X-Vault-Token": made.json()["auth"]["client_token"]}

@@ -31,7 +31,7 @@ from app.http.body import EXTRA_SCHEMA_MODELS, JsonAnswer, body_bytes, header, i
 from app.http.deps import admin_access, bearer, bearer_token, principal_of, services
 from app.http.framework import ROUTE, HandlerRoute
 from app.ops.auth import AdminOperation, Principal
-from app.ops.errors import Problem
+from app.ops.errors import Problem, invalid_input
 from app.ops.work import compute
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -326,12 +326,9 @@ def mount_reads(
 
     async def tune(request: Request, path: str) -> Response:
         await entry(request, path)
-        raise Problem(
-            400,
-            "invalid-input",
-            "Invalid input",
+        raise invalid_input(
             "this service's mounts take no tuning: they issue no leases, and a description is "
-            "set when the mount is enabled",
+            "set when the mount is enabled"
         )
 
     async def read(request: Request, path: str) -> Response:

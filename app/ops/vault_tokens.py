@@ -152,13 +152,12 @@ _ACCESSORS_PAGE = 1_000
 def accessors(store: KeyStore) -> tuple[list[str], bool]:
     """The live tokens' accessors in id order, at most MAX_LISTED_ACCESSORS; and whether there
     are more."""
-    now = store.clock.now()
     found: list[str] = []
     after = None
     while len(found) < MAX_LISTED_ACCESSORS:
         limit = min(_ACCESSORS_PAGE, MAX_LISTED_ACCESSORS - len(found))
         records, more = store.tokens.page(after, limit)
-        found += [r.id for r in records if r.expires_at is None or r.expires_at > now]
+        found += [r.id for r in records if _alive(store, r)]
         if not more:
             return found, False
         after = records[-1].id

@@ -118,6 +118,7 @@ class RoleTokenFields(BaseModel):
         return data
 
     token_policies: Strings | None = Field(None, max_length=64)
+    token_bound_cidrs: Strings | None = None  # bounded by `check_token_fields`
     policies: Strings | None = Field(None, max_length=64)
     token_ttl: Duration | None = None
     token_max_ttl: Duration | None = None

@@ -66,8 +66,9 @@ async def principal_of(scope: Scope, auth: Authenticator, token: str | None) -> 
     """The caller, noted for the audit record (its token's id and the identity behind it). The
     check reads the store's auth generation (`app.ops.auth`) as of the request's arrival, one
     read for the requests that arrive together, and the token off the event loop unless this
-    process has it cached. A token that fails counts against the client's address
-    (429 past its failures), and a token with a rate is charged one request (429 past it)."""
+    process has it cached. A token that fails counts against the client's address (429 past
+    its failures); a token bound to address blocks acts only from them (403); and a token with
+    a rate is charged one request (429 past it)."""
     try:
         state = await auth.current_state(arrival(scope))
         principal = auth.cached_principal(token, state)
@@ -76,13 +77,19 @@ async def principal_of(scope: Scope, auth: Authenticator, token: str | None) -> 
     except Problem as problem:
         if problem.status != 401:
             raise
-        client = scope.get("client")
-        raise auth.refusal(client[0] if client else None, problem) from None
+        raise auth.refusal(_address(scope), problem) from None
     note = audit_note(scope)
     note.principal = principal.id
     if principal.token_id is not None:
         note.details["identity"] = principal.identity
+    if not principal.reachable_from(_address(scope)):
+        raise forbidden("permission denied: the token is bound to other addresses")
     return auth.admit(principal)
+
+
+def _address(scope: Scope) -> str | None:
+    client = scope.get("client")
+    return client[0] if client else None
 
 
 # What a route needs of a token: one operation, or every one of several (a rewrap decrypts

@@ -13,7 +13,6 @@ address rule refused it), never which half was wrong.
 
 import hashlib
 import hmac
-import ipaddress
 import json
 import re
 import secrets
@@ -22,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.ops.cidrs import address_allowed, check_within, cidr_blocks
 from app.ops.errors import Problem, invalid_input
 from app.ops.identity import MAX_METADATA as TOKEN_METADATA
 from app.ops.role_tokens import TOKEN_DEFAULTS, check_role_token, check_token_fields
@@ -34,7 +34,6 @@ _ROLE_NAME = re.compile(ROLE_NAME)
 _CREDENTIAL = re.compile(r"^[\x21-\x7e]([\x20-\x7e]{0,510}[\x21-\x7e])?$")
 MAX_ROLES_PER_MOUNT = 10_000
 MAX_SECRET_IDS_PER_ROLE = 10_000
-MAX_CIDRS = 64
 # One less than a token may carry: a login's token adds `role_name` to a secret id's.
 MAX_METADATA = TOKEN_METADATA - 1
 MAX_USES = 1_000_000_000
@@ -47,7 +46,6 @@ ROLE_DEFAULTS: dict[str, Any] = {
     "secret_id_bound_cidrs": [],
     "secret_id_num_uses": 0,
     "secret_id_ttl": 0,
-    "token_bound_cidrs": [],
     "token_strictly_bind_ip": False,
     **TOKEN_DEFAULTS,
 }
@@ -59,52 +57,15 @@ def not_found(what: str) -> Problem:
     return Problem(404, "not-found", "Not found", what)
 
 
-def _cidrs(field: str, values: Sequence[str]) -> list[str]:
-    """CIDR blocks (or single addresses), checked and written as networks."""
-    if len(values) > MAX_CIDRS:
-        raise invalid_input(f"{field}: at most {MAX_CIDRS} CIDR blocks")
-    blocks = []
-    for value in values:
-        try:
-            blocks.append(str(ipaddress.ip_network(value.strip(), strict=False)))
-        except ValueError:
-            raise invalid_input(f"{field}: {value[:64]!r} is not a CIDR block") from None
-    return list(dict.fromkeys(blocks))
-
-
-def _within(field: str, blocks: Sequence[str], bounds: Sequence[str]) -> None:
-    """400 unless every block of `blocks` lies inside one of `bounds` (when there are any)."""
-    if not bounds:
-        return
-    networks = [ipaddress.ip_network(bound) for bound in bounds]
-    for block in blocks:
-        network = ipaddress.ip_network(block)
-        if not any(
-            network.version == bound.version and network.subnet_of(bound)  # type: ignore[arg-type]
-            for bound in networks
-        ):
-            raise invalid_input(f"{field}: {block} is outside the role's blocks {list(bounds)}")
-
-
-def address_allowed(address: str | None, blocks: Sequence[str]) -> bool:
-    """Whether `address` lies in one of `blocks` (any address when there are none)."""
-    if not blocks:
-        return True
-    try:
-        ip = ipaddress.ip_address(address or "")
-    except ValueError:
-        return False
-    return any(ip in ipaddress.ip_network(block) for block in blocks)
-
-
 def settings_of(current: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
     """A role's settings once `changes` (Vault's fields, as given) apply to `current`,
     checked: 400 for a value out of bounds or a role that binds nothing."""
     settings = {**ROLE_DEFAULTS, **current}
     for field, value in changes.items():
         settings[_ALIASES.get(field, field)] = value
-    for field in ("secret_id_bound_cidrs", "token_bound_cidrs"):
-        settings[field] = _cidrs(field, settings[field])
+    settings["secret_id_bound_cidrs"] = cidr_blocks(
+        "secret_id_bound_cidrs", settings["secret_id_bound_cidrs"]
+    )
     for field in ("secret_id_num_uses", "token_num_uses"):
         if not 0 <= settings[field] <= MAX_USES:
             raise invalid_input(f"{field}: from 0 (no limit) to {MAX_USES}")
@@ -117,6 +78,15 @@ def settings_of(current: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[
 def full_settings(role: AppRole) -> dict[str, Any]:
     """A role's settings, with Vault's defaults for those it was never given."""
     return {**ROLE_DEFAULTS, **role.settings}
+
+
+def login_settings(role: AppRole, spent: SecretId | None) -> dict[str, Any]:
+    """The settings a login's token is made on: the role's, with the address blocks of the
+    secret id spent in their place when it names any, as Vault binds them."""
+    settings = full_settings(role)
+    if spent is not None and spent.token_bound_cidrs:
+        settings["token_bound_cidrs"] = list(spent.token_bound_cidrs)
+    return settings
 
 
 def role_data(role: AppRole) -> dict[str, Any]:
@@ -233,10 +203,10 @@ class AppRoles:
         role = self.role(name)
         settings = full_settings(role)
         uses, ttl = _bounded(settings, asked)
-        cidr_list = _cidrs("cidr_list", asked.cidr_list)
-        _within("cidr_list", cidr_list, settings["secret_id_bound_cidrs"])
-        token_cidrs = _cidrs("token_bound_cidrs", asked.token_bound_cidrs)
-        _within("token_bound_cidrs", token_cidrs, settings["token_bound_cidrs"])
+        cidr_list = cidr_blocks("cidr_list", asked.cidr_list)
+        check_within("cidr_list", cidr_list, settings["secret_id_bound_cidrs"])
+        token_cidrs = cidr_blocks("token_bound_cidrs", asked.token_bound_cidrs)
+        check_within("token_bound_cidrs", token_cidrs, settings["token_bound_cidrs"])
         if asked.secret_id is not None and not _CREDENTIAL.match(asked.secret_id):
             raise invalid_input("secret_id: 1 to 512 printable characters")
         secret_id = asked.secret_id if asked.secret_id is not None else str(uuid.uuid4())

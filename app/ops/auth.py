@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.ops.cidrs import Network, address_within, networks_of
 from app.ops.errors import Problem, forbidden, unauthorized
 from app.ops.globs import matcher
 from app.ops.keyring import StoreCache, store_outage
@@ -119,6 +120,8 @@ class Principal:
     rate_per_second: float | None = None
     identity: str = "admin"
     policies: tuple[str, ...] = ()
+    # The address blocks its token may be used from (none: any).
+    bound_networks: tuple[Network, ...] = ()
 
     @property
     def id(self) -> str:
@@ -146,6 +149,10 @@ class Principal:
     def may(self, operation: AdminOperation) -> bool:
         """Whether it may do the admin operation."""
         return self.admin or operation in self.admin_operations
+
+    def reachable_from(self, address: str | None) -> bool:
+        """Whether a request from `address` may act for it: its token's blocks hold it."""
+        return address_within(address, self.bound_networks)
 
 
 ADMIN = Principal(admin=True, policies=(ROOT_POLICY,))
@@ -425,6 +432,7 @@ class Authenticator:
                 rate_per_second=record.rate_per_second,
                 identity=record.identity,
                 policies=record.policies,
+                bound_networks=networks_of(record.bound_cidrs),
             )
         rules: list[Rule] = []
         if record.key_patterns and record.operations:
@@ -444,6 +452,7 @@ class Authenticator:
             rate_per_second=record.rate_per_second,
             identity=record.identity,
             policies=record.policies,
+            bound_networks=networks_of(record.bound_cidrs),
         )
 
     def policies(self, names: Iterable[str]) -> list[CompiledPolicy]:

@@ -57,7 +57,8 @@ class TokenTerms:
     """What a new token is to be: its policies, and its life. `ttl_seconds` None: the default
     TTL (no expiry for a root token); 0 for the others means the same. `max_ttl_seconds` caps
     its renewals (and its first TTL); `period_seconds` makes it periodic: each renewal gives
-    it that period again, without a maximum but an explicit one."""
+    it that period again, without a maximum but an explicit one. `bound_cidrs`: the addresses
+    it may be used from (none: any)."""
 
     policies: Sequence[str] = ()
     ttl_seconds: float | None = None
@@ -72,6 +73,7 @@ class TokenTerms:
     key_patterns: Sequence[str] = ()
     operations: Sequence[str] = ()
     rate_per_second: float | None = None
+    bound_cidrs: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,7 @@ def mint(
         role=identity.role,
         identity=identity.name,
         path=path,
+        bound_cidrs=tuple(terms.bound_cidrs),
     )
     store.tokens.add(record)
     return IssuedToken(token, record)

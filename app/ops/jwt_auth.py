@@ -105,12 +105,11 @@ ROLE_SHOWN = {
     "max_age": 0,
     "oauth2_metadata": None,
     "oidc_disable_confirmation": False,
-    "token_bound_cidrs": [],
     "token_policies_template_claims": False,
     "token_strictly_bind_ip": False,
 }
 # The fields that are lists of strings (Vault takes a comma-separated string too).
-_LISTS = ("allowed_redirect_uris", "bound_audiences", "token_policies")
+_LISTS = ("allowed_redirect_uris", "bound_audiences", "token_bound_cidrs", "token_policies")
 
 
 def refused(detail: str) -> Problem:

@@ -5,6 +5,7 @@ or a certificate rule's are handed to the one function that makes login tokens."
 from collections.abc import Mapping
 from typing import Any
 
+from app.ops.cidrs import cidr_blocks
 from app.ops.errors import invalid_input
 from app.ops.identity import (
     Identity,
@@ -18,6 +19,7 @@ from app.store import KeyStore
 
 # The `token_*` fields every kind of role has (Vault's tokenutil), with Vault's defaults.
 TOKEN_DEFAULTS: dict[str, Any] = {
+    "token_bound_cidrs": [],
     "token_explicit_max_ttl": 0,
     "token_max_ttl": 0,
     "token_no_default_policy": False,
@@ -32,13 +34,14 @@ TOKEN_ALIASES = {"policies": "token_policies", "period": "token_period", "ttl": 
 
 
 def check_token_fields(role: dict[str, Any]) -> None:
-    """400 for a token type this service does not make or a TTL above the maximum; the
-    policies trimmed, each once, sorted."""
+    """400 for a token type this service does not make, a TTL above the maximum or an address
+    block that is not one; the policies trimmed, each once, sorted; the blocks as networks."""
     if role["token_type"] not in ("default", "service"):
         raise invalid_input("token_type: 'default' or 'service' (batch tokens are not made)")
     if role["token_max_ttl"] and role["token_ttl"] > role["token_max_ttl"]:
         raise invalid_input("token_ttl cannot be greater than token_max_ttl")
     role["token_policies"] = sorted({p.strip() for p in role["token_policies"] if p.strip()})
+    role["token_bound_cidrs"] = cidr_blocks("token_bound_cidrs", role["token_bound_cidrs"])
 
 
 def role_token(
@@ -69,4 +72,5 @@ def _terms(role: Mapping[str, Any], metadata: Mapping[str, str]) -> TokenTerms:
         num_uses=role["token_num_uses"] or None,
         metadata=dict(metadata),
         no_default_policy=role["token_no_default_policy"],
+        bound_cidrs=role["token_bound_cidrs"],
     )

@@ -10,6 +10,7 @@ by `app.ops.identity.mint` and shown once; the store keeps only its SHA-256.
 
 import secrets
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated
 
@@ -118,6 +119,9 @@ class TokenOut(BaseModel):
     rate_per_second: float | None = Field(
         None, description="requests a second per worker process; null: no limit"
     )
+    bound_cidrs: list[str] = Field(
+        [], description="the address blocks it may be used from; empty: any"
+    )
 
 
 class TokenCreated(TokenOut):
@@ -161,6 +165,7 @@ def token_out(record: TokenRecord) -> TokenOut:
         uses_left=record.uses_left,
         metadata=record.metadata,
         rate_per_second=record.rate_per_second,
+        bound_cidrs=list(record.bound_cidrs),
     )
 
 
@@ -174,7 +179,8 @@ def create(
 ) -> IssuedToken:
     """A token made by `maker` on `terms`: its child unless `orphan` (or made by the admin
     token). 403 unless the maker may make tokens, carries every policy it gives and may do
-    every operation it gives on every key the given patterns match."""
+    every operation it gives on every key the given patterns match. It is bound to the terms'
+    address blocks, else to the maker's: a token bound to addresses makes none that is not."""
     if not maker.may(AdminOperation.TOKENS):
         raise forbidden("making tokens needs the admin operation 'tokens'")
     if not maker.admin:
@@ -193,6 +199,8 @@ def create(
     made_by = "token:admin" if maker.token_id is None else maker.identity
     identity = Identity("token", "token", "", made_by)
     parent = None if orphan or maker.token_id is None else maker.token_id
+    if not terms.bound_cidrs and maker.bound_networks:
+        terms = replace(terms, bound_cidrs=[str(network) for network in maker.bound_networks])
     return mint(store, limits, identity, terms, parent, path)
 
 

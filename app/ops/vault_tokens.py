@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.ops.auth import hash_token
 from app.ops.auth_mounts import TOKEN
+from app.ops.cidrs import MAX_CIDRS, cidr_blocks
 from app.ops.errors import Problem, invalid_input
 from app.ops.identity import TokenTerms, remaining_seconds
 from app.ops.vault_fields import Duration, Strings, VaultBool, VaultInt, vault_time
@@ -64,6 +65,8 @@ class VaultTokenRole(BaseModel):
     token_explicit_max_ttl: Duration = Field(0, ge=0, le=MAX_SECONDS)
     explicit_max_ttl: Duration = Field(0, ge=0, le=MAX_SECONDS)
     token_no_default_policy: VaultBool = False
+    token_bound_cidrs: Strings = Field(default_factory=list, max_length=MAX_CIDRS)
+    bound_cidrs: Strings = Field(default_factory=list, max_length=MAX_CIDRS)
 
 
 def role_terms(
@@ -93,6 +96,7 @@ def role_terms(
         metadata=body.meta,
         no_default_policy=role["token_no_default_policy"] or body.no_default_policy,
         description=body.display_name,
+        bound_cidrs=role.get("token_bound_cidrs", []),
     )
     return terms, role["orphan"]
 
@@ -122,6 +126,7 @@ def role_data(name: str, role: dict[str, Any]) -> dict[str, Any]:
         "allowed_entity_aliases": None,
         "allowed_policies": role["allowed_policies"],
         "allowed_policies_glob": [],
+        "bound_cidrs": role.get("token_bound_cidrs", []),
         "disallowed_policies": role["disallowed_policies"],
         "disallowed_policies_glob": [],
         "explicit_max_ttl": role["explicit_max_ttl"],
@@ -130,6 +135,7 @@ def role_data(name: str, role: dict[str, Any]) -> dict[str, Any]:
         "path_suffix": role["path_suffix"],
         "period": role["period"],
         "renewable": role["renewable"],
+        "token_bound_cidrs": role.get("token_bound_cidrs", []),
         "token_explicit_max_ttl": role["token_explicit_max_ttl"],
         "token_no_default_policy": role["token_no_default_policy"],
         "token_period": role["token_period"],
@@ -178,7 +184,11 @@ def write_role(store: KeyStore, name: str, role: VaultTokenRole) -> None:
     """Store a token role, kept with the login methods' roles under the token mount."""
     if not ROLE_NAME.fullmatch(name):
         raise invalid_input(f"role name {name[:64]!r}: letters, digits, '_', '.', '-'")
-    if not store.auth_roles.put(TOKEN.accessor, name, role.model_dump(), MAX_ROLES):
+    document = role.model_dump(exclude={"bound_cidrs"})
+    # `bound_cidrs`: Vault's older name, taken when the newer is not given.
+    blocks = role.token_bound_cidrs or role.bound_cidrs
+    document["token_bound_cidrs"] = cidr_blocks("token_bound_cidrs", blocks)
+    if not store.auth_roles.put(TOKEN.accessor, name, document, MAX_ROLES):
         raise invalid_input(f"at most {MAX_ROLES} token roles")
 
 
@@ -225,6 +235,8 @@ def lookup_data(record: TokenRecord, now: float, token: str = "") -> dict[str, A
         data["period"] = int(record.period_seconds)
     if record.role:
         data["role"] = record.role
+    if record.bound_cidrs:
+        data["bound_cidrs"] = list(record.bound_cidrs)
     return dict(sorted(data.items()))
 
 

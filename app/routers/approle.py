@@ -29,7 +29,7 @@ from app.ops.approle import (
     ROLE_NAME,
     AppRoles,
     NewSecretId,
-    full_settings,
+    login_settings,
     role_data,
     secret_data,
 )
@@ -79,7 +79,6 @@ class ApproleRole(RoleTokenFields):
     secret_id_ttl: Duration | None = None
     local_secret_ids: VaultBool | None = None
     period: Duration | None = Field(None, description="the older name of token_period")
-    token_bound_cidrs: Strings | None = None
     token_strictly_bind_ip: VaultBool | None = None
 
 
@@ -286,7 +285,7 @@ async def login(request: Request) -> Response:
         service.store,
         service.token_limits,
         Identity("approle", mount.path, role.name, f"approle:{role.name}"),
-        full_settings(role),
+        login_settings(role, spent),
         {**(spent.metadata if spent else {}), "role_name": role.name},
     )
     return await login_answer(request, issued)

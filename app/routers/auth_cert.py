@@ -35,7 +35,6 @@ class CertRuleBody(RoleTokenFields):
         "required_extensions",
         "allowed_metadata_extensions",
         "ocsp_enabled",
-        "token_bound_cidrs",
         "bound_cidrs",
     )
 

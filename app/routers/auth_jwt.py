@@ -48,7 +48,7 @@ class JwtConfigBody(BaseModel):
 class JwtRoleBody(RoleTokenFields):
     """A JWT role's fields, as Vault names them (the fields given change; the others stay)."""
 
-    unenforced = ("bound_cidrs", "token_bound_cidrs", "max_age")
+    unenforced = ("bound_cidrs", "max_age")
 
     role_type: str | None = Field(None, max_length=16)
     user_claim: str | None = Field(None, max_length=256)

@@ -93,7 +93,8 @@ class TokenRecord:
     up to `max_expires_at`, by `ttl_seconds` or the caller's increment, or by `period_seconds`
     for a periodic token; `uses_left` requests (None: any number). A child (`parent_id`) is
     revoked with its parent. `method`, `mount`, `role` and `identity` say who it was issued
-    to: the identity's stable name, e.g. `approle:ci` or `jwt:repo:org/app`."""
+    to: the identity's stable name, e.g. `approle:ci` or `jwt:repo:org/app`. `bound_cidrs`:
+    the address blocks it may be used from (none: any)."""
 
     id: str
     token_hash: bytes = field(repr=False)
@@ -119,6 +120,7 @@ class TokenRecord:
     identity: str = "token:admin"
     path: str = ""
     renewed_at: float | None = None
+    bound_cidrs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,8 @@ CREATE TABLE IF NOT EXISTS tokens (
     role TEXT NOT NULL DEFAULT '',
     identity TEXT NOT NULL DEFAULT 'token:admin',
     path TEXT NOT NULL DEFAULT '',
-    renewed_at DOUBLE PRECISION
+    renewed_at DOUBLE PRECISION,
+    bound_cidrs TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TABLE IF NOT EXISTS policies (
     name TEXT PRIMARY KEY,
@@ -228,6 +229,7 @@ ADDED_COLUMNS = (
     ("tokens", "identity", "TEXT NOT NULL DEFAULT 'token:admin'"),
     ("tokens", "path", "TEXT NOT NULL DEFAULT ''"),
     ("tokens", "renewed_at", "DOUBLE PRECISION"),
+    ("tokens", "bound_cidrs", "TEXT NOT NULL DEFAULT '[]'"),
 )
 
 

@@ -18,7 +18,7 @@ COLUMNS = (
     "id, token_hash, description, key_patterns, operations, created_at, expires_at,"
     " rate_per_second, policies, parent_id, ttl_seconds, explicit_max_seconds, max_expires_at,"
     " period_seconds, renewable, uses_left, metadata, method, mount, role, identity, path,"
-    " renewed_at"
+    " renewed_at, bound_cidrs"
 )
 # How deep a tree of child tokens a revocation follows (each level one query).
 MAX_DEPTH = 64
@@ -32,7 +32,7 @@ class TokenRepository:
         """Store a token."""
         with self._session.transaction(write=True) as cursor:
             cursor.execute(
-                f"INSERT INTO tokens ({COLUMNS}) VALUES ({', '.join('?' * 23)})",
+                f"INSERT INTO tokens ({COLUMNS}) VALUES ({', '.join('?' * 24)})",
                 (
                     token.id,
                     token.token_hash,
@@ -57,6 +57,7 @@ class TokenRepository:
                     token.identity,
                     token.path,
                     token.renewed_at,
+                    json.dumps(list(token.bound_cidrs)),
                 ),
             )
 
@@ -198,4 +199,5 @@ def token_of(row: tuple[Any, ...]) -> TokenRecord:
         identity=row[20],
         path=row[21],
         renewed_at=row[22],
+        bound_cidrs=tuple(json.loads(row[23])),
     )

@@ -312,6 +312,22 @@ def _role_ttl_above_max(client: hvac.Client, mount: str) -> Any:
     )
 
 
+def _token_used(role_blocks: list[str], secret_blocks: list[str] | None = None) -> Case:
+    """Log in to a role whose tokens are bound to `role_blocks` (the secret id's own
+    `secret_blocks` in their place when given), then use the token from this host: its lookup,
+    of which only the blocks are compared (Vault's own lookup has fields this one has not)."""
+
+    def case(client: hvac.Client, mount: str) -> Any:
+        role_id = role(client, mount, token_bound_cidrs=role_blocks)
+        options = {} if secret_blocks is None else {"token_bound_cidrs": secret_blocks}
+        secret_id = secret(client, mount, **options)["secret_id"]
+        token = login(client, mount, role_id, secret_id)["auth"]["client_token"]
+        found = hvac.Client(url=client.url, token=token).auth.token.lookup_self()["data"]
+        return {"bound_cidrs": found.get("bound_cidrs")}
+
+    return case
+
+
 CASES: dict[str, Case] = {
     "create_or_update_approle": _create(),
     "create_or_update_approle with every setting": _create(
@@ -369,6 +385,14 @@ CASES: dict[str, Case] = {
     "login outside the secret id's cidrs": _login_outside_the_secret_ids_cidrs,
     "login wrapped": _login_wrapped,
     "login wrapped, unwrapped": _login_wrapped_then_unwrapped,
+    "login, its token bound to this host, used": _token_used(["127.0.0.1/32"]),
+    "login, its token bound elsewhere, used": _token_used(["10.0.0.0/8"]),
+    "login, its token bound elsewhere by the secret id, used": _token_used(
+        ["127.0.0.0/8"], ["127.0.0.2/32"]
+    ),
+    "login, its token bound to this host by the secret id, used": _token_used(
+        ["127.0.0.0/8"], ["127.0.0.1/32"]
+    ),
 }
 
 # Where cipherd answers otherwise on purpose: (OpenBao's outcome, cipherd's, why).

@@ -103,6 +103,34 @@ def test_a_login_token_does_exactly_what_its_policies_allow(server: Server, issu
         )
 
 
+def test_a_login_token_bound_elsewhere_acts_only_from_there(server: Server, issuer: Issuer) -> None:
+    """A role's `token_bound_cidrs` bind its logins' tokens: the server sees this test at
+    127.0.0.1, so a token bound to 10.0.0.0/8 is refused on every path, one bound to
+    127.0.0.1 served."""
+    with server.client() as admin:
+        base = admin.get("/v1/auth/jwt/role/ci").json()["data"]
+        role = {key: base[key] for key in ("role_type", "user_claim", "bound_audiences")}
+        role["token_policies"] = ["app-encrypt"]
+        for name, blocks in (("elsewhere", "10.0.0.0/8"), ("here", "127.0.0.1")):
+            written = admin.post(
+                f"/v1/auth/jwt/role/{name}", json={**role, "token_bound_cidrs": blocks}
+            )
+            assert written.status_code == 204, written.text
+    statuses = {}
+    for name in ("elsewhere", "here"):
+        answer = login(server, issuer.sign(claims(issuer)), role=name)
+        assert answer.status_code == 200, answer.text
+        with server.client(answer.json()["auth"]["client_token"]) as workload:
+            statuses[name] = [
+                workload.post(
+                    "/v1/aez/app-orders/encrypt", json={"plaintext": b64(b"x")}
+                ).status_code,
+                workload.get("/v1/tokens/self").status_code,
+                workload.get("/v1/auth/token/lookup-self").status_code,
+            ]
+    assert statuses == {"elsewhere": [403, 403, 403], "here": [200, 200, 200]}
+
+
 def test_the_four_refusals(server: Server, issuer: Issuer) -> None:
     now = int(time.time())
     refused = {

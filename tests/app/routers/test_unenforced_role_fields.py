@@ -14,7 +14,7 @@ from cryptography.x509.oid import NameOID
 from fastapi.testclient import TestClient
 
 
-def _ca_pem() -> str:
+def ca_pem() -> str:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "clients")])
     now = datetime.datetime.now(datetime.UTC)
@@ -39,12 +39,10 @@ CERT_FIELDS: dict[str, Any] = {
     "required_extensions": ["1.2.3.4:*"],
     "allowed_metadata_extensions": ["1.2.3.5"],
     "ocsp_enabled": True,
-    "token_bound_cidrs": ["10.0.0.0/8"],
     "bound_cidrs": "10.0.0.0/8",
 }
 JWT_FIELDS: dict[str, Any] = {
     "bound_cidrs": ["10.0.0.0/8"],
-    "token_bound_cidrs": "10.0.0.0/8",
     "max_age": "1h",
 }
 EMPTY = ("", [], None, False, "false", 0, "0s")
@@ -53,7 +51,7 @@ EMPTY = ("", [], None, False, "false", 0, "0s")
 @pytest.fixture
 def cert_mount(client: TestClient) -> str:
     assert client.post("/v1/sys/auth/cert", json={"type": "cert"}).status_code == 204
-    return _ca_pem()
+    return ca_pem()
 
 
 @pytest.mark.parametrize(("field", "value"), CERT_FIELDS.items())

@@ -49,6 +49,9 @@ VAULT_PREFIXES = (
     "/v1/sys/auth",
     "/v1/sys/policies",
     "/v1/sys/policy",
+    "/v1/sys/capabilities",
+    "/v1/sys/capabilities-self",
+    "/v1/sys/capabilities-accessor",
     "/v1/auth/",
 )
 
@@ -355,8 +358,8 @@ def mount_reads(
 
 
 def doubled(request: Request, data: dict[str, Any]) -> Response:
-    """Vault's answer at its older system paths (`sys/mounts`, `sys/auth`, `sys/policy`): `data`
-    both at the top level and under `data`."""
+    """Vault's answer at its older system paths (`sys/mounts`, `sys/auth`, `sys/policy`,
+    `sys/capabilities`): `data` both at the top level and under `data`."""
     return JsonAnswer({**data, **envelope(request, data)})
 
 

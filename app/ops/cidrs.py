@@ -13,15 +13,18 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def cidr_blocks(field: str, values: Sequence[str]) -> list[str]:
-    """CIDR blocks (or single addresses), checked and written as networks, each once."""
+    """CIDR blocks (or single addresses), checked and written as networks, each once; a block
+    of one address as the address, as Vault writes it."""
     if len(values) > MAX_CIDRS:
         raise invalid_input(f"{field}: at most {MAX_CIDRS} CIDR blocks")
     blocks = []
     for value in values:
         try:
-            blocks.append(str(ipaddress.ip_network(value.strip(), strict=False)))
+            network = ipaddress.ip_network(value.strip(), strict=False)
         except ValueError:
             raise invalid_input(f"{field}: {value[:64]!r} is not a CIDR block") from None
+        single = network.prefixlen == network.max_prefixlen
+        blocks.append(str(network.network_address) if single else str(network))
     return list(dict.fromkeys(blocks))
 
 

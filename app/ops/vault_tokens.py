@@ -121,12 +121,11 @@ def terms_of(body: VaultTokenCreate, inherited: tuple[str, ...]) -> TokenTerms:
 
 
 def role_data(name: str, role: dict[str, Any]) -> dict[str, Any]:
-    """A role as `auth/token/roles/:name` reads."""
-    return {
+    """A role as `auth/token/roles/:name` reads (its address blocks only when it has any)."""
+    data = {
         "allowed_entity_aliases": None,
         "allowed_policies": role["allowed_policies"],
         "allowed_policies_glob": [],
-        "bound_cidrs": role.get("token_bound_cidrs", []),
         "disallowed_policies": role["disallowed_policies"],
         "disallowed_policies_glob": [],
         "explicit_max_ttl": role["explicit_max_ttl"],
@@ -135,12 +134,14 @@ def role_data(name: str, role: dict[str, Any]) -> dict[str, Any]:
         "path_suffix": role["path_suffix"],
         "period": role["period"],
         "renewable": role["renewable"],
-        "token_bound_cidrs": role.get("token_bound_cidrs", []),
         "token_explicit_max_ttl": role["token_explicit_max_ttl"],
         "token_no_default_policy": role["token_no_default_policy"],
         "token_period": role["token_period"],
         "token_type": "default-service",
     }
+    if role.get("token_bound_cidrs"):
+        data["token_bound_cidrs"] = role["token_bound_cidrs"]
+    return dict(sorted(data.items()))
 
 
 def by_token(store: KeyStore, token: str) -> TokenRecord | None:

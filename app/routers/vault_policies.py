@@ -1,8 +1,10 @@
 """Vault's `sys/policies/acl`, and the older `sys/policy` that hvac's policy calls use: named
 policies written and read as Vault's HCL, in the subset that maps onto cipherd's rules
-(`app.ops.hcl_policy`; the admin operation `policies`). A name keeps its case, as the native
+(`app.ops.hcl_policy`; the admin operation `policies`); and `sys/capabilities...`, what a token
+may do on Vault's paths, as those rules give it. A name keeps its case, as the native
 API's and tokens' do (Vault lowercases it; the `bao` command lowercases it before sending)."""
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,18 +14,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.http.deps import audit_note, services
 from app.http.vault import (
     answer,
+    caller,
     doubled,
     keys_of,
     listing,
     no_content,
     read_body,
     vault_admin,
+    vault_body,
     vault_router,
     written,
 )
-from app.ops import hcl_policy, policies
-from app.ops.auth import AdminOperation
+from app.ops import hcl_policy, policies, vault_tokens
+from app.ops.auth import AdminOperation, Principal
 from app.ops.errors import Problem, invalid_input
+from app.ops.vault_fields import Strings
 from app.ops.work import in_thread
 
 router = vault_router("/v1/sys", "sys-policies")
@@ -128,3 +133,81 @@ async def read_policy(request: Request, name: str) -> Response:
     fields = await _read(request, name)
     fields["rules"] = fields.pop("policy")
     return doubled(request, fields)
+
+
+# The paths one capabilities request may ask about.
+MAX_CAPABILITY_PATHS = 100
+
+
+class VaultCapabilities(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    paths: Strings = Field(default_factory=list, max_length=MAX_CAPABILITY_PATHS)
+    path: Strings = Field(  # Vault's older name for it
+        default_factory=list, max_length=MAX_CAPABILITY_PATHS
+    )
+    token: str = Field("", max_length=512)
+    accessor: str = Field("", max_length=64)
+
+
+async def _capabilities(
+    request: Request, principal: Principal, body: VaultCapabilities
+) -> Response:
+    """Each path's capabilities (`hcl_policy.capabilities`), and for one path also under
+    `capabilities`, at the top level and under `data` as Vault answers."""
+    paths = body.paths or body.path
+    if not paths:
+        raise invalid_input("paths must be supplied")
+    if any(len(path) > 512 for path in paths):
+        raise invalid_input("a path has at most 512 characters")
+    data: dict[str, Any] = {path: hcl_policy.capabilities(principal, path) for path in paths}
+    if len(paths) == 1:
+        data["capabilities"] = data[paths[0]]
+    return doubled(request, data)
+
+
+CAPABILITIES = vault_body(VaultCapabilities)
+
+
+@router.post(
+    "/capabilities-self",
+    summary="The calling token's capabilities on Vault paths",
+    openapi_extra=CAPABILITIES,
+)
+async def capabilities_self(request: Request) -> Response:
+    principal = await caller(request)
+    return await _capabilities(request, principal, await read_body(request, VaultCapabilities))
+
+
+async def _of_named_token(
+    request: Request, lookup: Callable[[Any, str], Any], field: str
+) -> Response:
+    """`sys/capabilities` and `-accessor`: those of the token the body names by `field` (its
+    value or its accessor), for a caller with the admin operation `tokens`; Vault's 400 if
+    it names none."""
+    await vault_admin(request, AdminOperation.TOKENS)
+    body = await read_body(request, VaultCapabilities)
+    service = services(request)
+    record = await in_thread(lookup, service.store, getattr(body, field))
+    if record is None:
+        raise invalid_input(f"invalid {field}")  # Vault's words
+    principal = await in_thread(service.auth.principal_of_record, record)
+    return await _capabilities(request, principal, body)
+
+
+@router.post(
+    "/capabilities",
+    summary="A token's capabilities on Vault paths, given the token (admin operation tokens)",
+    openapi_extra=CAPABILITIES,
+)
+async def capabilities_of_token(request: Request) -> Response:
+    return await _of_named_token(request, vault_tokens.by_token, "token")
+
+
+@router.post(
+    "/capabilities-accessor",
+    summary="A token's capabilities on Vault paths, by its accessor (admin operation tokens)",
+    openapi_extra=CAPABILITIES,
+)
+async def capabilities_of_accessor(request: Request) -> Response:
+    return await _of_named_token(request, vault_tokens.by_accessor, "accessor")

@@ -75,6 +75,18 @@ def _role(client: hvac.Client) -> Any:
     return client.auth.token.read_role(name)
 
 
+def _bound_role(client: hvac.Client, blocks: str) -> Any:
+    """A token role binding its tokens to `blocks`; the token made through it, used from this
+    host (only the lookup's blocks compared)."""
+    name = _name()
+    body = {"allowed_policies": ["orders"], "token_bound_cidrs": blocks}
+    client.adapter.post(f"/v1/auth/token/roles/{name}", json=body)  # hvac's call has no blocks
+    read = client.auth.token.read_role(name)["data"]
+    made = client.auth.token.create(role_name=name, policies=["orders"])["auth"]
+    found = as_token(client, made["client_token"]).auth.token.lookup_self()["data"]
+    return {"role": read["token_bound_cidrs"], "token": found["bound_cidrs"]}
+
+
 def _create_through_role(client: hvac.Client) -> Any:
     name = _name()
     client.auth.token.create_or_update_role(name, allowed_policies=["orders"], orphan=True)
@@ -178,6 +190,7 @@ CASES: dict[str, Callable[[hvac.Client], Any]] = {
     "role_list": _list_roles,
     "role_deleted": _deleted_role,
     "create_through_role": _create_through_role,
+    "create_through_role_bound_elsewhere": lambda c: _bound_role(c, "10.0.0.0/8"),
     "create_through_role_refused": _create_through_role_refused,
     "bad_token": lambda c: as_token(c, "no-such-token").auth.token.lookup_self(),
     "acl_policy": _acl_policy,
@@ -209,3 +222,11 @@ def test_the_cases_are_not_all_alike(clients: dict[str, hvac.Client]) -> None:
     answered = outcome(CASES["lookup_self_root"], clients["cipherd"])
     assert refused == ("raised", "Forbidden")
     assert answered[0] == "answer" and refused != answered
+
+
+def test_a_token_role_binds_its_tokens_as_on_openbao(clients: dict[str, hvac.Client]) -> None:
+    """The blocks as both write them (a single address without its length) on the role and
+    on the token made through it, which acts from this host."""
+    seen = {server: _bound_role(clients[server], "127.0.0.0/8,127.0.0.1/32") for server in SERVERS}
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"]["role"] == ["127.0.0.0/8", "127.0.0.1"]

@@ -207,6 +207,8 @@ def _aim(case: schemathesis.Case, client: httpx.Client) -> dict[str, str] | None
     if isinstance(case.body, dict) and path.startswith("/v1/transit/verify/"):
         signed = client.post("/v1/transit/sign/fuzz-transit-sign", json={"input": "ZnV6eg=="})
         case.body = {"input": "ZnV6eg==", "signature": signed.json()["data"]["signature"]}
+    if isinstance(case.body, dict) and path.startswith("/v1/sys/capabilities"):
+        case.body["paths"] = ["transit/encrypt/fuzz-transit"]  # an empty list is a 400
     if isinstance(case.body, dict) and {"token", "accessor"} & case.body.keys():
         made = client.post("/v1/auth/token/create", json={"ttl": "1h"})
         auth = made.json()["auth"]

@@ -1,7 +1,7 @@
 """Vault's system paths as the `bao` command and hvac use them, on cipherd and on a real
 OpenBao, compared: `bao status` and the health options load balancers send, the first steps of
 Vault's guides, teardown that may be run twice, token creation as the command sends it, and the
-older `sys/policy` paths hvac's policy calls use."""
+older `sys/policy` paths hvac's policy calls use, and what a token's capabilities read as."""
 
 import os
 import secrets
@@ -216,3 +216,61 @@ def test_accessors_and_mounts_read_as_hvac_reads_them(
     url, token = servers["cipherd"]
     with pytest.raises(exceptions.InvalidRequest, match="no tuning"):
         hvac.Client(url=url, token=token).sys.tune_mount_configuration("transit", description="x")
+
+
+READER = POLICY + '\npath "transit/keys/orders" {\n  capabilities = ["read"]\n}'
+ASKED = [
+    "transit/encrypt/orders",
+    "transit/decrypt/orders",
+    "transit/encrypt/payroll",
+    "transit/keys/orders",
+    "auth/token/lookup-self",
+    "auth/token/renew-self",
+    "sys/wrapping/wrap",
+    "sys/mounts",
+    "sys/policies/acl/orders-reader",
+    "secret/data/app",
+]
+
+
+def test_capabilities_read_as_on_openbao(
+    servers: dict[str, tuple[str, str]], tmp_path: Path
+) -> None:
+    """hvac's `get_capabilities` (`sys/capabilities-self`, or `sys/capabilities` and
+    `sys/capabilities-accessor` given a token or an accessor) and `bao token capabilities`:
+    a token of a Transit policy, the root token, a token or accessor that names none."""
+    seen = {}
+    for name, (url, token) in servers.items():
+        root = hvac.Client(url=url, token=token)
+        root.sys.create_or_update_acl_policy(name="orders-reader", policy=READER)
+        made = root.auth.token.create(policies=["orders-reader"])["auth"]
+        reader = hvac.Client(url=url, token=made["client_token"])
+        own = reader.sys.get_capabilities(paths=ASKED)
+        assert own["data"] == {path: own[path] for path in ASKED}
+        one = reader.sys.get_capabilities(paths=["transit/encrypt/orders"])["data"]
+        by_token = root.sys.get_capabilities(paths=ASKED, token=made["client_token"])["data"]
+        by_accessor = root.sys.get_capabilities(paths=ASKED, accessor=made["accessor"])["data"]
+        for named, words in (
+            ({"token": "no-such-token"}, "invalid token"),
+            ({"accessor": "no-such-accessor"}, "invalid accessor"),
+        ):
+            with pytest.raises(exceptions.InvalidRequest, match=words):
+                root.sys.get_capabilities(paths=ASKED, **named)
+        with pytest.raises(exceptions.Forbidden):
+            reader.sys.get_capabilities(paths=ASKED, token=token)
+        commands = [
+            bao((url, token), tmp_path, "token", "capabilities", made["client_token"], path).stdout
+            for path in ("transit/encrypt/orders", "transit/decrypt/orders")
+        ]
+        seen[name] = (
+            own["data"],
+            one,
+            by_token == by_accessor == own["data"],
+            root.sys.get_capabilities(paths=["transit/encrypt/orders"])["data"],
+            commands,
+        )
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"][0]["transit/encrypt/orders"] == ["update"]
+    assert seen["cipherd"][0]["transit/keys/orders"] == ["read"]
+    assert seen["cipherd"][0]["transit/decrypt/orders"] == ["deny"]
+    assert seen["cipherd"][4] == ["update\n", "deny\n"]

@@ -112,7 +112,7 @@ def test_a_token_role_binds_its_tokens(app: FastAPI, admin: TestClient) -> None:
     role = {"allowed_policies": ["orders"], "bound_cidrs": "10.2.0.0/16,10.3.0.1"}
     assert admin.post("/v1/auth/token/roles/edge", json=role, headers=vault).status_code == 204
     read = admin.get("/v1/auth/token/roles/edge", headers=vault).json()["data"]
-    assert read["token_bound_cidrs"] == ["10.2.0.0/16", "10.3.0.1/32"]
+    assert read["token_bound_cidrs"] == ["10.2.0.0/16", "10.3.0.1"]
     made = admin.post("/v1/auth/token/create/edge", json={"policies": ["orders"]}, headers=vault)
     assert made.status_code == 200, made.text
     token = made.json()["auth"]["client_token"]

@@ -106,6 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             approle.router,
             vault_policies.router,
             vault_tokens.router,
+            vault_tokens.leases_router,
             vault_mounts.health_router,
             transit_keys.router,
             transit_crypto.router,

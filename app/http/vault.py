@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.types import Scope
 
 from app.http.body import EXTRA_SCHEMA_MODELS, JsonAnswer, body_bytes, header, invalid_request
-from app.http.deps import admin_access, bearer, bearer_token, principal_of, services
+from app.http.deps import admin_access, audit_note, bearer, bearer_token, principal_of, services
 from app.http.framework import ROUTE, HandlerRoute
 from app.ops.auth import AdminOperation, Principal
 from app.ops.errors import Problem, invalid_input
@@ -52,6 +52,8 @@ VAULT_PREFIXES = (
     "/v1/sys/capabilities",
     "/v1/sys/capabilities-self",
     "/v1/sys/capabilities-accessor",
+    "/v1/sys/leases",
+    "/v1/sys/revoke-prefix",
     "/v1/auth/",
 )
 
@@ -289,6 +291,14 @@ async def answer(
 ) -> Response:
     """Vault's envelope around `data` (and a login's or a token creation's `auth`)."""
     return JsonAnswer(envelope(request, data, auth, warnings))
+
+
+def tidied(request: Request, removed: int, what: str) -> Response:
+    """Vault's answer to a tidy (`auth/token/tidy`, AppRole's `tidy/secret-id`): 202, with a
+    warning that says what was done, now rather than in the background."""
+    audit_note(request.scope).details.update(removed=removed)
+    done = f"Tidy done: {removed:,} expired {what} removed (the service also removes them itself)"
+    return JsonAnswer(envelope(request, warnings=[done]), status_code=202)
 
 
 def mount_table(

@@ -24,6 +24,7 @@ from typing import Any
 from app.ops.cidrs import address_allowed, check_within, cidr_blocks
 from app.ops.errors import Problem, invalid_input
 from app.ops.identity import MAX_METADATA as TOKEN_METADATA
+from app.ops.lifecycle import EXPIRED_PER_PASS
 from app.ops.role_tokens import TOKEN_DEFAULTS, check_role_token, check_token_fields
 from app.ops.vault_fields import vault_time
 from app.store import AppRole, KeyStore, SecretId
@@ -312,6 +313,11 @@ class AppRoles:
         if spent is None:
             raise invalid_input(INVALID_CREDENTIALS)
         return spent
+
+    def tidy(self) -> int:
+        """Free the rows of up to EXPIRED_PER_PASS expired secret ids now, of every mount
+        (Vault's `tidy/secret-id`; the maintenance pass does the same on its own): how many."""
+        return self._store.approle.delete_expired(self._now(), EXPIRED_PER_PASS)
 
     def _live(self, secret: SecretId) -> bool:
         return secret.expires_at is None or secret.expires_at > self._now()

@@ -32,6 +32,7 @@ from app.ops.identity import (
     mint,
 )
 from app.ops.keys import timestamp
+from app.ops.lifecycle import EXPIRED_PER_PASS
 from app.ops.policies import KEY_PATTERN, checked_patterns
 from app.store import KeyStore, TokenRecord
 from app.store.patterns import covers
@@ -326,6 +327,31 @@ def revoke(store: KeyStore, token_id: str) -> Sequence[str]:
     revoked = store.tokens.delete(token_id)
     if not revoked:
         raise not_found(token_id)
+    return revoked
+
+
+def tidy(store: KeyStore) -> int:
+    """Free the rows of up to EXPIRED_PER_PASS expired tokens now (Vault's `auth/token/tidy`;
+    the maintenance pass does the same on its own): how many."""
+    return store.tokens.delete_expired(store.clock.now(), EXPIRED_PER_PASS)
+
+
+# The tokens one transaction of a revocation by prefix takes (with their children).
+REVOKED_PER_PASS = 1000
+
+
+def revoke_under(store: KeyStore, prefix: str) -> int:
+    """Revoke every token made at a path under `prefix` (Vault's lease prefix, e.g.
+    `auth/approle/login`: every token an AppRole login gave there), with its children: how
+    many. In transactions of REVOKED_PER_PASS tokens, so that none holds the store long; the
+    work is that of the tokens there are, each pass revoking at least one."""
+    if prefix.endswith("/"):
+        raise invalid_input("cannot write to a path ending in '/'")  # Vault's words
+    if not prefix or len(prefix) > 512:
+        raise invalid_input("a lease prefix has 1 to 512 characters")
+    revoked = 0
+    while batch := store.tokens.delete_under(prefix + "/", REVOKED_PER_PASS):
+        revoked += len(batch)
     return revoked
 
 

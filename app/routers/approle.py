@@ -23,6 +23,7 @@ from app.http.vault import (
     no_content,
     read_body,
     read_login,
+    tidied,
     vault_body,
 )
 from app.ops.approle import (
@@ -249,6 +250,16 @@ async def destroy_secret_id_accessor(request: Request, role_name: RoleName) -> R
     return await _changed(
         request, role_name, roles.destroy_accessor, accessor, secret_id_accessor=accessor
     )
+
+
+@router.post(
+    "/tidy/secret-id",
+    summary="Remove expired secret ids now (they are refused already)",
+    status_code=202,
+)
+async def tidy_secret_ids(request: Request) -> Response:
+    roles = await _roles(request, change=True)
+    return tidied(request, await in_thread(roles.tidy), "secret ids")
 
 
 class ApproleLogin(BaseModel):

@@ -19,8 +19,10 @@ from app.http.vault import (
     listing,
     no_content,
     read_body,
+    tidied,
     vault_admin,
     vault_body,
+    vault_router,
     vault_token,
     written,
 )
@@ -33,6 +35,7 @@ from app.ops.vault_tokens import VaultTokenCreate, VaultTokenRole
 from app.ops.work import in_thread
 
 router = login_router("token")
+leases_router = vault_router("/v1/sys", "sys-leases")
 
 
 class VaultTokenRef(BaseModel):
@@ -298,3 +301,36 @@ async def delete_role(request: Request, role_name: str) -> Response:
     await in_thread(vault_tokens.delete_role, services(request).store, role_name)
     audit_note(request.scope).details.update(token_role=role_name[:128])
     return no_content()
+
+
+@router.post(
+    "/tidy",
+    summary="Remove expired tokens now (they are refused already)",
+    status_code=202,
+)
+async def tidy(request: Request) -> Response:
+    await vault_admin(request, AdminOperation.TOKENS, change=True)
+    return tidied(request, await in_thread(tokens.tidy, services(request).store), "tokens")
+
+
+async def _revoke_prefix(request: Request, prefix: str) -> Response:
+    await vault_admin(request, AdminOperation.TOKENS, change=True)
+    revoked = await in_thread(tokens.revoke_under, services(request).store, prefix)
+    audit_note(request.scope).details.update(lease_prefix=prefix[:512], tokens_revoked=revoked)
+    return no_content()
+
+
+for _path, _name in (
+    ("/leases/revoke-prefix/{prefix:path}", "revoke_lease_prefix"),
+    ("/leases/revoke-force/{prefix:path}", "revoke_lease_prefix_force"),
+    ("/revoke-prefix/{prefix:path}", "revoke_prefix"),
+):
+    leases_router.add_api_route(
+        _path,
+        _revoke_prefix,
+        methods=["POST"],
+        status_code=204,
+        summary="Revoke every token made at a path under the prefix (e.g. auth/approle/login), "
+        "with its children (admin operation tokens)",
+        name=_name,
+    )

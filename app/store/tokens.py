@@ -144,6 +144,23 @@ class TokenRepository:
             advance(cursor)
             return True
 
+    @moves_generation
+    def delete_under(self, prefix: str, limit: int) -> Sequence[str]:
+        """Revoke up to `limit` tokens made at a path under `prefix` (which ends in `/`:
+        `auth/approle/` holds those made at `auth/approle/login`), with their children, theirs
+        too: the ids revoked (empty when none is left)."""
+        with self._session.transaction(write=True) as cursor:
+            cursor.execute(
+                "SELECT id FROM tokens WHERE substr(path || '/', 1, ?) = ? LIMIT ?",
+                (len(prefix), prefix, limit),
+            )
+            roots = [row[0] for row in cursor.fetchall()]
+            if not roots:
+                return []
+            revoked = revoke_tree(cursor, roots)
+            advance(cursor)
+            return revoked
+
     def delete_expired(self, before: float, limit: int) -> int:
         """Drop up to `limit` tokens that expired before `before`; how many. An expired token
         is refused already: this only frees its row (its children live on as orphans)."""

@@ -58,6 +58,22 @@ def outcome(case: Case, url: str, token: str) -> Any:
     return ("answer", shape(answer))
 
 
+def on_both(
+    targets: dict[str, tuple[str, str]], work: Callable[[hvac.Client, str], Any]
+) -> dict[str, Any]:
+    """`work(client, mount)` on each server, in an AppRole mount of its own there."""
+    seen = {}
+    for server in SERVERS:
+        client = hvac.Client(url=targets[server][0], token=targets[server][1])
+        mount = "approle-both-" + secrets.token_hex(4)
+        client.sys.enable_auth_method("approle", path=mount)
+        try:
+            seen[server] = work(client, mount)
+        finally:
+            client.sys.disable_auth_method(path=mount)
+    return seen
+
+
 ROLE = "testrole"
 
 
@@ -328,6 +344,11 @@ def _token_used(role_blocks: list[str], secret_blocks: list[str] | None = None) 
     return case
 
 
+def _tidy(client: hvac.Client, mount: str) -> Any:
+    """hvac has no call for AppRole's tidy: the path, as the bao command writes it."""
+    return client.adapter.post(f"/v1/auth/{mount}/tidy/secret-id")
+
+
 CASES: dict[str, Case] = {
     "create_or_update_approle": _create(),
     "create_or_update_approle with every setting": _create(
@@ -386,6 +407,7 @@ CASES: dict[str, Case] = {
     "login wrapped": _login_wrapped,
     "login wrapped, unwrapped": _login_wrapped_then_unwrapped,
     "login, its token bound to this host, used": _token_used(["127.0.0.1/32"]),
+    "tidy secret ids": _tidy,
     "login, its token bound elsewhere, used": _token_used(["10.0.0.0/8"]),
     "login, its token bound elsewhere by the secret id, used": _token_used(
         ["127.0.0.0/8"], ["127.0.0.2/32"]
@@ -505,15 +527,48 @@ def _settings_read_back(client: hvac.Client, mount: str) -> Any:
 def test_settings_given_as_strings_read_as_on_openbao(
     targets: dict[str, tuple[str, str]],
 ) -> None:
-    seen = {}
-    for server in SERVERS:
-        url, token = targets[server]
-        client = hvac.Client(url=url, token=token)
-        mount = "approle-strings-" + secrets.token_hex(4)
-        client.sys.enable_auth_method("approle", path=mount)
-        try:
-            seen[server] = _settings_read_back(client, mount)
-        finally:
-            client.sys.disable_auth_method(path=mount)
+    seen = on_both(targets, _settings_read_back)
     assert seen["cipherd"] == seen["openbao"]
     assert seen["cipherd"][0]["token_num_uses"] == 5
+
+
+def _left_after_revoking(prefix: str, force: bool, client: hvac.Client, mount: str) -> list[bool]:
+    """A login's token and a child of it, then a revocation of the leases under `prefix`
+    (`{mount}`: the mount's path): which of the two are left."""
+    maker = 'path "auth/token/create" {\n  capabilities = ["create", "update"]\n}'
+    client.sys.create_or_update_acl_policy(name="token-maker", policy=maker)
+    role_id = role(client, mount, token_policies=["token-maker"])
+    token = login(client, mount, role_id, secret(client, mount)["secret_id"])["auth"]
+    child = hvac.Client(url=client.url, token=token["client_token"])
+    made = child.auth.token.create(policies=["default"])["auth"]
+    revoke = client.sys.revoke_force if force else client.sys.revoke_prefix
+    revoke(prefix.format(mount=mount))
+    left = []
+    for each in (token["client_token"], made["client_token"]):
+        try:
+            hvac.Client(url=client.url, token=each).auth.token.lookup_self()
+            left.append(True)
+        except exceptions.Forbidden:
+            left.append(False)
+    return left
+
+
+@pytest.mark.parametrize(
+    ("prefix", "force", "left"),
+    [
+        ("auth/{mount}/login", False, [False, False]),
+        ("auth/{mount}", False, [False, False]),
+        ("auth/{mount}", True, [False, False]),
+        ("auth/{mount}-other", False, [True, True]),
+    ],
+)
+def test_a_revocation_by_prefix_as_on_openbao(
+    targets: dict[str, tuple[str, str]], prefix: str, force: bool, left: list[bool]
+) -> None:
+    """hvac's `revoke_prefix` and `revoke_force` (the bao command's `lease revoke -prefix`):
+    the tokens of the mount's logins go, with their children; a longer path's name is no
+    prefix of them."""
+    seen = on_both(
+        targets, lambda client, mount: _left_after_revoking(prefix, force, client, mount)
+    )
+    assert seen == {"openbao": left, "cipherd": left}

@@ -192,6 +192,7 @@ CASES: dict[str, Callable[[hvac.Client], Any]] = {
     "create_through_role": _create_through_role,
     "create_through_role_bound_elsewhere": lambda c: _bound_role(c, "10.0.0.0/8"),
     "create_through_role_refused": _create_through_role_refused,
+    "tidy": lambda c: c.auth.token.tidy(),
     "bad_token": lambda c: as_token(c, "no-such-token").auth.token.lookup_self(),
     "acl_policy": _acl_policy,
     "acl_policy_list": lambda c: c.sys.list_acl_policies(),

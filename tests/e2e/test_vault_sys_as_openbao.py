@@ -274,3 +274,24 @@ def test_capabilities_read_as_on_openbao(
     assert seen["cipherd"][0]["transit/keys/orders"] == ["read"]
     assert seen["cipherd"][0]["transit/decrypt/orders"] == ["deny"]
     assert seen["cipherd"][4] == ["update\n", "deny\n"]
+
+
+def test_lease_revocation_by_prefix_through_the_bao_command(
+    servers: dict[str, tuple[str, str]], tmp_path: Path
+) -> None:
+    """`bao lease revoke -prefix auth/token/create` revokes the tokens made there (tokens are
+    the only leases here), as on OpenBao; a path ending in '/' is refused by both."""
+    for server in servers.values():
+        made = bao(server, tmp_path, "token", "create", "-policy=default", "-field=token")
+        assert made.returncode == 0, made.stderr
+        done = bao(server, tmp_path, "lease", "revoke", "-prefix", "auth/token/create")
+        assert done.returncode == 0, done.stderr
+        gone = bao((server[0], made.stdout.strip()), tmp_path, "token", "lookup")
+        assert gone.returncode == 2 and "permission denied" in gone.stderr
+        url, token = server
+        slash = httpx.put(
+            f"{url}/v1/sys/leases/revoke-prefix/auth/token/",
+            headers={"X-Vault-Token": token},
+        )
+        assert slash.status_code == 400
+        assert "cannot write to a path ending in '/'" in slash.json()["errors"][0]

@@ -116,3 +116,28 @@ def test_one_purge_orphans_the_children_of_every_token_it_drops(store: KeyStore)
     for child in ("a" + "c" * 15, "b" + "c" * 15):
         record = store.tokens.by_id(child)
         assert record is not None and record.parent_id is None
+
+
+def test_tokens_are_revoked_by_the_prefix_of_their_path(store: KeyStore) -> None:
+    """A prefix ends in '/' and holds the paths under it, the path itself included; a path
+    only beginning with its letters (`auth/approle-2/...`) is no part of it. Children go
+    with their parents, `limit` roots at a time."""
+    made = {
+        "a" * 16: "auth/approle/login",
+        "b" * 16: "auth/approle/login",
+        "c" * 16: "auth/approle-2/login",
+        "d" * 16: "auth/token/create",
+        "e" * 16: "auth/token/create/ci",
+        "f" * 16: "auth/token/created",
+    }
+    for token_id, path in made.items():
+        store.tokens.add(token(token_id, path=path))
+    store.tokens.add(token("k" * 16, "c" * 16, path="auth/token/create"))
+    before = store.auth_state.read().generation
+    assert store.tokens.delete_under("auth/approle/", 1) in (["a" * 16], ["b" * 16])
+    assert len(store.tokens.delete_under("auth/approle/", 1)) == 1
+    assert store.tokens.delete_under("auth/approle/", 1) == []
+    assert store.auth_state.read().generation == before + 2
+    assert sorted(store.tokens.delete_under("auth/approle-2/login/", 10)) == ["c" * 16, "k" * 16]
+    assert sorted(store.tokens.delete_under("auth/token/create/", 10)) == ["d" * 16, "e" * 16]
+    assert [r.id for r in store.tokens.page(None, 10)[0]] == ["f" * 16]

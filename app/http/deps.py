@@ -77,17 +77,18 @@ async def principal_of(scope: Scope, auth: Authenticator, token: str | None) -> 
     except Problem as problem:
         if problem.status != 401:
             raise
-        raise auth.refusal(_address(scope), problem) from None
+        raise auth.refusal(client_address(scope), problem) from None
     note = audit_note(scope)
     note.principal = principal.id
     if principal.token_id is not None:
         note.details["identity"] = principal.identity
-    if not principal.reachable_from(_address(scope)):
+    if not principal.reachable_from(client_address(scope)):
         raise forbidden("permission denied: the token is bound to other addresses")
     return auth.admit(principal)
 
 
-def _address(scope: Scope) -> str | None:
+def client_address(scope: Scope) -> str | None:
+    """The address the request came from, as the server saw it (None: none, or a socket's)."""
     client = scope.get("client")
     return client[0] if client else None
 

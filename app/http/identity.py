@@ -3,7 +3,7 @@
 A login method establishes an identity, calls `app.ops.role_tokens.role_token`, and
 answers with `login_answer` (Vault's envelope with its `auth` block); the audit record of the
 request then names the token made (its accessor, never the token), the identity and its
-policies. A login that fails is raised through `login_refused`, which counts it toward the
+policies. A login that fails is raised through `auth_refused`, which counts it toward the
 client address's failed authentications (`app.ops.ratelimit`): 429 once it failed too often.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from fastapi import Request, Response
 
-from app.http.deps import audit_note, services
+from app.http.deps import audit_note, client_address, services
 from app.http.vault import answer
 from app.ops.audit import AuditNote
 from app.ops.errors import Problem
@@ -41,22 +41,22 @@ async def login_answer(request: Request, issued: IssuedToken) -> Response:
     return await answer(request, auth=vault_auth(issued, services(request).store.clock.now()))
 
 
-def login_refused(request: Request, problem: Problem) -> Problem:
-    """What to raise for a failed login: `problem`, counted toward the failed-authentication
-    throttle of the client's address (a 429 instead once it failed too often)."""
-    client = request.scope.get("client")
-    return services(request).auth.refusal(client[0] if client else None, problem)
+def auth_refused(request: Request, problem: Problem) -> Problem:
+    """What to raise for a failed login or unwrapping: `problem`, counted toward the
+    failed-authentication throttle of the client's address (a 429 instead once it failed too
+    often)."""
+    return services(request).auth.refusal(client_address(request.scope), problem)
 
 
 async def logged_in(request: Request, login: Callable[[], IssuedToken]) -> Response:
     """Vault's answer to the login `login` makes (in a worker thread): its refusal, the problem
-    `login-refused`, goes through `login_refused`; any other problem is raised as it is. A
+    `login-refused`, goes through `auth_refused`; any other problem is raised as it is. A
     login issues a token: a change, made only once its record has room."""
     await services(request).audit.admit_change(audit_note(request.scope))
     try:
         issued = await in_thread(login)
     except Problem as problem:
         if problem.slug == "login-refused":
-            raise login_refused(request, problem) from None
+            raise auth_refused(request, problem) from None
         raise
     return await login_answer(request, issued)

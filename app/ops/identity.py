@@ -206,7 +206,7 @@ def issue_login_token(
     The token is an orphan (no parent: revoking the login's caller is meaningless), its path
     `auth/<mount>/login`. Answer with `app.http.identity.login_answer` (Vault's `auth` block,
     and the audit record's details); a login that fails goes through
-    `app.http.identity.login_refused` (the failed-authentication throttle).
+    `app.http.identity.auth_refused` (the failed-authentication throttle).
     """
     _login_policies(terms)  # `mint` counts the patterns
     terms = replace(terms, description=f"{identity.method} login")

@@ -14,8 +14,8 @@ from fastapi import Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.http.auth_mounts import RoleTokenFields, administered_mount, auth_mount_of, login_router
-from app.http.deps import audit_note, services
-from app.http.identity import login_answer, login_refused
+from app.http.deps import audit_note, client_address, services
+from app.http.identity import auth_refused, login_answer
 from app.http.vault import (
     answer,
     keys_of,
@@ -281,16 +281,15 @@ async def login(request: Request) -> Response:
     note.details.update(method="approle", auth_mount=mount.path)
     body = await read_login(request, ApproleLogin)
     await service.audit.admit_change(note)
-    client = request.scope.get("client")
     roles = AppRoles(service.store, mount.accessor)
     try:
         role = await in_thread(roles.login_role, body.role_id)
         note.details["role"] = role.name
         spent = await in_thread(
-            roles.login_secret, role, body.secret_id, client[0] if client else None
+            roles.login_secret, role, body.secret_id, client_address(request.scope)
         )
     except Problem as problem:
-        raise login_refused(request, problem) from None
+        raise auth_refused(request, problem) from None
     issued = await in_thread(
         role_token,
         service.store,

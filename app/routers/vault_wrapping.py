@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import from_json
 
 from app.http.deps import audit_note, services
+from app.http.identity import auth_refused
 from app.http.vault import answer, caller, read_body, vault_body, vault_router, vault_token
 from app.http.wrapping import answered_wrapped, wrap_ttl, wrapped_answer
 from app.ops.errors import Problem, invalid_input
@@ -32,17 +33,12 @@ class WrappingToken(BaseModel):
     token: str = Field("", max_length=256, description="the wrapping token")
 
 
-def _refused(request: Request, problem: Problem) -> Problem:
-    client = request.scope.get("client")
-    return services(request).auth.refusal(client[0] if client else None, problem)
-
-
 async def _using(request: Request, use: Callable[[str], T], token: str) -> T:
     """`use(token)` off the event loop; a token it refuses counts toward the throttle."""
     try:
         return await in_thread(use, token)
     except Problem as problem:
-        raise _refused(request, problem) from None
+        raise auth_refused(request, problem) from None
 
 
 async def _wrapping_token(request: Request, lookup: bool = False) -> str:
@@ -58,7 +54,7 @@ async def _wrapping_token(request: Request, lookup: bool = False) -> str:
         return str(own)
     if lookup:
         raise invalid_input("missing token")
-    raise _refused(request, invalid_input("wrapping token is not valid or does not exist"))
+    raise auth_refused(request, invalid_input("wrapping token is not valid or does not exist"))
 
 
 @router.post(

@@ -31,7 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Scope
 
 from app.http.body import header
-from app.http.deps import arrival, audit_note, services
+from app.http.deps import arrival, audit_note, client_address, services
 from app.http.framework import HandlerRoute
 from app.http.kms import sigv4
 from app.http.operation import operation_id
@@ -40,7 +40,7 @@ from app.ops import Services
 from app.ops.audit import AuditNote
 from app.ops.errors import first_errors, unauthorized
 from app.ops.kms.actions import Action, KmsCall, declared
-from app.ops.kms.errors import KmsError, kms_error, validation
+from app.ops.kms.errors import KmsError, access_denied, kms_error, validation
 from app.ops.work import compute, in_thread
 
 AMZ_JSON = "application/x-amz-json-1.1"
@@ -113,6 +113,8 @@ async def _signed(request: Request, service: Services, note: AuditNote) -> tuple
         sigv4.verify(credential.secret, auth, signed_at, canonical)
     except KmsError as error:
         _refuse(request, error)
+    if not principal.reachable_from(client_address(scope)):
+        raise access_denied("The token these credentials act for is bound to other addresses")
     if credential.token.uses_left is not None:
         await in_thread(authenticator.spend_use, credential.token)
     note.principal = principal.id
@@ -134,9 +136,8 @@ def _payload_hash(scope: Scope, body: bytes) -> str:
 def _refuse(request: Request, error: KmsError) -> None:
     """Raise `error` for a request whose credentials failed; past the address's allowance of
     failures, ThrottlingException instead."""
-    client = request.scope.get("client")
     problem = services(request).auth.refusal(
-        client[0] if client else None, unauthorized(error.message)
+        client_address(request.scope), unauthorized(error.message)
     )
     if problem.status == 429:
         throttled = KmsError("ThrottlingException", "Rate exceeded")

@@ -12,6 +12,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from tests.app.routers.test_large_scopes import list_keys
 from tests.app.routers.test_unenforced_role_fields import ca_pem
 
 INSIDE = ("10.1.2.3", 40000)
@@ -24,7 +25,7 @@ def admin(app: FastAPI, client: TestClient) -> Iterator[TestClient]:
     headers = {"Authorization": client.headers["Authorization"]}
     with TestClient(app, headers=headers, client=INSIDE) as inside:
         assert inside.post("/v1/keys", json={"name": "orders", "type": "aes256-gcm"}).is_success
-        rules = [{"keys": ["orders"], "operations": ["encrypt"]}]
+        rules = [{"keys": ["orders"], "operations": ["encrypt", "read"]}]
         written = inside.post("/v1/policies/orders", json={"rules": rules, "admin": ["tokens"]})
         assert written.status_code == 200, written.text
         yield inside
@@ -94,6 +95,25 @@ def test_an_unbound_token_acts_from_anywhere(app: FastAPI, admin: TestClient) ->
     token = approle_token(admin, {}, {})
     assert uses(app, token, OUTSIDE) == [200, 200, 200]
     assert uses(app, token, ("testclient", 1)) == [200, 200, 200]
+
+
+def test_aws_credentials_of_a_bound_token_sign_only_from_its_blocks(
+    app: FastAPI, admin: TestClient
+) -> None:
+    """The AWS key pair of a token made by a bound token signs KMS requests only from the
+    blocks: SigV4 is another way in, not a way around them."""
+    token = approle_token(admin, {"token_bound_cidrs": ["10.1.0.0/16"]}, {})
+    with TestClient(app, headers={"Authorization": f"Bearer {token}"}, client=INSIDE) as maker:
+        made = maker.post("/v1/tokens", json={"policies": ["orders"], "aws_credentials": True})
+        assert made.status_code == 201, made.text
+    assert made.json()["bound_cidrs"] == ["10.1.0.0/16"]
+    pair = (made.json()["aws_access_key_id"], made.json()["aws_secret_access_key"])
+    statuses = {}
+    for where, address in (("inside", INSIDE), ("outside", OUTSIDE)):
+        with TestClient(app, client=address) as caller:
+            answer = list_keys(caller, *pair, 10)
+            statuses[where] = (answer.status_code, answer.json().get("__type"))
+    assert statuses == {"inside": (200, None), "outside": (400, "AccessDeniedException")}
 
 
 @pytest.mark.parametrize("path", ["/v1/auth/token/create", "/v1/auth/token/create-orphan"])

@@ -4,7 +4,7 @@ policies written and read as Vault's HCL, in the subset that maps onto cipherd's
 may do on Vault's paths, as those rules give it. A name keeps its case, as the native
 API's and tokens' do (Vault lowercases it; the `bao` command lowercases it before sending)."""
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -179,35 +179,35 @@ async def capabilities_self(request: Request) -> Response:
     return await _capabilities(request, principal, await read_body(request, VaultCapabilities))
 
 
-async def _of_named_token(
-    request: Request, lookup: Callable[[Any, str], Any], field: str
-) -> Response:
+def _of_named_token(
+    lookup: Callable[[Any, str], Any], field: str
+) -> Callable[[Request], Awaitable[Response]]:
     """`sys/capabilities` and `-accessor`: those of the token the body names by `field` (its
     value or its accessor), for a caller with the admin operation `tokens`; Vault's 400 if
     it names none."""
-    await vault_admin(request, AdminOperation.TOKENS)
-    body = await read_body(request, VaultCapabilities)
-    service = services(request)
-    record = await in_thread(lookup, service.store, getattr(body, field))
-    if record is None:
-        raise invalid_input(f"invalid {field}")  # Vault's words
-    principal = await in_thread(service.auth.principal_of_record, record)
-    return await _capabilities(request, principal, body)
+
+    async def endpoint(request: Request) -> Response:
+        await vault_admin(request, AdminOperation.TOKENS)
+        body = await read_body(request, VaultCapabilities)
+        service = services(request)
+        record = await in_thread(lookup, service.store, getattr(body, field))
+        if record is None:
+            raise invalid_input(f"invalid {field}")  # Vault's words
+        principal = await in_thread(service.auth.principal_of_record, record)
+        return await _capabilities(request, principal, body)
+
+    return endpoint
 
 
-@router.post(
-    "/capabilities",
-    summary="A token's capabilities on Vault paths, given the token (admin operation tokens)",
-    openapi_extra=CAPABILITIES,
-)
-async def capabilities_of_token(request: Request) -> Response:
-    return await _of_named_token(request, vault_tokens.by_token, "token")
-
-
-@router.post(
-    "/capabilities-accessor",
-    summary="A token's capabilities on Vault paths, by its accessor (admin operation tokens)",
-    openapi_extra=CAPABILITIES,
-)
-async def capabilities_of_accessor(request: Request) -> Response:
-    return await _of_named_token(request, vault_tokens.by_accessor, "accessor")
+for _path, _lookup, _field, _how in (
+    ("/capabilities", vault_tokens.by_token, "token", "given the token"),
+    ("/capabilities-accessor", vault_tokens.by_accessor, "accessor", "by its accessor"),
+):
+    router.add_api_route(
+        _path,
+        _of_named_token(_lookup, _field),
+        methods=["POST"],
+        summary=f"A token's capabilities on Vault paths, {_how} (admin operation tokens)",
+        name=f"capabilities_of_{_field}",
+        openapi_extra=CAPABILITIES,
+    )

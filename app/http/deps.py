@@ -73,7 +73,7 @@ async def principal_of(scope: Scope, auth: Authenticator, token: str | None) -> 
         state = await auth.current_state(arrival(scope))
         principal = auth.cached_principal(token, state)
         if principal is None:
-            principal = await in_thread(auth.principal, token, state)
+            principal = await in_thread(auth.principal, token, state, client_address(scope))
     except Problem as problem:
         if problem.status != 401:
             raise

@@ -233,10 +233,12 @@ class Authenticator:
             raise unauthorized("this operation needs an Authorization: Bearer token")
         return hash_token(token)
 
-    def principal(self, token: str | None, state: AuthState) -> Principal:
-        """The principal a bearer token stands for under `state` (`current_state`); 401 if it
-        is missing or not valid, 403 past MAX_PATTERNS. Queries the store for a token not
-        cached: call it off the event loop."""
+    def principal(self, token: str | None, state: AuthState, address: str | None) -> Principal:
+        """The principal a bearer token stands for under `state` (`current_state`), for a
+        request from `address`; 401 if it is missing or not valid, 403 past MAX_PATTERNS. A
+        token with a number of uses is charged one, unless it is bound to blocks that do not
+        hold `address` (the caller refuses the request: `Principal.reachable_from`). Queries
+        the store for a token not cached: call it off the event loop."""
         digest = self._digest(token)
         if self._is_admin(state, digest):
             return ADMIN
@@ -244,7 +246,8 @@ class Authenticator:
         if record is None or not self.alive(record):
             raise unauthorized("the token is unknown, revoked or expired")
         principal = self.principal_of_record(record)  # before a use is spent: it may refuse
-        self.spend_use(record)
+        if principal.reachable_from(address):
+            self.spend_use(record)
         return principal
 
     def cached_principal(self, token: str | None, state: AuthState) -> Principal | None:

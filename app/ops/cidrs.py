@@ -13,18 +13,18 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def cidr_blocks(field: str, values: Sequence[str]) -> list[str]:
-    """CIDR blocks (or single addresses), checked and written as networks, each once; a block
-    of one address as the address, as Vault writes it."""
+    """CIDR blocks (or single addresses), checked, each once, written as Vault writes them: as
+    given (`192.168.1.5/24` too), a block of one address as the address."""
     if len(values) > MAX_CIDRS:
         raise invalid_input(f"{field}: at most {MAX_CIDRS} CIDR blocks")
     blocks = []
     for value in values:
         try:
-            network = ipaddress.ip_network(value.strip(), strict=False)
+            block = ipaddress.ip_interface(value.strip())
         except ValueError:
             raise invalid_input(f"{field}: {value[:64]!r} is not a CIDR block") from None
-        single = network.prefixlen == network.max_prefixlen
-        blocks.append(str(network.network_address) if single else str(network))
+        single = block.network.prefixlen == block.max_prefixlen
+        blocks.append(str(block.ip) if single else str(block.with_prefixlen))
     return list(dict.fromkeys(blocks))
 
 
@@ -34,7 +34,7 @@ def check_within(field: str, blocks: Sequence[str], bounds: Sequence[str]) -> No
         return
     networks = networks_of(bounds)
     for block in blocks:
-        network = ipaddress.ip_network(block)
+        network = ipaddress.ip_network(block, strict=False)
         if not any(
             network.version == bound.version and network.subnet_of(bound)  # type: ignore[arg-type]
             for bound in networks
@@ -44,7 +44,7 @@ def check_within(field: str, blocks: Sequence[str], bounds: Sequence[str]) -> No
 
 def networks_of(blocks: Sequence[str]) -> tuple[Network, ...]:
     """Blocks written by `cidr_blocks`, as networks to test addresses against."""
-    return tuple(ipaddress.ip_network(block) for block in blocks)
+    return tuple(ipaddress.ip_network(block, strict=False) for block in blocks)
 
 
 def address_within(address: str | None, networks: Sequence[Network]) -> bool:

@@ -62,7 +62,10 @@ def check_role_token(store: KeyStore, role: Mapping[str, Any]) -> None:
     check_login_terms(store, _terms(role, {}))
 
 
-def _terms(role: Mapping[str, Any], metadata: Mapping[str, str]) -> TokenTerms:
+def _terms(stored: Mapping[str, Any], metadata: Mapping[str, str]) -> TokenTerms:
+    """The terms of a role as stored, which a role written before a field was known lacks:
+    Vault's default stands for it."""
+    role = {**TOKEN_DEFAULTS, **stored}
     return TokenTerms(
         policies=role["token_policies"],
         ttl_seconds=role["token_ttl"] or None,

@@ -12,8 +12,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from tests.app.ops.test_jwt_odd_input import configured, mounted
 from tests.app.routers.test_large_scopes import list_keys
 from tests.app.routers.test_unenforced_role_fields import ca_pem
+from tests.e2e.issuer import Issuer, public_pem
 
 INSIDE = ("10.1.2.3", 40000)
 OUTSIDE = ("10.2.0.1", 40000)
@@ -169,3 +171,37 @@ def test_jwt_and_certificate_roles_keep_their_blocks(
     assert admin.get(path).json()["data"]["token_bound_cidrs"] == ["10.1.0.0/16"]
     refused = admin.post(path, json={**body, "token_bound_cidrs": "10.1.0.0/33"})
     assert refused.status_code == 400
+
+
+def test_a_role_stored_before_the_blocks_were_known_still_logs_in(
+    app: FastAPI, admin: TestClient
+) -> None:
+    """A JWT role written by an older version has no `token_bound_cidrs`: its logins get
+    unbound tokens, as Vault's default says (it was a 500)."""
+    issuer = Issuer("https://issuer.example")
+    key = issuer.rotate()
+    mounted(admin)
+    configured(admin, {"jwt_validation_pubkeys": [public_pem(key)]})
+    store = app.state.services.store
+    mount = next(m for m in store.auth_mounts.all() if m.path == "jwt")
+    older = store.auth_roles.get(mount.accessor, "r")
+    del older["token_bound_cidrs"]
+    assert store.auth_roles.put(mount.accessor, "r", older, 10)
+    jwt = issuer.sign(issuer.claims(sub="ci", aud="cipherd"))
+    answer = admin.post("/v1/auth/jwt/login", json={"role": "r", "jwt": jwt})
+    assert answer.status_code == 200, answer.text
+    assert uses(app, answer.json()["auth"]["client_token"], OUTSIDE)[2] == 200
+
+
+def test_a_request_from_outside_spends_none_of_the_tokens_uses(
+    app: FastAPI, admin: TestClient
+) -> None:
+    """Else anyone holding a leaked token could spend it from anywhere."""
+    token = approle_token(admin, {"token_bound_cidrs": ["10.1.0.0/16"], "token_num_uses": 2}, {})
+    with from_address(app, token, OUTSIDE) as outside:
+        for _ in range(3):
+            assert outside.get("/v1/auth/token/lookup-self").status_code == 403
+    with from_address(app, token, INSIDE) as inside:
+        found = inside.get("/v1/auth/token/lookup-self")
+        assert found.status_code == 200, found.text
+        assert found.json()["data"]["num_uses"] == 1

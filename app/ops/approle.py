@@ -32,6 +32,9 @@ from app.store import AppRole, KeyStore, SecretId
 ROLE_NAME = r"^[A-Za-z0-9._ -]{1,128}$"
 _ROLE_NAME = re.compile(ROLE_NAME)
 # A role id or a custom secret id: printable, no spaces at either end.
+# A secret id's accessor, as drawn here (a UUID): other text names none, and a NUL could not
+# even be compared by PostgreSQL.
+_ACCESSOR = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _CREDENTIAL = re.compile(r"^[\x21-\x7e]([\x20-\x7e]{0,510}[\x21-\x7e])?$")
 MAX_ROLES_PER_MOUNT = 10_000
 MAX_SECRET_IDS_PER_ROLE = 10_000
@@ -255,7 +258,11 @@ class AppRoles:
 
     def by_accessor(self, name: str, accessor: str) -> SecretId:
         role = self.role(name)
-        found = self._store.approle.secret_id(self._mount, role.name, accessor=accessor)
+        found = (
+            self._store.approle.secret_id(self._mount, role.name, accessor=accessor)
+            if _ACCESSOR.fullmatch(accessor)
+            else None
+        )
         if found is None or not self._live(found):
             raise not_found(f'failed to find accessor entry for secret_id_accessor: "{accessor}"')
         return found
@@ -272,7 +279,8 @@ class AppRoles:
 
     def destroy_accessor(self, name: str, accessor: str) -> None:
         role = self.role(name)
-        if not self._store.approle.delete_secret_id(self._mount, role.name, accessor):
+        known = _ACCESSOR.fullmatch(accessor)
+        if not known or not self._store.approle.delete_secret_id(self._mount, role.name, accessor):
             raise not_found(f'failed to find accessor entry for secret_id_accessor: "{accessor}"')
 
     def login_role(self, role_id: str) -> AppRole:

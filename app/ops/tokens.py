@@ -347,8 +347,8 @@ def revoke_under(store: KeyStore, prefix: str) -> int:
     work is that of the tokens there are, each pass revoking at least one."""
     if prefix.endswith("/"):
         raise invalid_input("cannot write to a path ending in '/'")  # Vault's words
-    if not prefix or len(prefix) > 512:
-        raise invalid_input("a lease prefix has 1 to 512 characters")
+    if not prefix or len(prefix) > 512 or not prefix.isprintable():
+        raise invalid_input("a lease prefix has 1 to 512 printable characters")
     revoked = 0
     while batch := store.tokens.delete_under(prefix + "/", REVOKED_PER_PASS):
         revoked += len(batch)

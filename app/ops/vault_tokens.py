@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.ops.auth import hash_token
+from app.ops.auth import TOKEN_ID_PATTERN, hash_token
 from app.ops.auth_mounts import TOKEN
 from app.ops.cidrs import MAX_CIDRS, cidr_blocks
 from app.ops.errors import Problem, invalid_input
@@ -139,8 +139,9 @@ def role_data(name: str, role: dict[str, Any]) -> dict[str, Any]:
         "token_period": role["token_period"],
         "token_type": "default-service",
     }
-    if role.get("token_bound_cidrs"):
-        data["token_bound_cidrs"] = role["token_bound_cidrs"]
+    for field in ("bound_cidrs", "token_bound_cidrs"):
+        if role.get(field):
+            data[field] = role[field]
     return dict(sorted(data.items()))
 
 
@@ -172,8 +173,9 @@ def accessors(store: KeyStore) -> tuple[list[str], bool]:
 
 
 def by_accessor(store: KeyStore, accessor: str) -> TokenRecord | None:
-    """The live token whose accessor (id) is `accessor`, if any."""
-    record = store.tokens.by_id(accessor) if accessor else None
+    """The live token whose accessor (id) is `accessor`, if any (none for text no token id
+    has, such as a NUL, which PostgreSQL could not even compare)."""
+    record = store.tokens.by_id(accessor) if re.match(TOKEN_ID_PATTERN, accessor) else None
     return record if record is not None and _alive(store, record) else None
 
 
@@ -185,10 +187,12 @@ def write_role(store: KeyStore, name: str, role: VaultTokenRole) -> None:
     """Store a token role, kept with the login methods' roles under the token mount."""
     if not ROLE_NAME.fullmatch(name):
         raise invalid_input(f"role name {name[:64]!r}: letters, digits, '_', '.', '-'")
-    document = role.model_dump(exclude={"bound_cidrs"})
-    # `bound_cidrs`: Vault's older name, taken when the newer is not given.
-    blocks = role.token_bound_cidrs or role.bound_cidrs
-    document["token_bound_cidrs"] = cidr_blocks("token_bound_cidrs", blocks)
+    document = role.model_dump()
+    # `bound_cidrs`: Vault's older name, taken when the newer is not given (and then read back
+    # under both names, as Vault does).
+    blocks = cidr_blocks("token_bound_cidrs", role.token_bound_cidrs or role.bound_cidrs)
+    document["token_bound_cidrs"] = blocks
+    document["bound_cidrs"] = [] if role.token_bound_cidrs else blocks
     if not store.auth_roles.put(TOKEN.accessor, name, document, MAX_ROLES):
         raise invalid_input(f"at most {MAX_ROLES} token roles")
 

@@ -53,7 +53,6 @@ VAULT_PREFIXES = (
     "/v1/sys/capabilities-self",
     "/v1/sys/capabilities-accessor",
     "/v1/sys/leases",
-    "/v1/sys/revoke-prefix",
     "/v1/auth/",
 )
 

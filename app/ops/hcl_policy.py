@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.ops.auth import AdminOperation, Operation, Principal
+from app.ops.auth import AdminOperation, Operation
 from app.ops.errors import invalid_input
 from app.ops.policies import KEY_PATTERN, PolicyDocument, PolicyRule
 
@@ -65,49 +65,6 @@ _OWN = (
     "sys/tools/hash",
     "cubbyhole/",
 )
-
-
-# The capabilities the capabilities endpoints answer: what `render` writes for a grant, and
-# Vault's default policy's for a token's own paths.
-_ADMIN_CAPABILITIES = ["create", "delete", "list", "read", "update"]
-_OWN_CAPABILITIES = {"auth/token/lookup-self": ["read"]}
-# Transit's verbs no policy path here grants, with what they take of a key.
-_OTHER_VERBS = {
-    "rewrap": (Operation.DECRYPT, Operation.ENCRYPT),
-    "datakey": (Operation.ENCRYPT,),
-}
-# Transit's keyless verbs, which every token may use here.
-_KEYLESS = ("transit/hash", "transit/random")
-
-
-def capabilities(principal: Principal, path: str) -> list[str]:
-    """Vault's capabilities of `principal` on `path` (`sys/capabilities-self`), read off what it
-    may do here: `root` for the admin; a Transit verb on a key it may use it on, `update`
-    (`read` for the key itself); an admin path of an admin operation it has, every capability;
-    a token's own path or a keyless Transit verb, `update` (`read` for its lookup); anything
-    else, `deny`."""
-    path = path.strip().lstrip("/")
-    if principal.admin:
-        return ["root"]
-    if path.startswith(_OWN) and not path.startswith("cubbyhole/"):
-        return _OWN_CAPABILITIES.get(path, ["update"])
-    if any(path == verb or path.startswith(verb + "/") for verb in _KEYLESS):
-        return ["update"]
-    operation = _admin_operation(path)
-    if operation is not None:
-        return list(_ADMIN_CAPABILITIES) if principal.may(operation) else ["deny"]
-    parts = path.split("/")
-    if parts[:2] == ["transit", "datakey"]:  # transit/datakey/<plaintext or wrapped>/<key>
-        if len(parts) != 4 or parts[2] not in ("plaintext", "wrapped"):
-            return ["deny"]
-        parts = parts[:2] + parts[3:]
-    if len(parts) != 3 or parts[0] != "transit":
-        return ["deny"]
-    verb, key = parts[1], parts[2]
-    operations = _OTHER_VERBS.get(verb) or _TRANSIT.get(verb, (set(), ()))[1]
-    if not operations or not all(principal.allows(op, key) for op in operations):
-        return ["deny"]
-    return ["read"] if verb == "keys" else ["update"]
 
 
 def parse(text: str) -> PolicyDocument:

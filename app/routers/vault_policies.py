@@ -27,6 +27,7 @@ from app.http.vault import (
 )
 from app.ops import hcl_policy, policies, vault_tokens
 from app.ops.auth import AdminOperation, Principal
+from app.ops.capabilities import capabilities
 from app.ops.errors import Problem, invalid_input
 from app.ops.vault_fields import Strings
 from app.ops.work import in_thread
@@ -153,14 +154,15 @@ class VaultCapabilities(BaseModel):
 async def _capabilities(
     request: Request, principal: Principal, body: VaultCapabilities
 ) -> Response:
-    """Each path's capabilities (`hcl_policy.capabilities`), and for one path also under
+    """Each path's capabilities (`app.ops.capabilities`), and for one path also under
     `capabilities`, at the top level and under `data` as Vault answers."""
     paths = body.paths or body.path
     if not paths:
         raise invalid_input("paths must be supplied")
     if any(len(path) > 512 for path in paths):
         raise invalid_input("a path has at most 512 characters")
-    data: dict[str, Any] = {path: hcl_policy.capabilities(principal, path) for path in paths}
+    mounts = await services(request).mounts.current_table()
+    data: dict[str, Any] = {path: capabilities(principal, path, mounts) for path in paths}
     if len(paths) == 1:
         data["capabilities"] = data[paths[0]]
     return doubled(request, data)

@@ -323,7 +323,6 @@ async def _revoke_prefix(request: Request, prefix: str) -> Response:
 for _path, _name in (
     ("/leases/revoke-prefix/{prefix:path}", "revoke_lease_prefix"),
     ("/leases/revoke-force/{prefix:path}", "revoke_lease_prefix_force"),
-    ("/revoke-prefix/{prefix:path}", "revoke_prefix"),
 ):
     leases_router.add_api_route(
         _path,

@@ -43,6 +43,8 @@ VAULT_PATHS = (
     "/v1/sys/auth",
     "/v1/sys/policies",
     "/v1/sys/policy",
+    "/v1/sys/capabilities",
+    "/v1/sys/leases",
     "/v1/auth/",
 )
 # Vault's wrapping paths take the wrapping token as the request's: without one, as Vault, 400.

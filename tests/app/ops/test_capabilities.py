@@ -1,17 +1,32 @@
-"""What `sys/capabilities-self` reads off a token (`app.ops.hcl_policy.capabilities`), at the
-edges OpenBao is not compared on (`tests/e2e/test_vault_sys_as_openbao.py` compares the rest):
-the verbs no policy path grants, keyless verbs, admin paths, a token's own paths."""
+"""What `sys/capabilities-self` reads off a token (`app.ops.capabilities`), at the edges OpenBao
+is not compared on (`tests/e2e/test_vault_sys_as_openbao.py` compares the rest): the verbs no
+policy path grants, keyless verbs, other Transit mounts, admin paths, a token's own paths."""
 
 import pytest
 
 from app.ops.auth import ADMIN, AdminOperation, Operation, Principal, Rule
-from app.ops.hcl_policy import capabilities
+from app.ops.capabilities import capabilities
+from app.ops.transit.mounts import DEFAULT
+from app.store import SecretMount
 
+PAYMENTS = SecretMount(
+    accessor="transit_1",
+    path="payments",
+    type="transit",
+    key_prefix="payments.",
+    description="",
+    created_at=0.0,
+)
+MOUNTS = {"transit": DEFAULT, "payments": PAYMENTS}
+EVERY = ["create", "delete", "list", "read", "update"]
 ORDERS = Principal(
     admin=False,
     token_id="t",
-    rules=(Rule(("orders-*",), frozenset({Operation.ENCRYPT, Operation.DECRYPT})),),
-    admin_operations=frozenset({AdminOperation.TOKENS}),
+    rules=(
+        Rule(("orders-*",), frozenset({Operation.ENCRYPT, Operation.DECRYPT})),
+        Rule(("payments.k",), frozenset({Operation.SIGN, Operation.HMAC})),
+    ),
+    admin_operations=frozenset({AdminOperation.TOKENS, AdminOperation.BACKUP}),
 )
 ENCRYPT_ONLY = Principal(
     admin=False, token_id="t", rules=(Rule(("orders-*",), frozenset({Operation.ENCRYPT})),)
@@ -31,19 +46,33 @@ ENCRYPT_ONLY = Principal(
         (ENCRYPT_ONLY, "transit/datakey/orders-eu", ["deny"]),
         (ENCRYPT_ONLY, "transit/datakey/sealed/orders-eu", ["deny"]),
         (ENCRYPT_ONLY, "transit/keys/orders-eu", ["deny"]),
+        (ENCRYPT_ONLY, "transit/keys/orders-eu/rotate", ["deny"]),  # the admin token's
         (ENCRYPT_ONLY, "transit/hash/sha2-256", ["update"]),
         (ENCRYPT_ONLY, "transit/random/32", ["update"]),
         (ENCRYPT_ONLY, "transit/randomness", ["deny"]),
-        (ORDERS, "auth/token/create", ["create", "delete", "list", "read", "update"]),
+        (ENCRYPT_ONLY, "transit/encrypt/orders-eu/extra", ["deny"]),
+        (ORDERS, "payments/sign/k", ["update"]),
+        (ORDERS, "payments/verify/k", ["update"]),  # an HMAC verifies at the same path
+        (ORDERS, "payments/encrypt/orders-eu", ["deny"]),  # another mount's key
+        (ORDERS, "transit/sign/k", ["deny"]),
+        (ORDERS, "transit/backup/orders-eu", EVERY),
+        (ENCRYPT_ONLY, "payments/restore", ["deny"]),
+        (ORDERS, "auth/token/create", EVERY),
+        (ORDERS, "auth/token/create-orphan", EVERY),
+        (ORDERS, "auth/token/lookup-accessor", EVERY),
+        (ORDERS, "sys/capabilities-accessor", EVERY),
+        (ORDERS, "sys/leases/revoke-prefix/auth/approle", EVERY),
         (ENCRYPT_ONLY, "auth/token/create", ["deny"]),
         (ORDERS, "sys/policies/acl/x", ["deny"]),
+        (ORDERS, "auth/approle/role/ci", ["deny"]),
         (ENCRYPT_ONLY, "auth/token/lookup-self", ["read"]),
         (ENCRYPT_ONLY, "auth/token/revoke-self", ["update"]),
+        (ENCRYPT_ONLY, "auth/token/lookup-self/x", ["deny"]),
+        (ENCRYPT_ONLY, "sys/wrapping/foo", ["deny"]),
         (ENCRYPT_ONLY, "cubbyhole/x", ["deny"]),  # not served here
-        (ENCRYPT_ONLY, "transit/encrypt/orders-eu/extra", ["deny"]),
     ],
 )
 def test_capabilities_are_what_the_token_may_do(
     principal: Principal, path: str, expected: list[str]
 ) -> None:
-    assert capabilities(principal, path) == expected
+    assert capabilities(principal, path, MOUNTS) == expected

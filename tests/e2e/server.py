@@ -57,7 +57,16 @@ def workers(pid: int) -> list[int]:
     """The uvicorn worker processes under a multi-worker `cipherd serve` process."""
     path = Path(f"/proc/{pid}/task/{pid}/children")
     children = [int(p) for p in path.read_text().split()] if path.exists() else []
-    return [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    return [c for c in children if b"spawn_main" in _command_line(c)]
+
+
+def _command_line(pid: int) -> bytes:
+    """A process's command line; empty once it has gone (a killed worker may go between the
+    listing of the children and the reading)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return b""
 
 
 _LISTEN, _ESTABLISHED = "0A", "01"  # TCP states as /proc/net/tcp writes them

@@ -1,8 +1,9 @@
 """Vault's token method at `auth/token/...`: create (as a child, an orphan, through a role),
-look up, renew and revoke (a token itself, another by its value or its accessor), and token
-roles, in Vault's shapes over the native verbs (`app.ops.tokens`, `app.ops.vault_tokens`).
-Another token's lookup, renewal and revocation, orphans and roles take the admin operation
-`tokens`; a token's own, none."""
+look up, renew and revoke (a token itself, another by its value or its accessor), tidy, and
+token roles; and `sys/leases/revoke-prefix`, which revokes the tokens made under a path (tokens
+are the only leases here). In Vault's shapes over the native verbs (`app.ops.tokens`,
+`app.ops.vault_tokens`). Another token's lookup, renewal and revocation, orphans, roles and
+revocations by prefix take the admin operation `tokens`; a token's own, none."""
 
 from typing import Any
 

@@ -185,8 +185,7 @@ def create(
     if not maker.may(AdminOperation.TOKENS):
         raise forbidden("making tokens needs the admin operation 'tokens'")
     if not maker.admin:
-        granted = {*maker.policies, DEFAULT_POLICY}
-        extra = sorted(set(terms.policies) - granted)
+        extra = policies_lacking(maker, terms.policies)
         if extra:
             raise forbidden(f"the token lacks the policies it would give: {', '.join(extra)}")
         lacking = _scope_lacking(maker, terms.key_patterns, terms.operations)
@@ -203,6 +202,14 @@ def create(
     if not terms.bound_cidrs and maker.bound_networks:
         terms = replace(terms, bound_cidrs=[str(network) for network in maker.bound_networks])
     return mint(store, limits, identity, terms, parent, path)
+
+
+def policies_lacking(maker: Principal, policies: Iterable[str]) -> list[str]:
+    """The policies of `policies` a token made by `maker` may not carry: those it lacks
+    (`default` aside; none for the admin)."""
+    if maker.admin:
+        return []
+    return sorted(set(policies) - {*maker.policies, DEFAULT_POLICY})
 
 
 def _scope_lacking(

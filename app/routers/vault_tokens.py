@@ -68,6 +68,9 @@ async def _create(request: Request, orphan: bool, role_name: str | None) -> Resp
         path = f"auth/token/create/{role_name}"
     else:
         terms = vault_tokens.terms_of(body, maker.policies)
+        # Vault's 400 for a maker that may make tokens (one that may not: `tokens.create`'s 403).
+        if maker.may(AdminOperation.TOKENS) and tokens.policies_lacking(maker, terms.policies):
+            raise invalid_input("child policies must be subset of parent")
         orphan = orphan or body.no_parent
         if orphan and not maker.may(AdminOperation.TOKENS):
             raise forbidden("an orphan token needs the admin operation 'tokens'")

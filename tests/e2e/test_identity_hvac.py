@@ -75,6 +75,14 @@ def _role(client: hvac.Client) -> Any:
     return client.auth.token.read_role(name)
 
 
+def _child_beyond_its_parent(client: hvac.Client) -> Any:
+    """A token that may make tokens asks for a policy it does not carry."""
+    maker = 'path "auth/token/create" {\n  capabilities = ["create", "update"]\n}'
+    client.sys.create_or_update_acl_policy(name="token-maker", policy=maker)
+    parent = client.auth.token.create(policies=["token-maker"])["auth"]["client_token"]
+    return as_token(client, parent).auth.token.create(policies=["orders"])
+
+
 def _bound_role(client: hvac.Client, blocks: str) -> Any:
     """A token role binding its tokens to `blocks`; the token made through it, used from this
     host (only the lookup's blocks compared)."""
@@ -193,6 +201,7 @@ CASES: dict[str, Callable[[hvac.Client], Any]] = {
     "create_through_role_bound_elsewhere": lambda c: _bound_role(c, "10.0.0.0/8"),
     "create_through_role_refused": _create_through_role_refused,
     "tidy": lambda c: c.auth.token.tidy(),
+    "create_beyond_the_parent": _child_beyond_its_parent,
     "bad_token": lambda c: as_token(c, "no-such-token").auth.token.lookup_self(),
     "acl_policy": _acl_policy,
     "acl_policy_list": lambda c: c.sys.list_acl_policies(),

@@ -55,6 +55,26 @@ ROLE_DEFAULTS: dict[str, Any] = {
 }
 # Older names Vault still takes for two of them.
 _ALIASES = {"policies": "token_policies", "period": "token_period"}
+# Vault's paths of one field of a role (`role/<name>/<path>`), and the field each is.
+FIELD_PATHS = {
+    **_ALIASES,
+    **{
+        field.replace("_", "-"): field
+        for field in (
+            "bind_secret_id",
+            "local_secret_ids",
+            "secret_id_bound_cidrs",
+            "secret_id_num_uses",
+            "secret_id_ttl",
+            "token_bound_cidrs",
+            "token_max_ttl",
+            "token_num_uses",
+            "token_ttl",
+        )
+    },
+}
+# The field a role's path only reads: it is set when the role is made.
+_READ_ONLY = "local_secret_ids"
 
 
 def not_found(what: str) -> Problem:
@@ -189,6 +209,29 @@ class AppRoles:
         )
         self._put(role)
         return role
+
+    def field(self, name: str, path: str) -> dict[str, Any]:
+        """The field of role `name` that `path` (`token-ttl`) names, as Vault reads it."""
+        field = _field_at(path)
+        return {field: role_data(self.role(name))[field]}
+
+    def set_field(self, name: str, path: str, changes: Mapping[str, Any]) -> None:
+        """Set the field `path` names to its value in `changes` (Vault's name, or its older
+        one): 404 for a role that does not exist, 400 when `changes` has no value for it."""
+        field = _field_at(path, writing=True)
+        if self._store.approle.role(self._mount, checked_name(name)) is None:
+            raise not_found("unsupported path")  # Vault's words
+        older = [alias for alias, newer in _ALIASES.items() if newer == field]
+        values = [changes[given] for given in (field, *older) if given in changes]
+        if not values:
+            raise invalid_input(f"missing {field}")
+        self.write(name, {field: values[0]})
+
+    def reset_field(self, name: str, path: str) -> None:
+        """Give the field `path` names Vault's default (nothing to do for a missing role)."""
+        field = _field_at(path, writing=True)
+        if self._store.approle.role(self._mount, checked_name(name)) is not None:
+            self.write(name, {field: ROLE_DEFAULTS[field]})
 
     def set_role_id(self, name: str, role_id: str) -> None:
         role = self.role(name)
@@ -344,6 +387,16 @@ class AppRoles:
                 "Too many roles",
                 f"an AppRole mount holds at most {MAX_ROLES_PER_MOUNT} roles",
             )
+
+
+def _field_at(path: str, writing: bool = False) -> str:
+    """The field a role's path names (404 as Vault for none; 405 for writing a read-only one)."""
+    field = FIELD_PATHS.get(path)
+    if field is None:
+        raise not_found("unsupported path")
+    if writing and field == _READ_ONLY:
+        raise Problem(405, "method-not-allowed", "Method not allowed", "unsupported operation")
+    return field
 
 
 def checked_name(name: str) -> str:

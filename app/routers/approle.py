@@ -27,6 +27,7 @@ from app.http.vault import (
     vault_body,
 )
 from app.ops.approle import (
+    FIELD_PATHS,
     ROLE_NAME,
     AppRoles,
     NewSecretId,
@@ -61,7 +62,7 @@ async def _roles_and_body(
 
 
 async def _changed(
-    request: Request, role_name: str, change: Callable[..., object], *args: str, **noted: str
+    request: Request, role_name: str, change: Callable[..., object], *args: object, **noted: str
 ) -> Response:
     """A change of the role `role_name`, `change(role_name, *args)`, made; its audit record
     names the role (and `noted`)."""
@@ -299,3 +300,41 @@ async def login(request: Request) -> Response:
         {**(spent.metadata if spent else {}), "role_name": role.name},
     )
     return await login_answer(request, issued)
+
+
+# Declared last: a role's other paths (`role-id`, `secret-id`, ...) are matched before.
+FieldPath = Annotated[str, Path(description=f"the field's path: {', '.join(sorted(FIELD_PATHS))}")]
+
+
+@router.get("/role/{role_name}/{field_path}", summary="One field of a role")
+async def read_role_field(request: Request, role_name: RoleName, field_path: FieldPath) -> Response:
+    roles = await _roles(request)
+    return await answer(request, await in_thread(roles.field, role_name, field_path))
+
+
+@router.post(
+    "/role/{role_name}/{field_path}",
+    summary="Set one field of a role",
+    status_code=204,
+    openapi_extra=vault_body(ApproleRole),
+)
+async def write_role_field(
+    request: Request, role_name: RoleName, field_path: FieldPath
+) -> Response:
+    roles, body = await _roles_and_body(request, ApproleRole, change=True)
+    changes = body.model_dump(exclude_none=True)
+    return await _changed(
+        request, role_name, roles.set_field, field_path, changes, field=field_path
+    )
+
+
+@router.delete(
+    "/role/{role_name}/{field_path}",
+    summary="Give one field of a role Vault's default",
+    status_code=204,
+)
+async def reset_role_field(
+    request: Request, role_name: RoleName, field_path: FieldPath
+) -> Response:
+    roles = await _roles(request, change=True)
+    return await _changed(request, role_name, roles.reset_field, field_path, field=field_path)

@@ -572,3 +572,49 @@ def test_a_revocation_by_prefix_as_on_openbao(
         targets, lambda client, mount: _left_after_revoking(prefix, force, client, mount)
     )
     assert seen == {"openbao": left, "cipherd": left}
+
+
+FIELDS = ("policies", "period", "token-ttl", "token-max-ttl", "token-num-uses", "local-secret-ids")
+
+
+def _one_field_at_a_time(client: hvac.Client, mount: str) -> dict[str, Any]:
+    """A role's fields through their own paths (`bao read auth/approle/role/ci/token-ttl`):
+    read, set, reset; a missing role, a missing value, a field that is only read, a path that
+    names none. (A field set by its older name, `period`, Vault reads back under both names,
+    this service under the newer only.)"""
+    base = f"/v1/auth/{mount}/role/{ROLE}"
+    role(client, mount, token_policies=["a", "b"], token_ttl="10m")
+
+    def status(method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        try:
+            answer = client.adapter.request(method, path, json=body)
+        except exceptions.VaultError as error:
+            return type(error).__name__
+        return answer.status_code if isinstance(answer, requests.Response) else answer["data"]
+
+    return {
+        "read": {field: status("GET", f"{base}/{field}") for field in FIELDS},
+        "set": [
+            status("POST", f"{base}/token-ttl", {"token_ttl": "2m"}),
+            status("POST", f"{base}/policies", {"token_policies": "x,y"}),
+            status("POST", f"{base}/period", {"token_period": "1h"}),
+            status("POST", f"{base}/token-num-uses", {"token_num_uses": "3"}),
+        ],
+        "after": {field: status("GET", f"{base}/{field}") for field in FIELDS[:5]},
+        "reset": [status("DELETE", f"{base}/{field}") for field in ("token-ttl", "period")],
+        "after reset": [status("GET", f"{base}/{field}") for field in ("token-ttl", "period")],
+        "refused": [
+            status("POST", f"{base}/token-ttl", {}),
+            status("POST", f"/v1/auth/{mount}/role/missing/token-ttl", {"token_ttl": 60}),
+            status("GET", f"/v1/auth/{mount}/role/missing/token-ttl"),
+            status("DELETE", f"/v1/auth/{mount}/role/missing/token-ttl"),
+            status("POST", f"{base}/local-secret-ids", {"local_secret_ids": True}),
+            status("GET", f"{base}/nonsense"),
+        ],
+    }
+
+
+def test_a_roles_fields_one_at_a_time_as_on_openbao(targets: dict[str, tuple[str, str]]) -> None:
+    seen = on_both(targets, _one_field_at_a_time)
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"]["after"]["token-ttl"] == {"token_ttl": 120}

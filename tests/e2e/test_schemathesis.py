@@ -79,6 +79,7 @@ PATH_VALUES = {
     "part": "32",
     "source": "platform",
     "count": "32",
+    "field_path": "token-ttl",
 }
 # The role every AppRole and token-role path names, when the generated name is a valid one.
 ROLE = "fuzz-role"
@@ -207,6 +208,8 @@ def _aim(case: schemathesis.Case, client: httpx.Client) -> dict[str, str] | None
     if isinstance(case.body, dict) and path.startswith("/v1/transit/verify/"):
         signed = client.post("/v1/transit/sign/fuzz-transit-sign", json={"input": "ZnV6eg=="})
         case.body = {"input": "ZnV6eg==", "signature": signed.json()["data"]["signature"]}
+    if isinstance(case.body, dict) and path.endswith("/{field_path}"):
+        case.body["token_ttl"] = 60  # the field the path is aimed at
     if isinstance(case.body, dict) and path.startswith("/v1/sys/capabilities"):
         case.body["paths"] = ["transit/encrypt/fuzz-transit"]  # an empty list is a 400
     if isinstance(case.body, dict) and {"token", "accessor"} & case.body.keys():

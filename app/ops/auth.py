@@ -250,6 +250,20 @@ class Authenticator:
             self.spend_use(record)
         return principal
 
+    def principal_named(self, token: str, state: AuthState) -> Principal | None:
+        """What `token` may do, for another who asks (Vault's `sys/capabilities`): the admin,
+        or a live stored token's principal, with none of its uses spent; None for no such
+        token. Queries the store: call it off the event loop."""
+        if not token:
+            return None
+        digest = hash_token(token)
+        if self._is_admin(state, digest):
+            return ADMIN
+        record = self._tokens.load(digest)
+        if record is None or not self.alive(record):
+            return None
+        return self.principal_of_record(record)
+
     def cached_principal(self, token: str | None, state: AuthState) -> Principal | None:
         """What `principal` answers (its 401s and 403s too), if this process can tell without
         the store: the token's record cached with no number of uses to spend, and its policies

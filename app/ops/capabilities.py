@@ -10,9 +10,10 @@ and the lease paths: `tokens`; `sys/policies`: `policies`; `auth/<method>/...` a
 Anything else is `deny`.
 """
 
+from app.ops import Services, vault_tokens
 from app.ops.auth import AdminOperation, Operation, Principal
 from app.ops.transit.mounts import resolve
-from app.store import SecretMount
+from app.store import AuthState, SecretMount
 
 # A token's own paths, which every token may use (Vault's default policy).
 _OWN = {
@@ -89,3 +90,16 @@ def _transit(principal: Principal, mount: SecretMount, parts: list[str]) -> list
     if not any(all(principal.allows(op, key) for op in ops) for ops in _VERBS[verb]):
         return ["deny"]
     return ["read"] if verb == "keys" else ["update"]
+
+
+def named_by_token(services: Services, token: str, state: AuthState) -> Principal | None:
+    """The principal `token` stands for (the admin token's too), asked about by another
+    (`sys/capabilities`); None for no live token. Off the event loop."""
+    return services.auth.principal_named(token, state)
+
+
+def named_by_accessor(services: Services, accessor: str, state: AuthState) -> Principal | None:
+    """The principal of the live token of accessor `accessor` (`sys/capabilities-accessor`);
+    None for none (the admin token has no accessor: `state` is unused). Off the event loop."""
+    record = vault_tokens.by_accessor(services.store, accessor)
+    return None if record is None else services.auth.principal_of_record(record)

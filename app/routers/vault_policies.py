@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.http.deps import audit_note, services
+from app.http.deps import arrival, audit_note, services
 from app.http.vault import (
     answer,
     caller,
@@ -25,9 +25,9 @@ from app.http.vault import (
     vault_router,
     written,
 )
-from app.ops import hcl_policy, policies, vault_tokens
+from app.ops import Services, hcl_policy, policies
 from app.ops.auth import AdminOperation, Principal
-from app.ops.capabilities import capabilities
+from app.ops.capabilities import capabilities, named_by_accessor, named_by_token
 from app.ops.errors import Problem, invalid_input
 from app.ops.vault_fields import Strings
 from app.ops.work import in_thread
@@ -182,32 +182,32 @@ async def capabilities_self(request: Request) -> Response:
 
 
 def _of_named_token(
-    lookup: Callable[[Any, str], Any], field: str
+    named: Callable[[Services, str, Any], Principal | None], field: str
 ) -> Callable[[Request], Awaitable[Response]]:
     """`sys/capabilities` and `-accessor`: those of the token the body names by `field` (its
-    value or its accessor), for a caller with the admin operation `tokens`; Vault's 400 if
-    it names none."""
+    value, the admin token's too, or its accessor), for a caller with the admin operation
+    `tokens`; Vault's 400 if it names none."""
 
     async def endpoint(request: Request) -> Response:
         await vault_admin(request, AdminOperation.TOKENS)
         body = await read_body(request, VaultCapabilities)
         service = services(request)
-        record = await in_thread(lookup, service.store, getattr(body, field))
-        if record is None:
+        state = await service.auth.current_state(arrival(request.scope))
+        principal = await in_thread(named, service, getattr(body, field), state)
+        if principal is None:
             raise invalid_input(f"invalid {field}")  # Vault's words
-        principal = await in_thread(service.auth.principal_of_record, record)
         return await _capabilities(request, principal, body)
 
     return endpoint
 
 
-for _path, _lookup, _field, _how in (
-    ("/capabilities", vault_tokens.by_token, "token", "given the token"),
-    ("/capabilities-accessor", vault_tokens.by_accessor, "accessor", "by its accessor"),
+for _path, _named, _field, _how in (
+    ("/capabilities", named_by_token, "token", "given the token"),
+    ("/capabilities-accessor", named_by_accessor, "accessor", "by its accessor"),
 ):
     router.add_api_route(
         _path,
-        _of_named_token(_lookup, _field),
+        _of_named_token(_named, _field),
         methods=["POST"],
         summary=f"A token's capabilities on Vault paths, {_how} (admin operation tokens)",
         name=f"capabilities_of_{_field}",

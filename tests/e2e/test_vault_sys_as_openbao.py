@@ -267,13 +267,15 @@ def test_capabilities_read_as_on_openbao(
             one,
             by_token == by_accessor == own["data"],
             root.sys.get_capabilities(paths=["transit/encrypt/orders"])["data"],
+            root.sys.get_capabilities(paths=["transit/encrypt/orders"], token=token)["data"],
             commands,
         )
     assert seen["cipherd"] == seen["openbao"]
     assert seen["cipherd"][0]["transit/encrypt/orders"] == ["update"]
     assert seen["cipherd"][0]["transit/keys/orders"] == ["read"]
     assert seen["cipherd"][0]["transit/decrypt/orders"] == ["deny"]
-    assert seen["cipherd"][4] == ["update\n", "deny\n"]
+    assert seen["cipherd"][4]["capabilities"] == ["root"]
+    assert seen["cipherd"][5] == ["update\n", "deny\n"]
 
 
 def test_lease_revocation_by_prefix_through_the_bao_command(

@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, cast
 
@@ -88,26 +88,38 @@ def _function(
     return function
 
 
+class _Turns:
+    """Whether a decryption already ran on the event loop in its current turn. Requests that
+    arrive together start in the same turn, so a second decryption in one turn has others
+    waiting behind it: then the pool takes one while the event loop runs the next."""
+
+    def __init__(self) -> None:
+        self._ran = False
+
+    def backlog(self) -> bool:
+        return self._ran
+
+    def ran(self) -> None:
+        if not self._ran:
+            self._ran = True
+            asyncio.get_running_loop().call_soon(self._next_turn)
+
+    def _next_turn(self) -> None:
+        self._ran = False
+
+
+@dataclass(eq=False)
 class Fe:
     """Functional encryption with the master keys of one keyring."""
 
-    def __init__(
-        self,
-        keyring: Keyring,
-        caches: FeCaches,
-        audit: AuditTrail,
-        max_range: int,
-        max_request_work: int,
-        pool: FePool | None = None,
-    ) -> None:
-        self.keyring = keyring
-        self.caches = caches
-        self.audit = audit
-        self.max_range = max_range
-        self.max_request_work = max_request_work
-        self.pool = pool
-        self._turns = _Turns()
-        self._warming = threading.Lock()
+    keyring: Keyring
+    caches: FeCaches
+    audit: AuditTrail
+    max_range: int
+    max_request_work: int
+    pool: FePool | None = None
+    _turns: _Turns = field(default_factory=_Turns, init=False, repr=False)
+    _warming: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def _material(self, name: str, version: int | None) -> tuple[KeyMaterial, Scheme]:
         material = self.keyring.material(name, version)
@@ -306,26 +318,6 @@ class Fe:
                 self._warming.release()
 
         threading.Thread(target=warm, name="fe-warm-up", daemon=True).start()
-
-
-class _Turns:
-    """Whether a decryption already ran on the event loop in its current turn. Requests that
-    arrive together start in the same turn, so a second decryption in one turn has others
-    waiting behind it: then the pool takes one while the event loop runs the next."""
-
-    def __init__(self) -> None:
-        self._ran = False
-
-    def backlog(self) -> bool:
-        return self._ran
-
-    def ran(self) -> None:
-        if not self._ran:
-            self._ran = True
-            asyncio.get_running_loop().call_soon(self._next_turn)
-
-    def _next_turn(self) -> None:
-        self._ran = False
 
 
 class Decryptions(Protocol):

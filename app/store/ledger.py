@@ -8,6 +8,7 @@ ledger's rows go with their key version: `forget` is called in the transaction t
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from app.store.database import Cursor, Session
@@ -94,24 +95,20 @@ def forget(cursor: Cursor, name: str, below: int | None = None) -> None:
             cursor.execute(f"DELETE FROM {table} WHERE name = ? AND version < ?", (name, below))
 
 
+@dataclass(eq=False)
 class _Ledger(FunctionLedger):
-    """The function ledger of one key version inside a store transaction."""
+    """The function ledger of one key version inside a store transaction: `_read` is the basis
+    as read, which a decision that changes `basis` no longer is."""
 
-    def __init__(
-        self,
-        cursor: Cursor,
-        name: str,
-        version: int,
-        basis: list[list[int]],
-        params: dict[str, Any],
-    ) -> None:
-        self._cursor = cursor
-        self._name = name
-        self._version = version
-        self.basis = basis
-        self._read = basis
-        self.params = params
-        self._records: list[tuple[Any, str, float, int]] = []
+    _cursor: Cursor
+    _name: str
+    _version: int
+    basis: list[list[int]]
+    params: dict[str, Any]
+    _records: list[tuple[Any, str, float, int]] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self._read = self.basis
 
     def released_since(self, principal: str, since: float) -> int:
         self._cursor.execute(

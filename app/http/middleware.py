@@ -30,8 +30,8 @@ from app.http.operation import operation_id
 from app.http.problems import problem_response
 from app.ops.audit import AuditNote, AuditRecord, AuditTrail
 from app.ops.audit.record import audit_unavailable
-from app.ops.auth import TOKEN_ID_PATTERN
 from app.ops.errors import Problem
+from app.ops.token_values import TOKEN_ID_PATTERN
 from app.server.logs import access_writer, request_id_var
 from app.server.metrics import count_request
 

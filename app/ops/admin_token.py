@@ -5,7 +5,7 @@ longer valid once the store holds a rotated one."""
 
 import secrets
 
-from app.ops.auth import hash_token
+from app.ops.token_values import hash_token
 from app.store import KeyStore
 
 ADMIN_TOKEN_PREFIX = "cda_"

@@ -1,11 +1,9 @@
 """Who is calling, and what they may do: the admin token, and tokens that carry named policies
 (`app.ops.policies`) and an inline rule (a scoped token's key-name patterns x operations).
 
-Tokens are random 256-bit strings shown once; the store keeps only their SHA-256, which is
-enough for a secret of that entropy and lets a lookup be one indexed query. The admin token acts
-as root (every key operation and every admin operation); it is the configured one until it is
-rotated, then the one whose hash the store holds, and `CIPHERD_ADMIN_TOKEN_DISABLED` refuses it
-altogether in favour of policies.
+A token's value is drawn and hashed by `app.ops.token_values`. The admin token acts as root
+(every key and admin operation); it is the configured one until it is rotated, then the one
+whose hash the store holds, and `CIPHERD_ADMIN_TOKEN_DISABLED` refuses it in favour of policies.
 
 A change that narrows a token (a policy changed or deleted, a token revoked, the admin token
 rotated, an auth mount disabled) moves the store's auth generation on in the transaction that
@@ -25,9 +23,7 @@ docs/performance/choices.md). Token records are otherwise cached for
 
 import contextlib
 import enum
-import hashlib
 import hmac
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,10 +35,10 @@ from app.ops.errors import Problem, forbidden, unauthorized
 from app.ops.globs import matcher
 from app.ops.keyring import StoreCache, store_outage
 from app.ops.ratelimit import RateLimits
+from app.ops.token_values import hash_token
 from app.ops.work import SharedBlockingRead, SharedRead
 from app.store import AuthState, AwsCredential, KeyStore, StoreUnavailableError, TokenRecord
 
-TOKEN_PREFIX = "cdt_"
 MAX_CACHED_TOKENS = 10_000
 MAX_CACHED_POLICIES = 10_000
 ROOT_POLICY, DEFAULT_POLICY = "root", "default"
@@ -176,20 +172,6 @@ def compile_policy(document: Mapping[str, Any]) -> CompiledPolicy:
     )
     admin = frozenset(document.get("admin", ()))
     return CompiledPolicy(rules, admin, sum(len(rule.patterns) for rule in rules))
-
-
-def hash_token(token: str) -> bytes:
-    return hashlib.sha256(token.encode()).digest()
-
-
-# A token's id as `new_token` draws it: what a path may name a token by.
-TOKEN_ID_PATTERN = r"^[0-9a-f]{16}$"
-
-
-def new_token() -> tuple[str, str]:
-    """A fresh (token id, token) pair: the id is also the token's accessor."""
-    token_id = secrets.token_hex(8)
-    return token_id, f"{TOKEN_PREFIX}{secrets.token_urlsafe(32)}"
 
 
 class Authenticator:

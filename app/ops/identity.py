@@ -12,15 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.ops.auth import (
-    DEFAULT_POLICY,
-    ROOT_POLICY,
-    check_pattern_count,
-    compile_policy,
-    hash_token,
-    new_token,
-)
+from app.ops.auth import DEFAULT_POLICY, ROOT_POLICY, check_pattern_count, compile_policy
 from app.ops.errors import invalid_input
+from app.ops.token_values import hash_token, new_token
 from app.store import KeyStore, TokenRecord
 
 # A policy name, as Vault allows them (and no '/', which would not fit in a path).

@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.ops.auth import TOKEN_ID_PATTERN, hash_token
 from app.ops.auth_mounts import TOKEN
 from app.ops.cidrs import MAX_CIDRS, cidr_blocks
 from app.ops.errors import Problem, invalid_input
 from app.ops.identity import TokenTerms, remaining_seconds
+from app.ops.token_values import TOKEN_ID_PATTERN, hash_token
 from app.ops.vault_fields import Duration, Strings, VaultBool, VaultInt, vault_time
 from app.store import KeyStore, TokenRecord
 

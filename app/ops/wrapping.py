@@ -11,8 +11,8 @@ token expires after its TTL, at most `CIPHERD_WRAP_MAX_TTL_SECONDS`, and an answ
 import secrets
 from typing import Any
 
-from app.ops.auth import hash_token
 from app.ops.errors import Problem, invalid_input
+from app.ops.token_values import hash_token
 from app.ops.vault_fields import duration_seconds, vault_time
 from app.store import KeyStore, WrappedResponse
 

@@ -200,7 +200,7 @@ def test_tokens_list_reads_the_store_a_page_at_a_time(
 
 
 def test_the_admin_token_rotates(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from app.ops.auth import hash_token
+    from app.ops.token_values import hash_token
     from app.server.bootstrap import open_configured_store
 
     first = run(capsys, "admin-token", "rotate")["admin_token"]

@@ -13,7 +13,7 @@ from starlette.requests import Request
 
 from app.http.deps import bearer_token
 from app.main import create_app
-from app.ops.auth import hash_token
+from app.ops.token_values import hash_token
 from app.settings import Settings
 from app.store import TokenRecord
 

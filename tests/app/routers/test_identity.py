@@ -12,7 +12,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from prometheus_client import REGISTRY
 
-from app.ops.auth import Operation, hash_token
+from app.ops.auth import Operation
+from app.ops.token_values import hash_token
 
 PLAINTEXT = base64.b64encode(b"x").decode()
 

@@ -19,6 +19,7 @@ VAULT_TAGS = (
     "sys-wrapping",
     "sys-auth",
     "sys-policies",
+    "sys-leases",
     "sys-admin-token",
 )
 VAULT_HEALTH = ("/v1/sys/health", "/v1/sys/seal-status", "/v1/sys/leader", "/v1/sys/init")

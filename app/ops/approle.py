@@ -31,10 +31,10 @@ from app.store import AppRole, KeyStore, SecretId
 
 ROLE_NAME = r"^[A-Za-z0-9._ -]{1,128}$"
 _ROLE_NAME = re.compile(ROLE_NAME)
-# A role id or a custom secret id: printable, no spaces at either end.
 # A secret id's accessor, as drawn here (a UUID): other text names none, and a NUL could not
 # even be compared by PostgreSQL.
 _ACCESSOR = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# A role id or a custom secret id: printable, no spaces at either end.
 _CREDENTIAL = re.compile(r"^[\x21-\x7e]([\x20-\x7e]{0,510}[\x21-\x7e])?$")
 MAX_ROLES_PER_MOUNT = 10_000
 MAX_SECRET_IDS_PER_ROLE = 10_000
@@ -211,9 +211,11 @@ class AppRoles:
         return role
 
     def field(self, name: str, path: str) -> dict[str, Any]:
-        """The field of role `name` that `path` (`token-ttl`) names, as Vault reads it."""
+        """The field of role `name` that `path` (`token-ttl`) names, as Vault reads it (address
+        blocks: null when there are none)."""
         field = _field_at(path)
-        return {field: role_data(self.role(name))[field]}
+        value = role_data(self.role(name))[field]
+        return {field: None if field.endswith("_cidrs") and not value else value}
 
     def set_field(self, name: str, path: str, changes: Mapping[str, Any]) -> None:
         """Set the field `path` names to its value in `changes` (Vault's name, or its older

@@ -574,7 +574,17 @@ def test_a_revocation_by_prefix_as_on_openbao(
     assert seen == {"openbao": left, "cipherd": left}
 
 
-FIELDS = ("policies", "period", "token-ttl", "token-max-ttl", "token-num-uses", "local-secret-ids")
+FIELDS = (
+    "policies",
+    "period",
+    "token-ttl",
+    "token-max-ttl",
+    "token-num-uses",
+    "local-secret-ids",
+    "token-bound-cidrs",
+    "secret-id-bound-cidrs",
+    "secret-id-ttl",
+)
 
 
 def _one_field_at_a_time(client: hvac.Client, mount: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Address blocks as Vault's roles and tokens take them (`secret_id_bound_cidrs`,
-`token_bound_cidrs`): checked and written as networks when a role is written, and the test of a
-client's address against them, at a login and at each request of a bound token."""
+`token_bound_cidrs`): checked and written as Vault writes them when a role is written, and the
+test of a client's address against them, at a login and at each request of a bound token."""
 
 import ipaddress
 from collections.abc import Sequence

@@ -69,20 +69,21 @@ async def principal_of(scope: Scope, auth: Authenticator, token: str | None) -> 
     process has it cached. A token that fails counts against the client's address (429 past
     its failures); a token bound to address blocks acts only from them (403); and a token with
     a rate is charged one request (429 past it)."""
+    address = client_address(scope)
     try:
         state = await auth.current_state(arrival(scope))
         principal = auth.cached_principal(token, state)
         if principal is None:
-            principal = await in_thread(auth.principal, token, state, client_address(scope))
+            principal = await in_thread(auth.principal, token, state, address)
     except Problem as problem:
         if problem.status != 401:
             raise
-        raise auth.refusal(client_address(scope), problem) from None
+        raise auth.refusal(address, problem) from None
     note = audit_note(scope)
     note.principal = principal.id
     if principal.token_id is not None:
         note.details["identity"] = principal.identity
-    if not principal.reachable_from(client_address(scope)):
+    if not principal.reachable_from(address):
         raise forbidden("permission denied: the token is bound to other addresses")
     return auth.admit(principal)
 

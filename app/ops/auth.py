@@ -221,30 +221,31 @@ class Authenticator:
         token with a number of uses is charged one, unless it is bound to blocks that do not
         hold `address` (the caller refuses the request: `Principal.reachable_from`). Queries
         the store for a token not cached: call it off the event loop."""
-        digest = self._digest(token)
-        if self._is_admin(state, digest):
-            return ADMIN
-        record = self._tokens.load(digest)
-        if record is None or not self.alive(record):
+        found = self._found(self._digest(token), state)
+        if found is None:
             raise unauthorized("the token is unknown, revoked or expired")
-        principal = self.principal_of_record(record)  # before a use is spent: it may refuse
-        if principal.reachable_from(address):
+        principal, record = found  # the principal before a use is spent: it may refuse
+        if record is not None and principal.reachable_from(address):
             self.spend_use(record)
         return principal
 
     def principal_named(self, token: str, state: AuthState) -> Principal | None:
-        """What `token` may do, for another who asks (Vault's `sys/capabilities`): the admin,
-        or a live stored token's principal, with none of its uses spent; None for no such
-        token. Queries the store: call it off the event loop."""
-        if not token:
-            return None
-        digest = hash_token(token)
+        """What `token` may do, for another who asks (`sys/capabilities`), none of its uses
+        spent; None for no live token. Queries the store: call it off the event loop."""
+        found = self._found(hash_token(token), state) if token else None
+        return None if found is None else found[0]
+
+    def _found(
+        self, digest: bytes, state: AuthState
+    ) -> tuple[Principal, TokenRecord | None] | None:
+        """The principal the token of that digest stands for, with its record (None for the
+        admin token); None for no live token."""
         if self._is_admin(state, digest):
-            return ADMIN
+            return ADMIN, None
         record = self._tokens.load(digest)
         if record is None or not self.alive(record):
             return None
-        return self.principal_of_record(record)
+        return self.principal_of_record(record), record
 
     def cached_principal(self, token: str | None, state: AuthState) -> Principal | None:
         """What `principal` answers (its 401s and 403s too), if this process can tell without

@@ -77,11 +77,3 @@ class AeadKey(SealingKey[Params]):
         which `decrypt` opens with the same associated data and context."""
         key = os.urandom(size)
         return key, self.encrypt(key, params)
-
-    def rewrap(
-        self, ciphertext: bytes, params: Params, version: int | None, enveloped: bool
-    ) -> Sealed:
-        """The payload's plaintext under the latest version, with the same associated data and
-        context, without it leaving the service; a payload that does not open is refused as
-        `decrypt` refuses it."""
-        return self.encrypt(self.decrypt(ciphertext, params, version).data, params, enveloped)

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
 from app.ops import envelope
-from app.ops.envelope import Sealed, sealed
+from app.ops.envelope import Sealed
 from app.ops.errors import failed_with, invalid_input
-from app.ops.versioned import VersionedKey
+from app.ops.sealing import SealingKey
 from app.server.metrics import timed
 from app.store import KeyMaterial
 from core import aez
@@ -40,33 +40,25 @@ class Fresh(NamedTuple):
     tau: int
 
 
-def _encrypt(material: KeyMaterial, params: Params, plaintext: bytes) -> bytes:
-    with timed("aez", "encrypt"):
-        return aez.encrypt(material.secret, params.nonce, params.ad, params.tau, plaintext)
-
-
-def _decrypt(material: KeyMaterial, params: Params, ciphertext: bytes) -> bytes:
-    with timed("aez", "decrypt"):
-        plaintext = aez.decrypt(material.secret, params.nonce, params.ad, params.tau, ciphertext)
-    if plaintext is None:
-        raise failed_with(material, "authentication-failed", "Authentication failed")
-    return plaintext
-
-
-class AezKey(VersionedKey):
+class AezKey(SealingKey[Params]):
     """An AEZ key of a request."""
 
     types = frozenset({"aez"})
     used_for = "AEZ"
 
-    def encrypt(
-        self, params: Params, plaintext: bytes, envelope: bool = True, version: int | None = None
-    ) -> Sealed:
-        """Encrypt under `version` (default: the latest)."""
-        material = self.encryption(version)
-        return sealed(material.version, _encrypt(material, params, plaintext), envelope)
+    def seal(self, material: KeyMaterial, params: Params, plaintext: bytes) -> bytes:
+        with timed("aez", "encrypt"):
+            return aez.encrypt(material.secret, params.nonce, params.ad, params.tau, plaintext)
 
-    def decrypt(self, params: Params, ciphertext: bytes, version: int | None) -> Sealed:
+    def unseal(self, material: KeyMaterial, params: Params, payload: bytes) -> bytes:
+        """The plaintext; a payload that does not authenticate is a 400 that says so."""
+        with timed("aez", "decrypt"):
+            plaintext = aez.decrypt(material.secret, params.nonce, params.ad, params.tau, payload)
+        if plaintext is None:
+            raise failed_with(material, "authentication-failed", "Authentication failed")
+        return plaintext
+
+    def decrypt(self, ciphertext: bytes, params: Params, version: int | None) -> Sealed:
         """A bare payload with a tag too short to tell versions apart (tau below
         MIN_TRIAL_TAU) is opened with the latest version only, and needs its key_version once
         there are several."""
@@ -80,20 +72,10 @@ class AezKey(VersionedKey):
                 f"{envelope.MIN_TRIAL_TAU}) is not tried against several versions: its tag "
                 "cannot tell them apart; give its key_version"
             )
-        return self.opened(
-            ciphertext, version, lambda material, bare: _decrypt(material, params, bare)
-        )
+        return super().decrypt(ciphertext, params, version)
 
     def datakey(self, size: int) -> tuple[bytes, Fresh, Sealed]:
         """A fresh random data key of `size` bytes, the parameters of its encryption and its
         ciphertext under the latest version, which `decrypt` opens with those parameters."""
         key, params = os.urandom(size), Fresh(os.urandom(DATAKEY_NONCE_BYTES), None, DATAKEY_TAU)
-        return key, params, self.encrypt(params, key)
-
-    def rewrap(
-        self, params: Params, ciphertext: bytes, version: int | None, enveloped: bool
-    ) -> Sealed:
-        """The ciphertext's plaintext under the latest version with the same parameters,
-        without it leaving the service; one that does not authenticate is refused as `decrypt`
-        refuses it."""
-        return self.encrypt(params, self.decrypt(params, ciphertext, version).data, enveloped)
+        return key, params, self.encrypt(key, params)

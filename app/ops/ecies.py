@@ -7,16 +7,15 @@ unless asked not to, a payload in the envelope that names it (`app.ops.envelope`
 
 import os
 from functools import lru_cache
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
-from app.ops.envelope import Sealed, sealed
-from app.ops.errors import failed_with, invalid_input
-from app.ops.versioned import VersionedKey
+from app.ops.envelope import Sealed
+from app.ops.errors import invalid_input
+from app.ops.sealing import SealingKey
 from app.ops.work import compute
 from app.server.metrics import timed
 from app.store import KeyMaterial
 from core import ecies
-from core.errors import DecryptionError
 
 Curve = Literal["secp256k1", "x25519", "ed25519"]
 
@@ -54,53 +53,44 @@ def config(curve: str, options: Options) -> ecies.Config:
     )
 
 
-def _encrypt(material: KeyMaterial, plaintext: bytes, options: Options) -> bytes:
-    settings = config(material.type.removeprefix("ecies-"), options)
-    with timed("ecies", "encrypt"):
-        return ecies.encrypt(
-            material.public or b"", plaintext, settings, receiver_sk=material.secret
-        )
+class Params(Protocol):
+    """What an encryption takes beside its key: eciespy's options, as the JSON form's
+    `config`."""
+
+    @property
+    def config(self) -> Options: ...
 
 
-def _decrypt(material: KeyMaterial, ciphertext: bytes, options: Options) -> bytes:
-    settings = config(material.type.removeprefix("ecies-"), options)
-    with timed("ecies", "decrypt"):
-        try:
-            return ecies.decrypt(material.secret, ciphertext, settings)
-        except DecryptionError:
-            raise failed_with(material, "decryption-failed", "Decryption failed") from None
+class Configured(NamedTuple):
+    """Parameters that are options alone (a data key's)."""
+
+    config: Options
 
 
-class EciesKey(VersionedKey):
-    """An ECIES key of a request; `options` are eciespy's, for the curve the key's type fixes."""
+class EciesKey(SealingKey[Params]):
+    """An ECIES key of a request; its options are eciespy's, for the curve the key's type
+    fixes."""
 
     types = frozenset({"ecies-secp256k1", "ecies-x25519", "ecies-ed25519"})
     used_for = "ECIES"
 
-    def encrypt(
-        self, plaintext: bytes, options: Options, envelope: bool = True, version: int | None = None
-    ) -> Sealed:
-        """Encrypt under `version` (default: the latest)."""
-        material = self.encryption(version)
-        return sealed(material.version, _encrypt(material, plaintext, options), envelope)
+    def seal(self, material: KeyMaterial, params: Params, plaintext: bytes) -> bytes:
+        settings = config(material.type.removeprefix("ecies-"), params.config)
+        with timed("ecies", "encrypt"):
+            return ecies.encrypt(
+                material.public or b"", plaintext, settings, receiver_sk=material.secret
+            )
 
-    def decrypt(self, ciphertext: bytes, version: int | None, options: Options) -> Sealed:
-        return self.opened(
-            ciphertext, version, lambda material, bare: _decrypt(material, bare, options)
-        )
+    def unseal(self, material: KeyMaterial, params: Params, payload: bytes) -> bytes:
+        settings = config(material.type.removeprefix("ecies-"), params.config)
+        with timed("ecies", "decrypt"):
+            return ecies.decrypt(material.secret, payload, settings)
 
-    def datakey(self, size: int, options: Options) -> tuple[bytes, Sealed]:
+    def datakey(self, size: int, params: Params) -> tuple[bytes, Sealed]:
         """A fresh random data key of `size` bytes and its payload under the latest version,
         which `decrypt` opens."""
         key = os.urandom(size)
-        return key, self.encrypt(key, options)
-
-    def rewrap(
-        self, ciphertext: bytes, version: int | None, options: Options, enveloped: bool
-    ) -> Sealed:
-        """The payload's plaintext under the latest version, without it leaving the service; a
-        payload that does not open is refused as `decrypt` refuses it."""
-        return self.encrypt(self.decrypt(ciphertext, version, options).data, options, enveloped)
+        return key, self.encrypt(key, params)
 
 
 def _encrypt_to(public_key: bytes, plaintext: bytes, curve: Curve, options: Options) -> bytes:

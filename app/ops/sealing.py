@@ -1,6 +1,6 @@
 """Keys whose payloads are sealed under one version and opened with the version the caller or
-the envelope names (AEAD, HPKE, RSA-OAEP): the verbs they share, each family giving only how a
-version seals and opens a bare payload with the request's parameters."""
+the envelope names (AEAD, AEZ, ECIES, HPKE, RSA-OAEP): the verbs they share, each family giving
+only how a version seals and opens a bare payload with the request's parameters."""
 
 from typing import Generic, TypeVar
 
@@ -41,3 +41,11 @@ class SealingKey(VersionedKey, Generic[ParamsT]):
             return self.unseal(material, params, payload)
         except DecryptionError:
             raise failed_with(material, "decryption-failed", "Decryption failed") from None
+
+    def rewrap(
+        self, ciphertext: bytes, params: ParamsT, version: int | None, enveloped: bool
+    ) -> Sealed:
+        """The payload's plaintext under the latest version, with the same parameters, without
+        it leaving the service; a payload that does not open is refused as `decrypt` refuses
+        it."""
+        return self.encrypt(self.decrypt(ciphertext, params, version).data, params, enveloped)

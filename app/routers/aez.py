@@ -98,7 +98,7 @@ router: APIRouter = family.router
     batch="Encrypt many plaintexts with a server-held AEZ key",
 )
 def encrypt(key: AezKey, item: AezEncryptRequest) -> AezCiphertext:
-    return AezCiphertext.of(key.encrypt(item, item.plaintext, item.envelope, item.key_version))
+    return AezCiphertext.of(key.encrypt(item.plaintext, item, item.envelope, item.key_version))
 
 
 @family.decrypt(
@@ -106,7 +106,7 @@ def encrypt(key: AezKey, item: AezEncryptRequest) -> AezCiphertext:
     batch="Decrypt many ciphertexts with a server-held AEZ key",
 )
 def decrypt(key: AezKey, item: AezDecryptRequest) -> AezPlaintext:
-    return AezPlaintext.of(key.decrypt(item, item.ciphertext, item.key_version))
+    return AezPlaintext.of(key.decrypt(item.ciphertext, item, item.key_version))
 
 
 @family.datakey(
@@ -130,4 +130,4 @@ def datakey(key: AezKey, item: DatakeyRequest) -> AezDatakey:
     batch="Rewrap many ciphertexts under a server-held AEZ key's latest version",
 )
 def rewrap(key: AezKey, item: AezRewrapRequest) -> AezCiphertext:
-    return AezCiphertext.of(key.rewrap(item, item.ciphertext, item.key_version, item.envelope))
+    return AezCiphertext.of(key.rewrap(item.ciphertext, item, item.key_version, item.envelope))

@@ -43,7 +43,7 @@ class EciesOptions(RequestBody):
 
 
 # A data key is encrypted in eciespy's default form.
-DEFAULT_OPTIONS = EciesOptions()
+DEFAULT_FORM = ecies.Configured(EciesOptions())
 
 
 class EciesConfig(EciesOptions):
@@ -131,9 +131,7 @@ router: APIRouter = family.router
     batch="Encrypt many plaintexts to a server-held ECIES key",
 )
 def encrypt(key: EciesKey, item: EciesEncryptRequest) -> EciesCiphertext:
-    return EciesCiphertext.of(
-        key.encrypt(item.plaintext, item.config, item.envelope, item.key_version)
-    )
+    return EciesCiphertext.of(key.encrypt(item.plaintext, item, item.envelope, item.key_version))
 
 
 @family.decrypt(
@@ -141,7 +139,7 @@ def encrypt(key: EciesKey, item: EciesEncryptRequest) -> EciesCiphertext:
     batch="Decrypt many payloads with a server-held ECIES key",
 )
 def decrypt(key: EciesKey, item: EciesDecryptRequest) -> EciesPlaintext:
-    return EciesPlaintext.of(key.decrypt(item.ciphertext, item.key_version, item.config))
+    return EciesPlaintext.of(key.decrypt(item.ciphertext, item, item.key_version))
 
 
 @family.datakey(
@@ -149,7 +147,7 @@ def decrypt(key: EciesKey, item: EciesDecryptRequest) -> EciesPlaintext:
     batch="Many data keys under a server-held ECIES key",
 )
 def datakey(key: EciesKey, item: DatakeyRequest) -> EciesDatakey:
-    return EciesDatakey.of(*key.datakey(item.bytes, DEFAULT_OPTIONS), item)
+    return EciesDatakey.of(*key.datakey(item.bytes, DEFAULT_FORM), item)
 
 
 @family.rewrap(
@@ -157,9 +155,7 @@ def datakey(key: EciesKey, item: DatakeyRequest) -> EciesDatakey:
     batch="Rewrap many payloads under a server-held ECIES key's latest version",
 )
 def rewrap(key: EciesKey, item: EciesRewrapRequest) -> EciesCiphertext:
-    return EciesCiphertext.of(
-        key.rewrap(item.ciphertext, item.key_version, item.config, item.envelope)
-    )
+    return EciesCiphertext.of(key.rewrap(item.ciphertext, item, item.key_version, item.envelope))
 
 
 @family.keyless(

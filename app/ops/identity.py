@@ -12,16 +12,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.ops.admin_token import ADMIN_TOKEN_PREFIX
 from app.ops.auth import DEFAULT_POLICY, ROOT_POLICY, check_pattern_count, compile_policy
 from app.ops.errors import invalid_input
-from app.ops.token_values import hash_token, new_token
-from app.store import KeyStore, TokenRecord
+from app.ops.token_values import TOKEN_PREFIX, hash_token, new_token
+from app.ops.wrapping import WRAP_TOKEN_PREFIX
+from app.store import KeyStore, TokenExistsError, TokenRecord
 
 # A policy name, as Vault allows them (and no '/', which would not fit in a path).
 POLICY_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$"
 _POLICY_NAME = re.compile(POLICY_NAME)
 MAX_POLICIES = 64
 MAX_METADATA = 64
+# A token value its maker chooses: visible ASCII, as it travels in a header.
+CHOSEN_TOKEN = re.compile(r"[!-~]{1,256}")
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,8 @@ class TokenTerms:
     TTL (no expiry for a root token); 0 for the others means the same. `max_ttl_seconds` caps
     its renewals (and its first TTL); `period_seconds` makes it periodic: each renewal gives
     it that period again, without a maximum but an explicit one. `bound_cidrs`: the addresses
-    it may be used from (none: any)."""
+    it may be used from (none: any). `value`: the token itself, chosen by its maker (None:
+    drawn)."""
 
     policies: Sequence[str] = ()
     ttl_seconds: float | None = None
@@ -68,6 +73,7 @@ class TokenTerms:
     operations: Sequence[str] = ()
     rate_per_second: float | None = None
     bound_cidrs: Sequence[str] = ()
+    value: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,8 @@ def mint(
     if expires_at is not None and max_expires_at is not None:
         expires_at = min(expires_at, max_expires_at)
     token_id, token = new_token()
+    if terms.value is not None:
+        token = chosen_token(terms.value)
     record = TokenRecord(
         id=token_id,
         token_hash=hash_token(token),
@@ -166,8 +174,24 @@ def mint(
         path=path,
         bound_cidrs=tuple(terms.bound_cidrs),
     )
-    store.tokens.add(record)
+    try:
+        store.tokens.add(record)
+    except TokenExistsError:
+        raise invalid_input("cannot create a token with a duplicate ID") from None
     return IssuedToken(token, record)
+
+
+def chosen_token(value: str) -> str:
+    """A token value its maker chose, unless it could pass for one the service or Vault draws
+    (Vault's 400s): one of this service's prefixes, or a '.' as Vault's have."""
+    if not CHOSEN_TOKEN.fullmatch(value):
+        raise invalid_input("a custom token ID is 1 to 256 visible ASCII characters")
+    if "." in value:
+        raise invalid_input("custom token ID cannot have a '.' in the value")
+    for prefix in (TOKEN_PREFIX, ADMIN_TOKEN_PREFIX, WRAP_TOKEN_PREFIX):
+        if value.startswith(prefix):
+            raise invalid_input(f"custom token ID cannot have the {prefix!r} prefix")
+    return value
 
 
 def _login_policies(terms: TokenTerms) -> tuple[str, ...]:

@@ -184,6 +184,8 @@ def create(
     address blocks, else to the maker's: a token bound to addresses makes none that is not."""
     if not maker.may(AdminOperation.TOKENS):
         raise forbidden("making tokens needs the admin operation 'tokens'")
+    if terms.value is not None and not maker.admin:
+        raise invalid_input("root or sudo privileges required to specify token id")
     if not maker.admin:
         extra = policies_lacking(maker, terms.policies)
         if extra:

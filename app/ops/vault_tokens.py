@@ -97,14 +97,13 @@ def role_terms(
         no_default_policy=role["token_no_default_policy"] or body.no_default_policy,
         description=body.display_name,
         bound_cidrs=role.get("token_bound_cidrs", []),
+        value=body.id or None,
     )
     return terms, role["orphan"]
 
 
 def terms_of(body: VaultTokenCreate, inherited: tuple[str, ...]) -> TokenTerms:
     """A creation's terms; without policies, the maker's (as Vault)."""
-    if body.id:
-        raise invalid_input("a token's value is drawn by the service: id is not taken")
     if body.type not in (None, "", "service", "default"):
         raise invalid_input(f"token type {body.type[:32]!r}: only service tokens are made")
     return TokenTerms(
@@ -117,6 +116,7 @@ def terms_of(body: VaultTokenCreate, inherited: tuple[str, ...]) -> TokenTerms:
         metadata=body.meta,
         no_default_policy=body.no_default_policy,
         description=body.display_name,
+        value=body.id or None,
     )
 
 

@@ -48,6 +48,12 @@ class VaultTokenRef(BaseModel):
 
 
 REF = vault_body(VaultTokenRef)
+# Vault warns of a chosen token's weaker hashing; here every token is hashed alike, and what
+# is weaker is the value itself.
+CHOSEN_TOKEN_WARNING = (
+    "The token's value was chosen by its maker: it is as hard to guess as that choice, where a "
+    "drawn one has 256 random bits."
+)
 
 
 async def _changing(request: Request) -> None:
@@ -80,6 +86,8 @@ async def _create(request: Request, orphan: bool, role_name: str | None) -> Resp
     note_token(audit_note(request.scope), "create", issued.record)
     absent = await in_thread(policies.missing, service.store, issued.record.policies)
     warnings = [f'Policy "{name}" does not exist' for name in absent]
+    if terms.value is not None:
+        warnings.append(CHOSEN_TOKEN_WARNING)
     now = service.store.clock.now()
     return await answer(request, auth=vault_auth(issued, now), warnings=warnings or None)
 

@@ -32,6 +32,7 @@ from app.store.errors import (
     RootKeyMismatchError,
     StorageFullError,
     StoreUnavailableError,
+    TokenExistsError,
     UnwrapError,
     VersionNotFoundError,
 )
@@ -133,6 +134,7 @@ __all__ = [
     "SecretMount",
     "StorageFullError",
     "StoreUnavailableError",
+    "TokenExistsError",
     "TokenRecord",
     "UnwrapError",
     "VersionNotFoundError",

@@ -100,6 +100,10 @@ class MountExistsError(KeyStoreError):
         self.path = path
 
 
+class TokenExistsError(KeyStoreError):
+    """A token of the same value is stored: only a value chosen by its maker can collide."""
+
+
 class MountNotFoundError(KeyStoreError, LookupError):
     def __init__(self, path: str) -> None:
         super().__init__(f"no secrets engine is mounted at {path}/")

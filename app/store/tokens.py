@@ -11,6 +11,7 @@ from typing import Any
 
 from app.store.auth_state import advance, moves_generation
 from app.store.database import Cursor, Session, delete_expired
+from app.store.errors import TokenExistsError
 from app.store.pages import read_weighed
 from app.store.records import TokenRecord
 
@@ -29,37 +30,40 @@ class TokenRepository:
         self._session = session
 
     def add(self, token: TokenRecord) -> None:
-        """Store a token."""
-        with self._session.transaction(write=True) as cursor:
-            cursor.execute(
-                f"INSERT INTO tokens ({COLUMNS}) VALUES ({', '.join('?' * 24)})",
-                (
-                    token.id,
-                    token.token_hash,
-                    token.description,
-                    json.dumps(list(token.key_patterns)),
-                    json.dumps(list(token.operations)),
-                    token.created_at,
-                    token.expires_at,
-                    token.rate_per_second,
-                    json.dumps(list(token.policies)),
-                    token.parent_id,
-                    token.ttl_seconds,
-                    token.explicit_max_seconds,
-                    token.max_expires_at,
-                    token.period_seconds,
-                    int(token.renewable),
-                    token.uses_left,
-                    json.dumps(token.metadata),
-                    token.method,
-                    token.mount,
-                    token.role,
-                    token.identity,
-                    token.path,
-                    token.renewed_at,
-                    json.dumps(list(token.bound_cidrs)),
-                ),
-            )
+        """Store a token; `TokenExistsError` if one of the same value is stored."""
+        try:
+            with self._session.transaction(write=True) as cursor:
+                cursor.execute(
+                    f"INSERT INTO tokens ({COLUMNS}) VALUES ({', '.join('?' * 24)})",
+                    (
+                        token.id,
+                        token.token_hash,
+                        token.description,
+                        json.dumps(list(token.key_patterns)),
+                        json.dumps(list(token.operations)),
+                        token.created_at,
+                        token.expires_at,
+                        token.rate_per_second,
+                        json.dumps(list(token.policies)),
+                        token.parent_id,
+                        token.ttl_seconds,
+                        token.explicit_max_seconds,
+                        token.max_expires_at,
+                        token.period_seconds,
+                        int(token.renewable),
+                        token.uses_left,
+                        json.dumps(token.metadata),
+                        token.method,
+                        token.mount,
+                        token.role,
+                        token.identity,
+                        token.path,
+                        token.renewed_at,
+                        json.dumps(list(token.bound_cidrs)),
+                    ),
+                )
+        except self._session.dialect.integrity_error:
+            raise TokenExistsError from None
 
     def by_hash(self, token_hash: bytes) -> TokenRecord | None:
         """The token whose SHA-256 is `token_hash`, if any."""

@@ -95,6 +95,29 @@ def _bound_role(client: hvac.Client, blocks: str) -> Any:
     return {"role": read["token_bound_cidrs"], "token": found["bound_cidrs"]}
 
 
+def _chosen(client: hvac.Client, value: str, role: bool = False) -> Any:
+    """A token of the value `value`, made by the root token (through a role when asked)."""
+    role_name = None
+    if role:
+        role_name = _name()
+        client.auth.token.create_or_update_role(role_name, allowed_policies=["orders"])
+    return client.auth.token.create(id=value, role_name=role_name, policies=["orders"])
+
+
+def _chosen_twice(client: hvac.Client) -> Any:
+    value = "chosen-" + secrets.token_hex(8)
+    _chosen(client, value)
+    return _chosen(client, value)
+
+
+def _chosen_by_a_token_that_is_not_root(client: hvac.Client) -> Any:
+    maker = 'path "auth/token/create" {\n  capabilities = ["create", "update"]\n}'
+    client.sys.create_or_update_acl_policy(name="token-maker", policy=maker)
+    parent = client.auth.token.create(policies=["token-maker"])["auth"]["client_token"]
+    value = "chosen-" + secrets.token_hex(8)
+    return as_token(client, parent).auth.token.create(id=value, policies=["token-maker"])
+
+
 def _create_through_role(client: hvac.Client) -> Any:
     name = _name()
     client.auth.token.create_or_update_role(name, allowed_policies=["orders"], orphan=True)
@@ -200,6 +223,12 @@ CASES: dict[str, Callable[[hvac.Client], Any]] = {
     "create_through_role": _create_through_role,
     "create_through_role_bound_elsewhere": lambda c: _bound_role(c, "10.0.0.0/8"),
     "create_through_role_refused": _create_through_role_refused,
+    "create_with_id": lambda c: _chosen(c, "chosen-" + secrets.token_hex(8)),
+    "create_with_id_through_role": lambda c: _chosen(c, "chosen-" + secrets.token_hex(8), True),
+    "create_with_id_taken": _chosen_twice,
+    "create_with_id_with_a_dot": lambda c: _chosen(c, "chosen." + secrets.token_hex(8)),
+    "create_with_id_as_vault_draws": lambda c: _chosen(c, "hvs." + secrets.token_hex(12)),
+    "create_with_id_not_root": _chosen_by_a_token_that_is_not_root,
     "tidy": lambda c: c.auth.token.tidy(),
     "create_beyond_the_parent": _child_beyond_its_parent,
     "bad_token": lambda c: as_token(c, "no-such-token").auth.token.lookup_self(),
@@ -240,3 +269,14 @@ def test_a_token_role_binds_its_tokens_as_on_openbao(clients: dict[str, hvac.Cli
     seen = {server: _bound_role(clients[server], "127.0.0.0/8,127.0.0.1/32") for server in SERVERS}
     assert seen["cipherd"] == seen["openbao"]
     assert seen["cipherd"]["role"] == ["127.0.0.0/8", "127.0.0.1"]
+
+
+def test_a_chosen_token_value_is_the_token_on_both(clients: dict[str, hvac.Client]) -> None:
+    """`id` on create: the token is that value, it acts, and the answer warns of it."""
+    for server in SERVERS:
+        value = f"chosen-{server}-" + secrets.token_hex(8)
+        made = _chosen(clients[server], value)
+        assert made["auth"]["client_token"] == value
+        assert made["warnings"], made
+        found = as_token(clients[server], value).auth.token.lookup_self()["data"]
+        assert found["id"] == value and "orders" in found["policies"], (server, found)

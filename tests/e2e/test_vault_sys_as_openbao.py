@@ -1,6 +1,7 @@
 """Vault's system paths as the `bao` command and hvac use them, on cipherd and on a real
 OpenBao, compared: `bao status` and the health options load balancers send, the first steps of
-Vault's guides, teardown that may be run twice, token creation as the command sends it, and the
+Vault's guides, teardown that may be run twice, token creation as the command sends it (of a
+chosen value too), and the
 older `sys/policy` paths hvac's policy calls use, and what a token's capabilities read as."""
 
 import os
@@ -132,6 +133,21 @@ def test_a_token_made_by_the_bao_command_has_no_warning(
         json={"entity_alias": "someone"},
     )
     assert refused.status_code == 400
+
+
+def test_the_bao_command_makes_a_token_of_a_chosen_value(
+    servers: dict[str, tuple[str, str]], tmp_path: Path
+) -> None:
+    """`bao token create -id`: the token is the value, a second one of it fails the command,
+    and both servers warn of the choice."""
+    for name, server in servers.items():
+        value = f"chosen-{name}-" + secrets.token_hex(8)
+        args = ("token", "create", f"-id={value}", "-policy=default", "-field=token")
+        done = bao(server, tmp_path, *args)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == value and "WARNING" in done.stderr + done.stdout
+        again = bao(server, tmp_path, *args)
+        assert again.returncode == 2 and "duplicate ID" in again.stderr, (name, again.stderr)
 
 
 def test_policies_through_hvac_s_older_paths(servers: dict[str, tuple[str, str]]) -> None:

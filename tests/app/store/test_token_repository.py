@@ -1,7 +1,10 @@
 """The token repository on SQLite and PostgreSQL: tokens kept by their hash, revoked with
 their children, renewed, spent use by use."""
 
-from app.store import KeyStore, TokenRecord
+import pytest
+
+from app.ops.token_values import hash_token
+from app.store import KeyStore, TokenExistsError, TokenRecord
 
 
 def test_tokens(store: KeyStore) -> None:
@@ -141,3 +144,13 @@ def test_tokens_are_revoked_by_the_prefix_of_their_path(store: KeyStore) -> None
     assert sorted(store.tokens.delete_under("auth/approle-2/login/", 10)) == ["c" * 16, "k" * 16]
     assert sorted(store.tokens.delete_under("auth/token/create/", 10)) == ["d" * 16, "e" * 16]
     assert [r.id for r in store.tokens.page(None, 10)[0]] == ["f" * 16]
+
+
+def test_the_store_refuses_a_second_token_of_the_same_hash(store: KeyStore) -> None:
+    """On both backends: the unique hash, not a check before the insert, is what holds when
+    two makers choose the same value at once."""
+    first = TokenRecord("a" * 16, hash_token("same"), "", (), (), 1.0, None)
+    store.tokens.add(first)
+    with pytest.raises(TokenExistsError):
+        store.tokens.add(TokenRecord("b" * 16, hash_token("same"), "", (), (), 1.0, None))
+    assert store.tokens.by_hash(hash_token("same")) == first

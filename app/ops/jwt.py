@@ -18,7 +18,7 @@ from app.ops import jwk
 from app.ops.errors import invalid_input, wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.keytypes import KEY_TYPES
-from app.ops.sign import Settled, SigningKey, sign_settled
+from app.ops.sign import Settled, SigningKey, sign_settled, underived
 
 # The most versions one key set lists (the newest): a key with more live versions retires the
 # older ones with min_decryption_version.
@@ -48,7 +48,7 @@ def sign(
     """A compact JWS of `claims` under the key's latest version, and that version: `alg` one
     the key's type signs with (its default when None), `header`'s fields added to the token's
     (422 for one that would change `alg` or `kid`)."""
-    material = key.latest
+    material = underived(key.latest)  # a verifier's JWKS names one public key a version
     algorithms = jwk.JWS_ALGORITHMS[material.type]
     chosen = alg or algorithms[0]
     if chosen not in algorithms:
@@ -72,7 +72,7 @@ def sign(
 def jwks(keyring: Keyring, name: str) -> list[dict[str, str]]:
     """The JWK of every live version of a signing key, the newest first (409 for a key of
     another type)."""
-    latest = keyring.material(name)
+    latest = underived(keyring.material(name))
     if latest.type not in jwk.JWS_ALGORITHMS:
         raise wrong_key_type(name, latest.type, "signatures (a JSON Web Key Set)")
     info = keyring.store.keys.get(name)

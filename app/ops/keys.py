@@ -18,7 +18,7 @@ from pydantic import (
     StrictInt,
 )
 
-from app.ops import jwk
+from app.ops import jwk, sign
 from app.ops.audit import AuditNote
 from app.ops.auth import Operation, Principal
 from app.ops.errors import Problem, invalid_input
@@ -74,8 +74,8 @@ class KeyCreate(BaseModel):
     )
     derived: StrictBool = Field(
         False,
-        description="AEAD key types only: every call gives a context, and the key used is "
-        "derived from it (HKDF-SHA256, as Vault Transit's derived keys)",
+        description="AEAD key types and ed25519 only: every call gives a context, and the key "
+        "used is derived from it (HKDF-SHA256, as Vault Transit's derived keys)",
     )
     convergent: StrictBool = Field(
         False,
@@ -95,7 +95,9 @@ class KeyOut(BaseModel):
     dimension: int | None = None
     curve: str | None = Field(None, description="FE key types: the pairing curve")
     fe_policy: FePolicy | None = Field(None, description="FE key types: the function policy")
-    derived: bool = Field(False, description="AEAD key types: every call gives a context")
+    derived: bool = Field(
+        False, description="AEAD key types and ed25519: every call gives a context"
+    )
     convergent: bool = Field(
         False, description="AEAD key types: equal inputs give equal ciphertexts"
     )
@@ -192,13 +194,15 @@ def creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
 
 
 def derivation_params(key_type: str, derived: bool, convergent: bool) -> dict[str, Any]:
-    """The parameters of an AEAD key's derivation, made or brought in (422 for options its
-    type does not take)."""
+    """The parameters of a key's derivation, made or brought in: AEAD keys may be derived and
+    convergent, Ed25519 signing keys derived (422 for options its type does not take)."""
     params: dict[str, Any] = {}
     for option, given in (("derived", derived), ("convergent", convergent)):
         if given:
-            if KEY_TYPES[key_type].family != "aead":
-                raise invalid_input(f"{option}: only AEAD key types take it, not {key_type}")
+            aead = KEY_TYPES[key_type].family == "aead"
+            if not aead and (option, key_type) != ("derived", "ed25519"):
+                takes = "AEAD key types" if option == "convergent" else "AEAD key types and ed25519"
+                raise invalid_input(f"{option}: only {takes} take it, not {key_type}")
             params[option] = True
     if convergent and not derived:
         raise invalid_input(
@@ -314,8 +318,8 @@ def public_part(
 ) -> tuple[KeyMaterial, PublicFormat, bytes | str | dict[str, str]]:
     """The key version whose public part a client asked for, the form given (raw by default,
     der for a type with no raw form) and the public part in it; 409 if its type has none, or
-    none in that form."""
-    material = keyring.material(name, version)
+    none in that form, or if it is derived (each context has its own)."""
+    material = sign.underived(keyring.material(name, version))
     if material.public is None:
         raise Problem(
             409,

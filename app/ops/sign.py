@@ -12,6 +12,10 @@ version a bare payload would be tried against (from the latest down to
 `min_decryption_version`, at most `CIPHERD_BARE_PAYLOAD_VERSIONS`): a signature by any of them
 is the key's. A malformed signature or public key merely fails to verify; only a malformed
 request is a problem.
+
+An Ed25519 key may be derived, as Vault Transit's: every signature and verification then names a
+context, and the version signs with the key the context derives from it (`core.sign.ed25519`),
+so that each context has its own public key and the key's own is none.
 """
 
 from collections.abc import Callable
@@ -20,7 +24,7 @@ from functools import partial
 from typing import Any, Literal, Protocol, cast
 
 from app.ops.envelope import Sealed, sealed
-from app.ops.errors import invalid_input
+from app.ops.errors import Problem, invalid_input
 from app.ops.versioned import VersionedKey
 from app.ops.work import compute
 from app.server.metrics import timed
@@ -284,6 +288,46 @@ def _verify(scheme: Scheme, key: Any, message: bytes, signature: bytes, settled:
         return key is not None and scheme.verify(key, message, signature, settled)
 
 
+MISSING_CONTEXT = (
+    "missing 'context' for key derivation; the key was created using a derived key, which means "
+    "additional, per-request information must be included in order to perform operations with "
+    "the key"
+)
+
+
+def check_context(material: KeyMaterial, context: bytes | None) -> None:
+    """A derived key takes a context in every call (400 without one), any other none (422)."""
+    if not material.params.get("derived"):
+        if context is not None:
+            raise invalid_input(
+                f"context: key {material.name!r} is not derived: it takes no context"
+            )
+    elif not context:
+        raise invalid_input(MISSING_CONTEXT)
+
+
+def for_context(material: KeyMaterial, context: bytes | None) -> KeyMaterial:
+    """The version as it signs for `context`: a derived key's, the key the context derives;
+    any other's, itself."""
+    check_context(material, context)
+    if not context:
+        return material
+    derived = ed25519.derive(material.prepared, material.secret, context)
+    return replace(material, secret=b"", public=derived.public, prepared=derived)
+
+
+def underived(material: KeyMaterial) -> KeyMaterial:
+    """The version, unless its key is derived: then it has no public key of its own (409)."""
+    if material.params.get("derived"):
+        raise Problem(
+            409,
+            "no-public-part",
+            "No public part",
+            f"key {material.name!r} is derived: each context has its own public key",
+        )
+    return material
+
+
 class SigningKey(VersionedKey):
     """A signing key of a request, of any signing type."""
 
@@ -301,10 +345,12 @@ class SigningKey(VersionedKey):
         enveloped: bool | None,
         version: int | None = None,
         salt: rsa.Salt = "digest",
+        context: bytes | None = None,
     ) -> Sealed:
         """A signature under `version` (default: the latest), in the envelope when asked (or by
-        default for the type); `salt`: RSA-PSS's salt length."""
+        default for the type); `salt`: RSA-PSS's salt length; `context`: a derived key's."""
         material = self.latest if version is None else self.encryption(version)
+        material = for_context(material, context)
         scheme = SCHEMES[material.type]
         settled = replace(scheme.settle(options), salt=salt)
         signature = sign_settled(material, message, settled)
@@ -319,14 +365,20 @@ class SigningKey(VersionedKey):
         options: Options,
         version: int | None,
         salt: rsa.Salt = "digest",
+        context: bytes | None = None,
     ) -> bool:
         scheme = self.scheme
         settled = replace(scheme.settle(options), salt=salt)
+        check_context(self.latest, context)  # before any version is tried
         return self.verified(
             signature,
             version,
             lambda material, bare: _verify(
-                scheme, scheme.verifying_key(material), message, bare, settled
+                scheme,
+                scheme.verifying_key(for_context(material, context)),
+                message,
+                bare,
+                settled,
             ),
         )
 

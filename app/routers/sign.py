@@ -53,8 +53,12 @@ class SignOptions(RequestBody):
     )
 
 
+CONTEXT = "derived ed25519 keys only, and always for them: the key is derived from it"
+
+
 class SignRequest(SignOptions):
     message: Base64Bytes
+    context: Base64Bytes | None = Field(None, description=CONTEXT)
     envelope: StrictBool | None = Field(
         None,
         description="true: the signature in the envelope that names its key version "
@@ -67,6 +71,7 @@ class VerifyRequest(SignOptions):
     message: Base64Bytes
     signature: Base64Bytes = Field(description="bare, or in the envelope that names its version")
     key_version: PayloadVersion = None
+    context: Base64Bytes | None = Field(None, description=CONTEXT)
 
 
 class PublicVerifyRequest(SignOptions):
@@ -98,7 +103,7 @@ class Verdict(BaseModel):
     hot=True,
 )
 def sign(key: SigningKey, item: SignRequest) -> Signature:
-    return Signature.of(key.sign(item.message, item, item.envelope))
+    return Signature.of(key.sign(item.message, item, item.envelope, context=item.context))
 
 
 @verifying.operation(
@@ -110,7 +115,8 @@ def sign(key: SigningKey, item: SignRequest) -> Signature:
     hot=True,
 )
 def verify(key: SigningKey, item: VerifyRequest) -> Verdict:
-    return Verdict(valid=key.verify(item.message, item.signature, item, item.key_version))
+    valid = key.verify(item.message, item.signature, item, item.key_version, context=item.context)
+    return Verdict(valid=valid)
 
 
 @verifying.keyless(

@@ -320,7 +320,7 @@ async def _sign(request: Request, name: str, algorithm: str | None) -> Response:
         body,
         key,
         lambda item: crypto.sign_item(key, item, options),
-        ("signature", "key_version"),
+        ("signature", "key_version", "public_key"),
         batches.SIGNED,
     )
 

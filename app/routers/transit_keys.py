@@ -5,7 +5,7 @@ the native operation of `POST /v1/keys` and its siblings, with its scope and aud
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import Path, Request, Response
+from fastapi import Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict
 
 from app.http.deps import audit_note
@@ -13,7 +13,7 @@ from app.http.transit import TransitCall, transit_call
 from app.http.vault import answer, keys_of, listing, no_content, read_body, vault_body, vault_router
 from app.ops import keys as native_keys
 from app.ops.auth import AdminOperation, Operation
-from app.ops.transit import backup, keys
+from app.ops.transit import backup, crypto, keys
 from app.ops.transit.keys import TransitKeyConfig, TransitKeyCreate, checked_name
 from app.ops.transit.mounts import native_name
 from app.ops.vault_fields import VaultBool, VaultInt
@@ -40,11 +40,18 @@ async def create_key(request: Request, name: TransitName) -> Response:
 
 
 @router.get("/keys/{name}", summary="A key's settings and versions (Transit)")
-async def read_key(request: Request, name: TransitName) -> Response:
+async def read_key(
+    request: Request,
+    name: TransitName,
+    context: Annotated[
+        str, Query(max_length=4096, description="a derived ed25519 key's: base64")
+    ] = "",
+) -> Response:
     call = await transit_call(request, "keys_get_key", Operation.READ, name)
     store = call.services.store
+    derivation = crypto.decoded(context, "context")
     info = await in_thread(keys.active, store, call.name)
-    return await answer(request, await in_thread(keys.key_data, store, info, name))
+    return await answer(request, await in_thread(keys.key_data, store, info, name, derivation))
 
 
 @listing(router, "/keys", "The keys of the mount (Transit)")

@@ -1165,6 +1165,7 @@ def sign(
     padding: Padding | None = None,
     mu: bool | None = None,
     envelope: bool | None = None,
+    context: bytes | None = None,
 ) -> Call[models.Signature]:
     """Sign with the key's latest version. The options each type takes (the service refuses
     the others): ECDSA `hash` (secp256k1: SHA-256 or Keccak-256; P-256, P-384, P-521: SHA-256,
@@ -1172,11 +1173,11 @@ def sign(
     (DER, compact; recoverable for secp256k1); RSA `hash`, `prehashed` and `padding` (PSS or
     PKCS#1 v1.5); ML-DSA `mu` (the message is FIPS 204's 64-byte mu). `envelope`: the
     signature in the envelope that names its version (the default for all but
-    ecdsa-secp256k1 and ed25519)."""
+    ecdsa-secp256k1 and ed25519). `context`: a derived ed25519 key's, always."""
     body = {
         "message": b64(message),
         **_sign_options(hash, prehashed, format, padding, mu),
-        **_defined(envelope=envelope),
+        **_defined(envelope=envelope, context=b64(context) if context is not None else None),
     }
     path = f"/v1/sign/{_name(name)}"
     return Call("POST", path, _into(models.Signature), json=body, idempotent=True)
@@ -1193,13 +1194,15 @@ def verify(
     padding: Padding | None = None,
     mu: bool | None = None,
     key_version: int | None = None,
+    context: bytes | None = None,
 ) -> Call[bool]:
-    """Whether `signature` is the key's signature of `message` (a malformed one is False)."""
+    """Whether `signature` is the key's signature of `message` (a malformed one is False);
+    `context` as for `sign`."""
     body = {
         "message": b64(message),
         "signature": b64(signature),
         **_sign_options(hash, prehashed, format, padding, mu),
-        **_defined(key_version=key_version),
+        **_defined(key_version=key_version, context=b64(context) if context is not None else None),
     }
     return Call("POST", f"/v1/verify/{_name(name)}", _valid, json=body, idempotent=True)
 

@@ -4,6 +4,9 @@ Signing is libsodium's (through PyNaCl's bindings): from the seed it derives the
 and the public key in one call, which costs less than OpenSSL's `from_private_bytes`
 (docs/performance/history/2026-12-02.md, "Signatures"), and signatures are deterministic, so
 either library gives the same bytes.
+A derived key (`derive`) is Vault Transit's: the seed for a context is HKDF-SHA256 (RFC 5869)
+of the 64 bytes seed ‖ public key, as Go keeps an Ed25519 private key, with no salt and the
+context as info, 32 bytes long.
 A `SigningKey` derives them once, so that a key held in memory signs without deriving them
 again (the derivation is about half of a signature's time). The public key it signs with is
 derived from the seed, never taken from storage: Ed25519 signing with a public key that does
@@ -22,8 +25,9 @@ import os
 
 import nacl.bindings
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from core.errors import InvalidKeyError
 
@@ -80,6 +84,12 @@ class SigningKey:
     def sign(self, message: bytes) -> bytes:
         signed: bytes = nacl.bindings.crypto_sign(bytes(message), self._expanded)
         return signed[:SIGNATURE_BYTES]
+
+
+def derive(key: SigningKey, secret: bytes, context: bytes) -> SigningKey:
+    """The signing key of `context` under the seed `secret` (`key` its signing key)."""
+    seed = HKDF(hashes.SHA256(), KEY_BYTES, None, context).derive(secret + key.public)
+    return SigningKey(seed)
 
 
 def parse_public(given: bytes) -> bytes:

@@ -46,6 +46,11 @@ KINDS = {
     "aes256-gcm96 derived": Kind("aes256-gcm96", encrypts=True, derived=True),
     "aes256-gcm96 convergent": Kind("aes256-gcm96", encrypts=True, derived=True, convergent=True),
     "ed25519": Kind("ed25519", signatures=({}, {"marshaling_algorithm": "jws"})),
+    "ed25519 derived": Kind(
+        "ed25519",
+        signatures=({"context": CONTEXT}, {"context": CONTEXT, "marshaling_algorithm": "jws"}),
+        derived=True,
+    ),
     "ecdsa-p256": Kind(
         "ecdsa-p256",
         signatures=(
@@ -305,6 +310,41 @@ def test_a_backup_cipherd_cannot_take_is_refused(servers: Servers) -> None:
         servers.cipherd.secrets.transit.restore_key(backup=tampered, name=name)
     with pytest.raises(hvac.exceptions.InvalidPath):
         servers.cipherd.secrets.transit.read_key(name=name)
+
+
+def test_a_derived_ed25519_key_signs_as_on_openbao(servers: Servers) -> None:
+    """The same key on both (made in OpenBao, moved here) gives the same signatures and public
+    keys for each context: Ed25519 is deterministic. Without a context, OpenBao answers 500
+    where cipherd answers Vault's words as a 400; the key shows no public key of its own."""
+    kind, name = KINDS["ed25519 derived"], key_name("derived-signing")
+    create(servers.openbao, name, kind)
+    servers.openbao.secrets.transit.rotate_key(name=name)
+    migrate(servers.openbao, servers.cipherd, name)
+    message = text(b"the same message")
+    for context_text in (CONTEXT, text(b"another tenant")):
+        seen = []
+        for client in servers:
+            transit = client.secrets.transit
+            signed = transit.sign_data(name=name, hash_input=message, context=context_text)
+            path = f"/v1/transit/keys/{name}"
+            read = client.adapter.get(path, params={"context": context_text})["data"]["keys"]
+            seen.append(
+                (
+                    signed["data"]["signature"],
+                    signed["data"]["public_key"],
+                    {version: shown["public_key"] for version, shown in read.items()},
+                )
+            )
+        assert seen[0] == seen[1]
+        assert seen[0][1] == seen[0][2]["2"]  # the latest version signed
+    for client in servers:
+        plain = client.secrets.transit.read_key(name=name)["data"]
+        assert plain["supports_derivation"] is True
+        assert {shown["public_key"] for shown in plain["keys"].values()} == {""}
+        with pytest.raises((hvac.exceptions.InvalidRequest, hvac.exceptions.InternalServerError)):
+            client.secrets.transit.sign_data(name=name, hash_input=message)
+    with pytest.raises(hvac.exceptions.InvalidRequest, match="missing 'context'"):
+        servers.cipherd.secrets.transit.sign_data(name=name, hash_input=message)
 
 
 @pytest.mark.parametrize("case", ["ecdsa-p256", "rsa-2048", "ed25519", "aes256-gcm96"])

@@ -24,6 +24,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from app.ops import keys
 from app.ops.errors import Problem
 from app.ops.keytypes import KEY_TYPES, stored_key
 from app.ops.transit import hmac_keys
@@ -363,10 +364,15 @@ def restore(store: KeyStore, name: str, policy: dict[str, Any], params: dict[str
         raise bad_backup("the backup's key type is not one this service restores")
     native = native_type(transit)
     derived = bool(policy.get("derived"))
+    convergent = bool(policy.get("convergent_encryption"))
     if derived and policy.get("kdf") != _HKDF:
         raise bad_backup("derived keys of the HMAC-SHA256 counter KDF (kdf 0) are not taken")
-    if policy.get("convergent_encryption") and policy.get("convergent_version", 3) not in (3, -1):
+    if convergent and policy.get("convergent_version", 3) not in (3, -1):
         raise bad_backup("convergent keys of convergent_version 1 or 2 are not taken")
+    try:
+        derivation = keys.derivation_params(native, derived, convergent)
+    except Problem as problem:
+        raise bad_backup(f"the backup's key: {problem.detail}") from None
     entries = policy.get("keys")
     if not isinstance(entries, dict) or not entries:
         raise bad_backup("the backup holds no key version")
@@ -386,11 +392,7 @@ def restore(store: KeyStore, name: str, policy: dict[str, Any], params: dict[str
         raw_hmac = entry.get("hmac_key")
         if isinstance(raw_hmac, str) and raw_hmac and native != "hmac":
             hmac_of[number] = (secret, _decoded(raw_hmac, f"version {number}: hmac_key"))
-    key_params = dict(params)
-    if derived:
-        key_params["derived"] = True
-        if policy.get("convergent_encryption"):
-            key_params["convergent"] = True
+    key_params = {**params, **derivation}
     if policy.get("allow_plaintext_backup"):
         key_params["allow_backup"] = True
     key_params.update(hmac_keys.params_for(hmac_of))

@@ -18,10 +18,15 @@ class BatchShape:
     refused_if_failed: bool = False
     omitted_if_false: str | None = None  # HMAC verification's `valid`, tagged omitempty
     contexts_all_or_none: bool = False
+    # Fields an entry tags otherwise than the single answer names them.
+    tagged: tuple[tuple[str, str], ...] = ()
 
     def entry(self, result: dict[str, Any], item: TransitItem) -> dict[str, Any]:
         """One item's entry: the result over the empty fields, the item's `reference` echoed."""
         entry = {**dict(self.always), **result}
+        for name, tag in self.tagged:
+            if name in entry:
+                entry[tag] = entry.pop(name)
         if item.reference is not None:
             entry["reference"] = item.reference
         if self.omitted_if_false is not None and not entry.get(self.omitted_if_false, True):
@@ -37,5 +42,6 @@ DECRYPTED = BatchShape(
 REWRAPPED = BatchShape((_REFERENCE,), contexts_all_or_none=True)
 HMACS = BatchShape((_REFERENCE,))
 HMAC_VERDICTS = BatchShape((_REFERENCE,), omitted_if_false="valid")
-SIGNED = BatchShape((("key_version", 0), _REFERENCE))
+# A derived Ed25519 key's signature carries the public key the context derives.
+SIGNED = BatchShape((("key_version", 0), _REFERENCE), tagged=(("public_key", "publickey"),))
 VERDICTS = BatchShape((("valid", False), _REFERENCE))

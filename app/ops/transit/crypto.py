@@ -30,7 +30,7 @@ from app.ops.keytypes import KEY_TYPES
 from app.ops.mac import digest
 from app.ops.rsa import RsaKey
 from app.ops.sealing import SealingKey
-from app.ops.sign import GivenOptions, SigningKey
+from app.ops.sign import MISSING_CONTEXT, GivenOptions, SigningKey, for_context
 from app.ops.transit import hmac_keys
 from app.ops.transit.types import is_transit
 from app.ops.versioned import VersionedKey
@@ -165,18 +165,20 @@ class Params:
     context: bytes | None
 
 
+def _context(key: VersionedKey, item: TransitItem) -> bytes | None:
+    """The item's context for a derived key (400 without one); for another key none: Transit
+    ignores a context it does not take."""
+    if not key.latest.params.get("derived"):
+        return None
+    context = decoded(item.context, "context")
+    if not context:
+        raise user_error(MISSING_CONTEXT)
+    return context
+
+
 def _params(key: VersionedKey, item: TransitItem) -> Params:
-    """The item's associated data and context; a context for a key that is not derived is
-    ignored, as Transit ignores it."""
-    derived = bool(key.latest.params.get("derived"))
-    context = decoded(item.context, "context") if derived else None
-    if derived and not context:
-        raise user_error(
-            "missing 'context' for key derivation; the key was created using a derived key, "
-            "which means additional, per-request information must be included in order to "
-            "perform operations with the key"
-        )
-    return Params(decoded(item.associated_data, "associated_data"), context)
+    """The item's associated data and context."""
+    return Params(decoded(item.associated_data, "associated_data"), _context(key, item))
 
 
 def _aead(key: VersionedKey, verb: str) -> AeadKey:
@@ -351,11 +353,16 @@ def sign_item(key: VersionedKey, item: TransitItem, options: SignOptions) -> dic
     signer = _signer(key)
     message = decoded(item.input, "input")
     version = item.key_version or None
-    sealed = signer.sign(message, options, enveloped=False, version=version, salt=options.salt)
-    return {
+    context = _context(key, item)
+    sealed = signer.sign(message, options, False, version, options.salt, context)
+    signed = {
         "signature": prefixed(sealed.version, sealed.data, urlsafe=options.jws),
         "key_version": sealed.version,
     }
+    if context is not None:  # as Transit: the public key the context derives
+        material = for_context(signer.encryption(sealed.version), context)
+        signed["public_key"] = base64.b64encode(material.public or b"").decode()
+    return signed
 
 
 def verify_item(
@@ -372,7 +379,7 @@ def verify_item(
     version, signature = unprefixed(item.signature, "signature", latest, options.jws)
     if signer.latest.type.startswith("ecdsa-p") and not options.jws and not _der(signature):
         raise user_error("supplied signature is invalid")  # as Vault: not a verdict
-    valid = signer.verify(message, signature, options, version, salt=options.salt)
+    valid = signer.verify(message, signature, options, version, options.salt, _context(key, item))
     return {"valid": valid}
 
 

@@ -30,6 +30,7 @@ from app.ops.transit.types import DEFAULT_TYPE, family, native_type, transit_typ
 from app.ops.vault_fields import VaultBool, VaultInt, duration_seconds, vault_time
 from app.settings import Settings
 from app.store import KeyInfo, KeyNotFoundError, KeyStore, SecretMount
+from core.sign import ed25519
 
 # What each family does in Transit's terms: encryption, decryption, signing, derivation.
 _SUPPORTS = {
@@ -88,16 +89,22 @@ def min_available_version(info: KeyInfo) -> int:
     return oldest if oldest > 1 else 0
 
 
-def key_data(store: KeyStore, info: KeyInfo, name: str) -> dict[str, Any]:
-    """A key as Transit's `keys/:name` answers it (`name` the Transit name)."""
+def key_data(store: KeyStore, info: KeyInfo, name: str, context: bytes = b"") -> dict[str, Any]:
+    """A key as Transit's `keys/:name` answers it (`name` the Transit name). A derived Ed25519
+    key's versions show the public keys `context` derives, none without one."""
     kind = family(info.type)
     encrypts, decrypts, signs, derives = _SUPPORTS.get(kind, (False, False, False, False))
     if info.type.startswith("rsa-"):  # Transit's RSA keys also encrypt (OAEP)
         encrypts = decrypts = True
+    derives = derives or info.type == "ed25519"
     # Transit lists the versions still in use: from min_decryption_version.
     usable = [v for v in info.versions if v.version >= info.min_decryption_version]
     if kind == "sign":
         publics = store.keys.public_parts(info.name, info.min_decryption_version)
+        if info.params.get("derived"):
+            publics = {
+                v.version: _derived_public(store, info.name, v.version, context) for v in usable
+            }
         versions: dict[str, Any] = {}
         for v in usable:
             versions[str(v.version)] = {
@@ -138,6 +145,14 @@ def key_data(store: KeyStore, info: KeyInfo, name: str) -> dict[str, Any]:
         if data["convergent_encryption"]:  # as Vault shows a key of its current scheme
             data["convergent_encryption_version"] = -1
     return data
+
+
+def _derived_public(store: KeyStore, name: str, version: int, context: bytes) -> bytes:
+    """The public key `context` derives from a derived Ed25519 key's version; none without."""
+    if not context:
+        return b""
+    secret = store.keys.material(name, version).secret
+    return ed25519.derive(ed25519.SigningKey(secret), secret, context).public
 
 
 def public_key_text(native: str, public: bytes) -> str:

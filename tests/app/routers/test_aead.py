@@ -180,7 +180,8 @@ def test_convergent_encryption_repeats_exactly_where_it_must(client: TestClient)
 def test_derivation_options_are_checked_at_creation(client: TestClient) -> None:
     for body, detail in (
         ({"type": "aes256-gcm", "convergent": True}, "convergent: a convergent key is derived too"),
-        ({"type": "aez", "derived": True}, "derived: only AEAD key types take it, not aez"),
+        ({"type": "aez", "derived": True}, "derived: only AEAD key types and ed25519 take it"),
+        ({"type": "ed25519", "derived": True, "convergent": True}, "convergent: only AEAD"),
         ({"type": "hmac", "convergent": True, "derived": True}, "derived: only AEAD key types"),
         ({"type": "aes256-gcm", "derived": "yes"}, None),
     ):
@@ -337,9 +338,11 @@ def test_byok_brings_a_derived_and_convergent_key_in(client: TestClient) -> None
 
 
 def test_byok_refuses_derivation_where_it_does_not_apply(client: TestClient) -> None:
-    refused = byok(client, "e", "ed25519", os.urandom(32), derived=True)
+    refused = byok(client, "e", "ecdsa-secp256k1", os.urandom(32), derived=True)
     assert refused.status_code == 422
-    assert refused.json()["detail"] == "derived: only AEAD key types take it, not ed25519"
+    assert refused.json()["detail"] == (
+        "derived: only AEAD key types and ed25519 take it, not ecdsa-secp256k1"
+    )
     lone = byok(client, "a", "aes256-gcm", os.urandom(32), convergent=True)
     assert lone.status_code == 422 and "convergent" in lone.json()["detail"]
     for name in ("e", "a"):

@@ -240,7 +240,7 @@ class Authenticator:
     ) -> tuple[Principal, TokenRecord | None] | None:
         """The principal the token of that digest stands for, with its record (None for the
         admin token); None for no live token."""
-        if self._is_admin(state, digest):
+        if self.is_admin(state, digest):
             return ADMIN, None
         record = self._tokens.load(digest)
         if record is None or not self.alive(record):
@@ -252,7 +252,7 @@ class Authenticator:
         the store: the token's record cached with no number of uses to spend, and its policies
         cached. None: call `principal`. Safe on the event loop."""
         digest = self._digest(token)
-        if self._is_admin(state, digest):
+        if self.is_admin(state, digest):
             return ADMIN
         hit = self._tokens.cached(digest)
         if hit is None:
@@ -265,7 +265,7 @@ class Authenticator:
         policies = self._cached_policies(record.policies)
         return None if policies is None else self._principal_with(record, policies)
 
-    def _is_admin(self, state: AuthState, digest: bytes) -> bool:
+    def is_admin(self, state: AuthState, digest: bytes) -> bool:
         admin = state.admin_token_hash or self._configured_admin
         return bool(
             self._configured_admin is not None and admin and hmac.compare_digest(digest, admin)

@@ -15,7 +15,7 @@ from typing import Any
 from app.ops.admin_token import ADMIN_TOKEN_PREFIX
 from app.ops.auth import DEFAULT_POLICY, ROOT_POLICY, check_pattern_count, compile_policy
 from app.ops.errors import invalid_input
-from app.ops.token_values import TOKEN_PREFIX, hash_token, new_token
+from app.ops.token_values import TOKEN_ID_PATTERN, TOKEN_PREFIX, hash_token, new_token
 from app.ops.wrapping import WRAP_TOKEN_PREFIX
 from app.store import KeyStore, TokenExistsError, TokenRecord
 
@@ -183,9 +183,12 @@ def mint(
 
 def chosen_token(value: str) -> str:
     """A token value its maker chose, unless it could pass for one the service or Vault draws
-    (Vault's 400s): one of this service's prefixes, or a '.' as Vault's have."""
+    (Vault's 400s): one of this service's prefixes, or a '.' as Vault's have; or for a token's
+    id, which paths, errors and records show (the value would be shown with them)."""
     if not CHOSEN_TOKEN.fullmatch(value):
         raise invalid_input("a custom token ID is 1 to 256 visible ASCII characters")
+    if re.fullmatch(TOKEN_ID_PATTERN, value):
+        raise invalid_input("custom token ID cannot have the form of an accessor")
     if "." in value:
         raise invalid_input("custom token ID cannot have a '.' in the value")
     for prefix in (TOKEN_PREFIX, ADMIN_TOKEN_PREFIX, WRAP_TOKEN_PREFIX):

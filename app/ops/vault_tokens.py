@@ -24,7 +24,7 @@ class VaultTokenCreate(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    id: str | None = None
+    id: str | None = Field(None, repr=False)  # a token's value, when its maker chooses it
     role_name: str | None = None
     policies: Strings = Field(default_factory=list, max_length=64)
     meta: dict[Annotated[str, Field(max_length=128)], Annotated[str, Field(max_length=512)]] = (

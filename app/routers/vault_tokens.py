@@ -11,7 +11,7 @@ from fastapi import Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.http.auth_mounts import login_router
-from app.http.deps import audit_note, services
+from app.http.deps import arrival, audit_note, services
 from app.http.identity import note_token
 from app.http.vault import (
     answer,
@@ -31,6 +31,7 @@ from app.ops import policies, tokens, vault_tokens
 from app.ops.auth import AdminOperation, Principal
 from app.ops.errors import Problem, forbidden, invalid_input
 from app.ops.identity import IssuedToken, vault_auth
+from app.ops.token_values import hash_token
 from app.ops.vault_fields import Duration
 from app.ops.vault_tokens import VaultTokenCreate, VaultTokenRole
 from app.ops.work import in_thread
@@ -80,6 +81,12 @@ async def _create(request: Request, orphan: bool, role_name: str | None) -> Resp
         orphan = orphan or body.no_parent
         if orphan and not maker.may(AdminOperation.TOKENS):
             raise forbidden("an orphan token needs the admin operation 'tokens'")
+    # A chosen value may not be the admin token's, which no table holds: asked only of root
+    # (another maker is refused by `tokens.create`), lest it tell anyone what that value is.
+    if terms.value is not None and maker.admin:
+        state = await service.auth.current_state(arrival(request.scope))
+        if service.auth.is_admin(state, hash_token(terms.value)):
+            raise invalid_input("cannot create a token with a duplicate ID")
     issued = await in_thread(
         tokens.create, service.store, service.token_limits, maker, terms, orphan, path
     )

@@ -41,6 +41,7 @@ def test_root_makes_a_token_of_the_value_it_chooses(client: TestClient, app: Fas
         ("caf\u00e9", "visible ASCII"),
         ("nul\u0000", "visible ASCII"),
         ("x" * 257, "visible ASCII"),
+        ("0123456789abcdef", "form of an accessor"),  # a token's id, which records show
     ],
 )
 def test_a_value_that_could_pass_for_a_drawn_token_or_a_header_is_refused(
@@ -60,6 +61,15 @@ def test_two_tokens_never_share_a_value(client: TestClient) -> None:
     assert again["errors"] == ["cannot create a token with a duplicate ID"]
 
 
+def test_the_admin_tokens_value_is_taken(client: TestClient) -> None:
+    """The admin token is in no table, so its value would not collide in the store: it is
+    refused as taken, else it would go on acting, as this token, once the admin token rotates."""
+    admin = client.headers["Authorization"].removeprefix("Bearer ")
+    refused = create(client, admin, policies=["root"])
+    assert refused["status"] == 400
+    assert refused["errors"] == ["cannot create a token with a duplicate ID"]
+
+
 def test_only_root_chooses_a_value(client: TestClient, app: FastAPI) -> None:
     written = client.post("/v1/policies/maker", json={"rules": [], "admin": ["tokens"]})
     assert written.status_code == 200, written.text
@@ -70,3 +80,8 @@ def test_only_root_chooses_a_value(client: TestClient, app: FastAPI) -> None:
         )
     assert refused.status_code == 400
     assert refused.json()["errors"] == ["root or sudo privileges required to specify token id"]
+    # Nor does the refusal tell another maker which value is the admin token's.
+    admin = client.headers["Authorization"].removeprefix("Bearer ")
+    with TestClient(app, headers={"X-Vault-Token": maker}) as user:
+        guess = user.post("/v1/auth/token/create", json={"id": admin, "policies": []})
+    assert guess.json()["errors"] == ["root or sudo privileges required to specify token id"]

@@ -22,6 +22,7 @@ from app.store import (
     KeyPendingDeletionError,
     MountExistsError,
     MountNotFoundError,
+    NulInTextError,
     RootKeyMismatchError,
     StorageFullError,
     StoreUnavailableError,
@@ -164,6 +165,7 @@ _PROBLEMS: tuple[tuple[type[Exception], int, str, str, str | None], ...] = (
     (DeletionProtectedError, 409, "deletion-protected", "Deletion protected", None),
     (MountExistsError, 409, "mount-exists", "Mount exists", None),
     (MountNotFoundError, 404, "mount-not-found", "Mount not found", None),
+    (NulInTextError, 422, "invalid-input", "Invalid input", None),
     (StorageFullError, 503, "storage-full", "Storage full", None),
     (StoreUnavailableError, 503, "store-unavailable", "Store unavailable", None),
     # A keyring term this process cannot open: the root key was rotated and its source still

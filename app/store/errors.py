@@ -100,6 +100,14 @@ class MountExistsError(KeyStoreError):
         self.path = path
 
 
+class NulInTextError(KeyStoreError):
+    """Text with a NUL character, which PostgreSQL's text cannot hold: no stored name has one,
+    and none is stored."""
+
+    def __init__(self) -> None:
+        super().__init__("text with a NUL character (\\u0000): no name or field holds one")
+
+
 class TokenExistsError(KeyStoreError):
     """A token of the same value is stored: only a value chosen by its maker can collide."""
 

@@ -41,7 +41,7 @@ from app.store.database import (
     Database,
     Dialect,
 )
-from app.store.errors import KeyStoreError, StoreUnavailableError
+from app.store.errors import KeyStoreError, NulInTextError, StoreUnavailableError
 from app.store.patterns import GlobParts, postgres_regexes
 
 SCHEMA_LOCK_ID = 0x63697068  # advisory lock taken while creating tables
@@ -108,6 +108,8 @@ class _Statements:
         self._proven = False  # a statement went through on this connection
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        if any(type(value) is str and "\x00" in value for value in params):
+            raise NulInTextError  # the driver's DataError, before a round trip
         sql = sql.replace("?", "%s")
         if self._proven:
             self._cursor.execute(sql, params)

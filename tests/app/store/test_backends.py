@@ -17,6 +17,7 @@ from app.store import (
     KeyStore,
     KeyStoreError,
     KeyWrapper,
+    NulInTextError,
     StoreUnavailableError,
     open_store,
     sqlite,
@@ -29,6 +30,19 @@ from tests.conftest import POSTGRES_URL
 
 def test_ping(store: KeyStore) -> None:
     store.ping()
+
+
+def test_text_with_a_nul_finds_nothing_or_is_refused_before_the_query(
+    store: KeyStore, store_url: str
+) -> None:
+    """PostgreSQL's text holds no NUL: its backend refuses such text itself (the driver's
+    DataError would be a 500), and the connection goes on serving; SQLite finds nothing."""
+    if store_url.startswith("postgresql"):
+        with pytest.raises(NulInTextError):
+            store.policies.get("a\x00b")
+    else:
+        assert store.policies.get("a\x00b") is None
+    assert store.policies.get("ab") is None
 
 
 def test_embedded_default_generates_secrets_once_with_mode_0600(tmp_path: Path) -> None:

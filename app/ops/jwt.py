@@ -72,9 +72,10 @@ def sign(
 def jwks(keyring: Keyring, name: str) -> list[dict[str, str]]:
     """The JWK of every live version of a signing key, the newest first (409 for a key of
     another type)."""
-    latest = underived(keyring.material(name))
+    latest = keyring.material(name)
     if latest.type not in jwk.JWS_ALGORITHMS:
         raise wrong_key_type(name, latest.type, "signatures (a JSON Web Key Set)")
+    underived(latest)
     info = keyring.store.keys.get(name)
     live = [v.version for v in info.versions if v.version >= latest.min_decryption_version]
     keys = []

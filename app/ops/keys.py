@@ -24,7 +24,7 @@ from app.ops.auth import Operation, Principal
 from app.ops.errors import Problem, invalid_input
 from app.ops.fe_policy import FePolicy, checked_fe_policy
 from app.ops.keyring import Keyring
-from app.ops.keytypes import KEY_TYPES, PublicFormat
+from app.ops.keytypes import KEY_TYPES, PublicFormat, derivable
 from app.settings import Settings
 from app.store import (
     KeyInfo,
@@ -200,7 +200,7 @@ def derivation_params(key_type: str, derived: bool, convergent: bool) -> dict[st
     for option, given in (("derived", derived), ("convergent", convergent)):
         if given:
             aead = KEY_TYPES[key_type].family == "aead"
-            if not aead and (option, key_type) != ("derived", "ed25519"):
+            if not (aead or (option == "derived" and derivable(key_type))):
                 takes = "AEAD key types" if option == "convergent" else "AEAD key types and ed25519"
                 raise invalid_input(f"{option}: only {takes} take it, not {key_type}")
             params[option] = True
@@ -319,7 +319,7 @@ def public_part(
     """The key version whose public part a client asked for, the form given (raw by default,
     der for a type with no raw form) and the public part in it; 409 if its type has none, or
     none in that form, or if it is derived (each context has its own)."""
-    material = sign.underived(keyring.material(name, version))
+    material = keyring.material(name, version)
     if material.public is None:
         raise Problem(
             409,
@@ -327,6 +327,7 @@ def public_part(
             "No public part",
             f"key {name!r} of type {material.type} has no public part",
         )
+    sign.underived(material)
     key_type = KEY_TYPES[material.type]
     if form is None:
         form = "raw" if key_type.raw_public else "der"

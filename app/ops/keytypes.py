@@ -306,3 +306,15 @@ def stored_key(type_name: str, secret: bytes) -> Any:
     prepare = KEY_TYPES[type_name].prepare
     assert prepare is not None, f"{type_name} keys are used as their bytes"
     return prepare(secret)
+
+
+def derivable(type_name: str) -> bool:
+    """Whether keys of the type may be derived (Vault Transit's `derived`): the AEAD types, and
+    Ed25519 signing keys."""
+    return KEY_TYPES[type_name].family == "aead" or type_name == "ed25519"
+
+
+def is_derived(type_name: str, params: dict[str, Any]) -> bool:
+    """Whether a key is derived: set at creation, on a type that may be (a flag on another
+    type, which older restores of Transit backups stored, means nothing)."""
+    return bool(params.get("derived")) and derivable(type_name)

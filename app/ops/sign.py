@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol, cast
 
 from app.ops.envelope import Sealed, sealed
 from app.ops.errors import Problem, invalid_input
+from app.ops.keytypes import is_derived
 from app.ops.versioned import VersionedKey
 from app.ops.work import compute
 from app.server.metrics import timed
@@ -296,8 +297,8 @@ MISSING_CONTEXT = (
 
 
 def check_context(material: KeyMaterial, context: bytes | None) -> None:
-    """A derived key takes a context in every call (400 without one), any other none (422)."""
-    if not material.params.get("derived"):
+    """A derived key takes a context in every call, any other none (422 each)."""
+    if not is_derived(material.type, material.params):
         if context is not None:
             raise invalid_input(
                 f"context: key {material.name!r} is not derived: it takes no context"
@@ -318,7 +319,7 @@ def for_context(material: KeyMaterial, context: bytes | None) -> KeyMaterial:
 
 def underived(material: KeyMaterial) -> KeyMaterial:
     """The version, unless its key is derived: then it has no public key of its own (409)."""
-    if material.params.get("derived"):
+    if is_derived(material.type, material.params):
         raise Problem(
             409,
             "no-public-part",

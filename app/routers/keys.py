@@ -101,8 +101,8 @@ class KeyImport(BaseModel):
     )
     derived: StrictBool = Field(
         False,
-        description="BYOK of an AEAD key: every call gives a context, the key used derived from "
-        "it (as at creation); a next version's must match its key's",
+        description="BYOK of an AEAD or ed25519 key: every call gives a context, the key used "
+        "derived from it (as at creation); a next version's must match its key's",
     )
     convergent: StrictBool = Field(
         False, description="BYOK of an AEAD key, with derived: convergent encryption"

@@ -26,7 +26,7 @@ from app.ops.aead import AeadKey
 from app.ops.errors import Problem, problem_for
 from app.ops.hpke import HpkeKey
 from app.ops.keyring import Keyring
-from app.ops.keytypes import KEY_TYPES
+from app.ops.keytypes import KEY_TYPES, is_derived
 from app.ops.mac import digest
 from app.ops.rsa import RsaKey
 from app.ops.sealing import SealingKey
@@ -168,7 +168,7 @@ class Params:
 def _context(key: VersionedKey, item: TransitItem) -> bytes | None:
     """The item's context for a derived key (400 without one); for another key none: Transit
     ignores a context it does not take."""
-    if not key.latest.params.get("derived"):
+    if not is_derived(key.latest.type, key.latest.params):
         return None
     context = decoded(item.context, "context")
     if not context:

@@ -23,7 +23,7 @@ from app.ops import keys
 from app.ops.errors import Problem, invalid_input
 from app.ops.keyring import Keyring
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyPatch
-from app.ops.keytypes import HMAC_KEY_BYTES, KEY_TYPES, stored_key
+from app.ops.keytypes import HMAC_KEY_BYTES, KEY_TYPES, is_derived, stored_key
 from app.ops.transit import hmac_keys
 from app.ops.transit.mounts import transit_names
 from app.ops.transit.types import DEFAULT_TYPE, family, native_type, transit_type
@@ -42,6 +42,8 @@ _SUPPORTS = {
 _NAME = re.compile(KEY_NAME_PATTERN)
 # What Transit names a signing key's versions when it is not the key's type: ECDSA's curve.
 _VERSION_NAMES = {"ecdsa-p256": "P-256", "ecdsa-p384": "P-384", "ecdsa-p521": "P-521"}
+# The most versions of a derived Ed25519 key whose public keys one read derives for a context.
+MAX_DERIVED_VERSIONS = 100
 # The smallest automatic rotation period Transit takes (other than 0, none).
 MIN_AUTO_ROTATE_SECONDS = 3600
 
@@ -100,11 +102,10 @@ def key_data(store: KeyStore, info: KeyInfo, name: str, context: bytes = b"") ->
     # Transit lists the versions still in use: from min_decryption_version.
     usable = [v for v in info.versions if v.version >= info.min_decryption_version]
     if kind == "sign":
-        publics = store.keys.public_parts(info.name, info.min_decryption_version)
-        if info.params.get("derived"):
-            publics = {
-                v.version: _derived_public(store, info.name, v.version, context) for v in usable
-            }
+        if is_derived(info.type, info.params):
+            publics = _derived_publics(store, info.name, [v.version for v in usable], context)
+        else:
+            publics = store.keys.public_parts(info.name, info.min_decryption_version)
         versions: dict[str, Any] = {}
         for v in usable:
             versions[str(v.version)] = {
@@ -147,12 +148,24 @@ def key_data(store: KeyStore, info: KeyInfo, name: str, context: bytes = b"") ->
     return data
 
 
-def _derived_public(store: KeyStore, name: str, version: int, context: bytes) -> bytes:
-    """The public key `context` derives from a derived Ed25519 key's version; none without."""
+def _derived_publics(
+    store: KeyStore, name: str, versions: Sequence[int], context: bytes
+) -> dict[int, bytes | None]:
+    """The public key `context` derives from each of a derived Ed25519 key's `versions`; none
+    without a context. Each costs an unwrap and a derivation: at most MAX_DERIVED_VERSIONS
+    (400 past them, before any)."""
     if not context:
-        return b""
-    secret = store.keys.material(name, version).secret
-    return ed25519.derive(ed25519.SigningKey(secret), secret, context).public
+        return {}
+    if len(versions) > MAX_DERIVED_VERSIONS:
+        raise invalid_input(
+            f"context: the public keys of at most {MAX_DERIVED_VERSIONS} versions are derived "
+            f"at once, and key {name!r} has {len(versions)} from its min_decryption_version"
+        )
+    publics: dict[int, bytes | None] = {}
+    for version in versions:
+        secret = store.keys.material(name, version).secret
+        publics[version] = ed25519.derive(ed25519.SigningKey(secret), secret, context).public
+    return publics
 
 
 def public_key_text(native: str, public: bytes) -> str:

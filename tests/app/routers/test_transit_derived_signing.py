@@ -130,3 +130,26 @@ def test_a_backup_cannot_make_a_key_derived_that_its_type_does_not_allow(
     assert refused.status_code == 400
     assert "derived: only AEAD key types and ed25519" in refused.json()["errors"][0]
     assert client.get("/v1/transit/keys/ec-derived").status_code == 404
+
+
+def test_a_context_read_derives_for_at_most_100_versions(client: TestClient, derived: str) -> None:
+    """Each version's public key for a context costs an unwrap and a derivation: past 100
+    versions from min_decryption_version the read is refused before any."""
+    for _ in range(100):
+        assert client.post(f"/v1/transit/keys/{derived}/rotate").status_code == 200
+    context = {"context": b64(b"tenant")}
+    refused = client.get(f"/v1/transit/keys/{derived}", params=context)
+    assert refused.status_code == 400
+    assert "at most 100 versions" in refused.json()["errors"][0]
+    assert client.get(f"/v1/transit/keys/{derived}").status_code == 200  # no context: no work
+    narrowed = client.post(f"/v1/transit/keys/{derived}/config", json={"min_decryption_version": 2})
+    assert narrowed.status_code == 200, narrowed.text
+    shown = client.get(f"/v1/transit/keys/{derived}", params=context).json()["data"]["keys"]
+    assert len(shown) == 100 and all(version["public_key"] for version in shown.values())
+
+
+def test_a_derived_aead_key_still_has_no_public_part(client: TestClient) -> None:
+    made = client.post("/v1/keys", json={"name": "sealed", "type": "aes256-gcm", "derived": True})
+    assert made.status_code == 201
+    refused = client.get("/v1/keys/sealed/public")
+    assert refused.status_code == 409 and "has no public part" in refused.json()["detail"]

@@ -39,7 +39,7 @@ export function Key({ name, notice }) {
     <${Summary} info=${info} />
     <${Actions} info=${info} onChange=${key.reload} />
     <${Versions} info=${info} />
-    ${hasPublicPart(info.type) && !pending && html`<${PublicPart} info=${info} />`}
+    ${hasPublicPart(info.type) && !info.derived && !pending && html`<${PublicPart} info=${info} />`}
     ${!pending && html`<${Policies} key=${info.updated_at} info=${info} task=${saving} onChange=${key.reload} />`}
     ${info.allow_backup && !pending && html`<${Backup} name=${name} />`}
     ${isFe(info.type) && !pending && html`<section aria-labelledby="fe-title">

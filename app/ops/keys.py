@@ -196,20 +196,20 @@ def creation_params(body: KeyCreate, settings: Settings) -> dict[str, Any]:
 def derivation_params(key_type: str, derived: bool, convergent: bool) -> dict[str, Any]:
     """The parameters of a key's derivation, made or brought in: AEAD keys may be derived and
     convergent, Ed25519 signing keys derived (422 for options its type does not take)."""
-    params: dict[str, Any] = {}
-    for option, given in (("derived", derived), ("convergent", convergent)):
-        if given:
-            aead = KEY_TYPES[key_type].family == "aead"
-            if not (aead or (option == "derived" and derivable(key_type))):
-                takes = "AEAD key types" if option == "convergent" else "AEAD key types and ed25519"
-                raise invalid_input(f"{option}: only {takes} take it, not {key_type}")
-            params[option] = True
+    if derived and not derivable(key_type):
+        raise invalid_input(f"derived: only AEAD key types and ed25519 take it, not {key_type}")
+    if convergent and KEY_TYPES[key_type].family != "aead":
+        raise invalid_input(f"convergent: only AEAD key types take it, not {key_type}")
     if convergent and not derived:
         raise invalid_input(
             "convergent: a convergent key is derived too (derived: true): its nonces come "
             "from the context as well"
         )
-    return params
+    return {
+        option: True
+        for option, given in (("derived", derived), ("convergent", convergent))
+        if given
+    }
 
 
 def create(

@@ -23,7 +23,7 @@ from app.ops import keys
 from app.ops.errors import Problem, invalid_input
 from app.ops.keyring import Keyring
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyPatch
-from app.ops.keytypes import HMAC_KEY_BYTES, KEY_TYPES, is_derived, stored_key
+from app.ops.keytypes import HMAC_KEY_BYTES, KEY_TYPES, derivable, is_derived, stored_key
 from app.ops.transit import hmac_keys
 from app.ops.transit.mounts import transit_names
 from app.ops.transit.types import DEFAULT_TYPE, family, native_type, transit_type
@@ -32,12 +32,13 @@ from app.settings import Settings
 from app.store import KeyInfo, KeyNotFoundError, KeyStore, SecretMount
 from core.sign import ed25519
 
-# What each family does in Transit's terms: encryption, decryption, signing, derivation.
+# What each family does in Transit's terms: encryption, decryption, signing (derivation is
+# `keytypes.derivable`'s).
 _SUPPORTS = {
-    "aead": (True, True, False, True),
-    "sign": (False, False, True, False),
-    "hmac": (False, False, False, False),
-    "hpke": (True, True, False, False),
+    "aead": (True, True, False),
+    "sign": (False, False, True),
+    "hmac": (False, False, False),
+    "hpke": (True, True, False),
 }
 _NAME = re.compile(KEY_NAME_PATTERN)
 # What Transit names a signing key's versions when it is not the key's type: ECDSA's curve.
@@ -95,10 +96,9 @@ def key_data(store: KeyStore, info: KeyInfo, name: str, context: bytes = b"") ->
     """A key as Transit's `keys/:name` answers it (`name` the Transit name). A derived Ed25519
     key's versions show the public keys `context` derives, none without one."""
     kind = family(info.type)
-    encrypts, decrypts, signs, derives = _SUPPORTS.get(kind, (False, False, False, False))
+    encrypts, decrypts, signs = _SUPPORTS.get(kind, (False, False, False))
     if info.type.startswith("rsa-"):  # Transit's RSA keys also encrypt (OAEP)
         encrypts = decrypts = True
-    derives = derives or info.type == "ed25519"
     # Transit lists the versions still in use: from min_decryption_version.
     usable = [v for v in info.versions if v.version >= info.min_decryption_version]
     if kind == "sign":
@@ -131,7 +131,7 @@ def key_data(store: KeyStore, info: KeyInfo, name: str, context: bytes = b"") ->
         "name": name,
         "soft_deleted": False,
         "supports_decryption": decrypts,
-        "supports_derivation": derives,
+        "supports_derivation": derivable(info.type),
         "supports_encryption": encrypts,
         "supports_signing": signs,
         "type": transit_type(info.type),

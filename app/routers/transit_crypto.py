@@ -133,8 +133,8 @@ def note_versions(request: Request, results: list[dict[str, Any]]) -> None:
 
 async def _upserted(request: Request, call: TransitCall, body: TransitDataRequest) -> VersionedKey:
     """The key that encrypts. Transit creates a missing key on its first encryption, for a
-    caller who may create keys (the admin token): of the body's `type`, derived when the
-    items carry a context."""
+    caller who may create keys (the admin token) unless the mount's `config/keys` disables it:
+    of the body's `type`, derived when the items carry a context."""
     services = call.services
     key = await services.transit.found(call.name, sealing=True)
     if key is not None:
@@ -148,7 +148,13 @@ async def _upserted(request: Request, call: TransitCall, body: TransitDataReques
     if call.principal.admin:
         await services.audit.admit_change(audit_note(request.scope))
     await in_thread(
-        keys.upsert, services.store, call.name, create, call.principal.admin, services.settings
+        keys.upsert,
+        services.store,
+        call.mount,
+        call.name,
+        create,
+        call.principal.admin,
+        services.settings,
     )
     return await _sealing_key(request, call, "encrypt")
 

@@ -1,4 +1,5 @@
-"""Transit's key paths (`keys`, `config`, `rotate`, `trim`, `export`, `backup`, `restore`) at
+"""Transit's key paths (`keys`, `config`, `rotate`, `trim`, `export`, `backup`, `restore`, and
+the mount's `config/keys`) at
 `/v1/transit/...` and every other Transit mount, in Vault's shapes, on the service's keys: each
 the native operation of `POST /v1/keys` and its siblings, with its scope and audit record."""
 
@@ -14,7 +15,12 @@ from app.http.vault import answer, keys_of, listing, no_content, read_body, vaul
 from app.ops import keys as native_keys
 from app.ops.auth import AdminOperation, Operation
 from app.ops.transit import backup, crypto, keys
-from app.ops.transit.keys import TransitKeyConfig, TransitKeyCreate, checked_name
+from app.ops.transit.keys import (
+    TransitKeyConfig,
+    TransitKeyCreate,
+    TransitKeysConfig,
+    checked_name,
+)
 from app.ops.transit.mounts import native_name
 from app.ops.vault_fields import VaultBool, VaultInt
 from app.ops.work import in_thread
@@ -210,3 +216,22 @@ async def restore_key(request: Request) -> Response:
 )
 async def restore_key_named(request: Request, name: TransitName) -> Response:
     return await _restore(request, name)
+
+
+@router.get("/config/keys", summary="Whether an encryption may create a missing key (Transit)")
+async def read_keys_config(request: Request) -> Response:
+    call = await transit_call(request, "transit_read_keys_config")
+    return await answer(request, await in_thread(keys.keys_config, call.services.store, call.mount))
+
+
+@router.post(
+    "/config/keys",
+    summary="Let encryptions create missing keys, or not (Transit's `disable_upsert`)",
+    openapi_extra=vault_body(TransitKeysConfig),
+)
+async def write_keys_config(request: Request) -> Response:
+    call = await transit_call(request, "transit_configure_keys", change=True)
+    body = await read_body(request, TransitKeysConfig)
+    config = await in_thread(keys.configure_keys, call.services.store, call.mount, body)
+    audit_note(request.scope).details.update(config)
+    return await answer(request, config)

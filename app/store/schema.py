@@ -147,6 +147,10 @@ CREATE TABLE IF NOT EXISTS secret_mounts (
     created_at DOUBLE PRECISION NOT NULL,
     detached_at DOUBLE PRECISION
 );
+CREATE TABLE IF NOT EXISTS secret_mount_keys_config (
+    accessor TEXT PRIMARY KEY,
+    config TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS wrapping_key (
     id INTEGER PRIMARY KEY,
     wrapped {blob} NOT NULL,

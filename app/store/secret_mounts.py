@@ -1,9 +1,13 @@
 """Secrets-engine mounts (Vault's `sys/mounts`): each a path under `/v1/` and the prefix that
 makes its key names native key names. A disabled mount keeps its row, detached (no path), so
-that its prefix is never handed to another mount while its keys wait for their deletion."""
+that its prefix is never handed to another mount while its keys wait for their deletion. A
+mount's Transit `config/keys` document is kept by its accessor, so that the always-present
+`transit`, which has no row, has one too, and a mount enabled again at a path starts afresh."""
 
+import json
 from collections.abc import Sequence
 from dataclasses import astuple
+from typing import Any
 
 from app.store.database import Session
 from app.store.errors import MountExistsError, MountNotFoundError
@@ -60,3 +64,18 @@ class SecretMountRepository:
             detached = cursor.fetchone()
             assert detached is not None
             return SecretMount(*detached)
+
+    def keys_config(self, accessor: str) -> dict[str, Any]:
+        """The mount's `config/keys` as last written; {} if it never was."""
+        sql = "SELECT config FROM secret_mount_keys_config WHERE accessor = ?"
+        row = self._session.read_row(sql, (accessor,))
+        return {} if row is None else dict(json.loads(row[0]))
+
+    def set_keys_config(self, accessor: str, config: dict[str, Any]) -> None:
+        """Replace the mount's `config/keys`, as a write of it does in Vault."""
+        with self._session.transaction(write=True) as cursor:
+            cursor.execute(
+                "INSERT INTO secret_mount_keys_config (accessor, config) VALUES (?, ?)"
+                " ON CONFLICT (accessor) DO UPDATE SET config = excluded.config",
+                (accessor, json.dumps(config, sort_keys=True)),
+            )

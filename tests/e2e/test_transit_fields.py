@@ -10,18 +10,23 @@ accepted one's values (the key's settings, the version used, the bytes given) mu
 A batch's entries carry the fields Vault's response structures always write (`reference`, ""
 when not given; a failed decryption's empty `plaintext`, a failed signature's `key_version` 0)
 and leave out what they omit when empty (a false HMAC verdict); a batch with failed items is a
-400 for encrypt and decrypt only.
+400 for encrypt and decrypt only. A mount's `config/keys` written with the `bao` command stops
+encryptions from creating keys there, as in OpenBao.
 """
 
 import base64
+import json
+import os
 import secrets
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.e2e.openbao import running_openbao
+from tests.e2e.openbao import bao_binary, running_openbao
 from tests.e2e.server import running
 
 pytestmark = pytest.mark.e2e
@@ -432,3 +437,59 @@ def test_a_malformed_signature_is_answered_as_openbao_answers(
             outcomes.append((text, answer.status_code, content.get("errors") or content["data"]))
         seen[name] = outcomes
     assert seen["cipherd"] == seen["openbao"]
+
+
+def test_upserts_disabled_as_the_bao_command_writes_it(
+    servers: dict[str, httpx.Client], tmp_path: Path
+) -> None:
+    """`bao write <mount>/config/keys disable_upsert=true`: an encryption under a name no key
+    has is then refused, single or batched, and creates nothing, in that mount only; `bao read`
+    shows the setting, and a write without the field (`-f`) sets it back."""
+    seen = {}
+    for name, client in servers.items():
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(tmp_path),
+            "BAO_ADDR": str(client.base_url).rstrip("/"),
+            "BAO_TOKEN": client.headers["X-Vault-Token"],
+        }
+
+        def bao(verb: str, *args: str, env: dict[str, str] = env) -> Any:
+            done = subprocess.run(
+                [bao_binary(), verb, "-format=json", *args],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert done.returncode == 0, done.stderr
+            return json.loads(done.stdout)["data"]
+
+        mount = "upsert-" + secrets.token_hex(4)
+        assert client.post(f"/v1/sys/mounts/{mount}", json={"type": "transit"}).status_code == 204
+        try:
+            written = bao("write", f"{mount}/config/keys", "disable_upsert=true")
+            single = client.post(f"/v1/{mount}/encrypt/new", json={"plaintext": TEXT})
+            batch = [{"plaintext": TEXT}]
+            batched = client.post(f"/v1/{mount}/encrypt/new", json={"batch_input": batch})
+            elsewhere = client.post(f"/v1/transit/encrypt/{mount}", json={"plaintext": TEXT})
+            seen[name] = (
+                written,
+                bao("read", f"{mount}/config/keys"),
+                [(a.status_code, a.json().get("errors")) for a in (single, batched, elsewhere)],
+                client.get(f"/v1/{mount}/keys/new").status_code,
+                bao("write", "-f", f"{mount}/config/keys"),
+                client.post(f"/v1/{mount}/encrypt/new", json={"plaintext": TEXT}).status_code,
+            )
+        finally:
+            client.delete(f"/v1/sys/mounts/{mount}")
+    assert seen["cipherd"] == seen["openbao"]
+    refused = (400, ["encryption key not found"])
+    assert seen["cipherd"] == (
+        {"disable_upsert": True},
+        {"disable_upsert": True},
+        [refused, refused, (200, None)],
+        404,
+        {"disable_upsert": False},
+        200,
+    )

@@ -241,13 +241,38 @@ def exists(store: KeyStore, name: str) -> bool:
     return True
 
 
+class TransitKeysConfig(BaseModel):
+    """`POST config/keys`: what a mount's keys have in common. A field left out is its default,
+    as in Vault, where a write replaces the whole."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    disable_upsert: VaultBool = False
+
+
+def keys_config(store: KeyStore, mount: SecretMount) -> dict[str, Any]:
+    """The mount's `config/keys`, Vault's defaults where it was never written."""
+    return TransitKeysConfig(**store.secret_mounts.keys_config(mount.accessor)).model_dump()
+
+
+def configure_keys(store: KeyStore, mount: SecretMount, body: TransitKeysConfig) -> dict[str, Any]:
+    store.secret_mounts.set_keys_config(mount.accessor, body.model_dump())
+    return keys_config(store, mount)
+
+
 def upsert(
-    store: KeyStore, name: str, body: TransitKeyCreate, may_create: bool, settings: Settings
+    store: KeyStore,
+    mount: SecretMount,
+    name: str,
+    body: TransitKeyCreate,
+    may_create: bool,
+    settings: Settings,
 ) -> None:
-    """Make a missing key for an encryption when the caller may (400 when not, as Transit
-    answers without the create capability)."""
+    """Make a missing key for an encryption when the caller may and the mount's `config/keys`
+    does not `disable_upsert` (400 otherwise, as Transit answers without the create capability
+    or with upserts disabled)."""
     if not exists(store, name):
-        if not may_create:
+        if not may_create or keys_config(store, mount)["disable_upsert"]:
             raise invalid_input("encryption key not found")
         create(store, name, body, settings)
 

@@ -40,6 +40,7 @@ MountT = TypeVar("MountT")
 # Paths whose unmatched requests (no route took them) are answered in Vault's shape.
 VAULT_PREFIXES = (
     "/v1/sys/mounts",
+    "/v1/sys/remount",
     "/v1/sys/health",
     "/v1/sys/seal-status",
     "/v1/sys/leader",
@@ -154,10 +155,12 @@ _STATUS = {401: 403, 409: 400, 415: 400, 422: 400}
 
 
 def vault_error(problem: Problem, headers: dict[str, str] | None = None) -> JsonAnswer:
-    """A problem as Vault's error answer."""
+    """A problem as Vault's error answer; one without words (a read of nothing) has none, as
+    Vault's `{"errors": []}`."""
     status = _STATUS.get(problem.status, problem.status)
     denied = problem.status in (401, 403)
     errors = ["permission denied", problem.detail] if denied else [problem.detail]
+    errors = [error for error in errors if error]
     headers = dict(headers or {})
     if problem.status in (429, 503):
         headers["Retry-After"] = str(problem.retry_after or 1)
@@ -178,11 +181,13 @@ async def caller(request: Request) -> Principal:
 
 
 async def vault_admin(
-    request: Request, operation: AdminOperation, change: bool = False
+    request: Request,
+    operations: AdminOperation | tuple[AdminOperation, ...],
+    change: bool = False,
 ) -> Principal:
-    """The caller by Vault's token header, if allowed the admin operation `operation` (403);
-    for a `change`, only once the audit trail can take its record (503 otherwise)."""
-    return await admin_access(request, operation, change, vault_token(request.scope))
+    """The caller by Vault's token header, if allowed one of the admin `operations` (403); for
+    a `change`, only once the audit trail can take its record (503 otherwise)."""
+    return await admin_access(request, operations, change, vault_token(request.scope))
 
 
 async def read_body(request: Request, model: type[ModelT]) -> ModelT:

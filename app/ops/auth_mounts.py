@@ -6,12 +6,12 @@ types (`approle` elsewhere, `jwt` and its alias `oidc`, `cert`) are enabled at a
 caller's choosing; a login
 method's routes are declared once, at `/v1/auth/<family>/...` (`FAMILIES`), and a request to
 another mount of the type is routed to them with its mount noted (`app.http.auth_mounts`).
-Disabling a mount revokes every token it issued, and forgets an AppRole mount's roles. The
+Disabling a mount revokes every token it issued, and forgets an AppRole mount's roles; moving
+one (`sys/remount`) revokes its tokens too, as in Vault, and keeps its roles. The
 table is read again whenever the auth generation moved (`app.ops.auth`), so every replica
 routes by a change from its next request.
 """
 
-import re
 import secrets
 import threading
 import uuid
@@ -19,8 +19,14 @@ from typing import Any
 
 from app.ops.auth import Authenticator
 from app.ops.errors import Problem, invalid_input
-from app.ops.transit.mounts import OPENBAO_RELEASE
-from app.store import AuthMount, KeyStore, MountExistsError, MountNotFoundError
+from app.ops.transit.mounts import OPENBAO_RELEASE, clash
+from app.store import (
+    AuthMount,
+    KeyStore,
+    MountExistsError,
+    MountMigration,
+    MountNotFoundError,
+)
 
 # Each type a mount may have, and the family of routes that serves it.
 FAMILIES = {"approle": "approle", "jwt": "jwt", "oidc": "jwt", "cert": "cert", "token": "token"}
@@ -41,8 +47,6 @@ def _built_in(type_: str, description: str) -> AuthMount:
 TOKEN = _built_in("token", "token based credentials")
 APPROLE = _built_in("approle", "AppRole, mounted by default")
 BUILT_IN = {TOKEN.path: TOKEN, APPROLE.path: APPROLE}
-# A mount path: segments of letters, digits, '-', '_' and '.', separated by '/'.
-_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,47}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,47}){0,3}")
 
 
 class AuthMounts:
@@ -86,13 +90,9 @@ class AuthMounts:
             raise invalid_input("token credential backend cannot be instantiated")
         if path == APPROLE.path and method == APPROLE.type:
             return APPROLE
-        if not _PATH.fullmatch(path):
-            raise invalid_input(
-                f"path {path[:64]!r}: segments of letters, digits, '-', '_' and '.', at most 4"
-            )
-        for taken in self.table():
-            if path == taken or path.startswith(taken + "/") or taken.startswith(path + "/"):
-                raise _in_use(taken)
+        taken = clash(path, self.table())
+        if taken is not None:
+            raise _in_use(taken)
         mount = AuthMount(
             accessor=f"auth_{method}_{secrets.token_hex(4)}",
             path=path,
@@ -106,6 +106,16 @@ class AuthMounts:
         except MountExistsError:
             raise _in_use(path) from None
         return mount
+
+    def move(self, path: str, target: str, migration: MountMigration) -> None:
+        """Move the method at `path` to `target`, revoking its tokens (400 for a built-in method
+        and for a target `enable` would refuse; the store's errors otherwise)."""
+        if path in BUILT_IN:
+            raise invalid_input(f'cannot remount "auth/{path}/": a built-in method stays here')
+        taken = clash(target, self.table())
+        if taken is not None:
+            raise invalid_input(f'path already in use at "auth/{taken}/"')
+        self.store.auth_mounts.move(path, target, migration)
 
     def configure(self, path: str, config: dict[str, Any]) -> AuthMount:
         """Replace the method's settings at `path` (what a login method keeps of its mount)."""

@@ -38,6 +38,7 @@ _ADMIN: dict[str, AdminOperation] = {
     "auth": AdminOperation.AUTH,
     "sys/audit": AdminOperation.AUDIT,
     "sys/mounts": AdminOperation.SYS,
+    "sys/remount": AdminOperation.SYS,
 }
 _EVERY = ["create", "delete", "list", "read", "update"]
 # Transit's verbs on a key: what they take of it (any one of the sets, all of a set).

@@ -1,26 +1,31 @@
-"""Vault's `sys/mounts` (the Transit engines and their paths), `sys/health` and
-`sys/seal-status`, in Vault's shapes: what Vault's clients read before they use Transit."""
+"""Vault's `sys/mounts` (the Transit engines and their paths), `sys/remount` (a mount or an auth
+method moved), `sys/health` and `sys/seal-status`, in Vault's shapes: what Vault's clients read
+before they use Transit."""
 
 import time
 from typing import Annotated, Any
 
-from fastapi import Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import Path, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from app.http.body import JsonAnswer
-from app.http.deps import audit_note, services
+from app.http.deps import audit_note, require_admin_operation, services
 from app.http.framework import takes_any_query
 from app.http.transit import transit_call
 from app.http.vault import (
+    answer,
+    doubled,
     mount_reads,
     mount_table,
     no_content,
     read_body,
+    vault_admin,
     vault_body,
     vault_router,
 )
-from app.ops import health, keys, transit
+from app.ops import health, keys, remount, transit
 from app.ops.auth import AdminOperation
+from app.ops.errors import Problem
 from app.ops.transit.mounts import OPENBAO_RELEASE, mount_entry
 from app.ops.work import in_thread
 
@@ -87,6 +92,52 @@ async def disable_mount(request: Request, path: str) -> Response:
     if scheduled:  # as a deletion: no process still uses them once answered
         keys.deleted_answer_waits(audit_note(request.scope), services.settings)
     return no_content()
+
+
+# Made so, its field `from` is named as Vault's clients send it (a keyword in Python); a Vault
+# body's fields have no aliases (`read_body`).
+VaultRemount = create_model(
+    "VaultRemount",
+    __config__=ConfigDict(extra="ignore"),
+    **{name: (str, Field("", max_length=1024)) for name in ("from", "to")},  # type: ignore[call-overload]
+)
+
+
+# Either table's admin may move a mount of it (`sys` for Transit mounts, `auth` for methods).
+MOVERS = (AdminOperation.SYS, AdminOperation.AUTH)
+
+
+@router.post(
+    "/remount",
+    summary="Move a Transit mount or an auth method (`auth/...`) to another path; done when "
+    "answered",
+    openapi_extra=vault_body(VaultRemount),
+)
+async def move_mount(request: Request) -> Response:
+    audit_note(request.scope).operation = "sys_remount"  # as the mount routes name theirs
+    principal = await vault_admin(request, MOVERS, change=True)
+    body = await read_body(request, VaultRemount)
+    fields = body.model_dump()
+    asked = remount.planned(fields["from"], fields["to"])
+    require_admin_operation(principal, asked.needs)
+    service = services(request)
+    migration = await in_thread(remount.move, service.mounts, service.auth_mounts, asked)
+    audit_note(request.scope).details.update(
+        source=migration.source, target=migration.target, migration_id=migration.id
+    )
+    return doubled(request, {"migration_id": migration.id})
+
+
+@router.get("/remount/status/{migration_id}", summary="A move's status: `success` once answered")
+async def read_move_status(
+    request: Request, migration_id: Annotated[str, Path(max_length=64)]
+) -> Response:
+    audit_note(request.scope).operation = "sys_remount_status"
+    await vault_admin(request, MOVERS)
+    status = await in_thread(remount.status, services(request).store, migration_id)
+    if status is None:
+        raise Problem(404, "not-found", "Not found", "")  # as Vault: no error words
+    return await answer(request, status)
 
 
 async def _ready(request: Request) -> bool:

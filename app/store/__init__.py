@@ -6,7 +6,7 @@ wrapping of stored secrets under the keyring and the root key.
     records.py   the values that cross the interface     errors.py    what it raises
     database.py  backends' common ground, transactions   schema.py    the tables
     keys.py tokens.py audit.py keyring.py ledger.py wrapping_key.py secret_mounts.py
-    wrapped.py approle.py
+    mount_migrations.py wrapped.py approle.py
     policies.py auth_state.py auth_mounts.py auth_roles.py
                  the repositories
     keystore.py  all of them over one backend            sqlite.py postgres.py   the backends
@@ -55,6 +55,7 @@ from app.store.records import (
     KeyringStatus,
     KeyVersionInfo,
     KmsAlias,
+    MountMigration,
     PolicyDecision,
     PolicyRecord,
     RestoredVersion,
@@ -123,6 +124,7 @@ __all__ = [
     "KeyringStatus",
     "KmsAlias",
     "MountExistsError",
+    "MountMigration",
     "MountNotFoundError",
     "NulInTextError",
     "PolicyDecision",

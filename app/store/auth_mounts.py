@@ -4,12 +4,14 @@ that every replica routes logins by the new table from its next request."""
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from app.store import mount_migrations
 from app.store.auth_state import advance, moves_generation
 from app.store.database import Session
 from app.store.errors import MountExistsError, MountNotFoundError
-from app.store.records import AuthMount
+from app.store.records import AuthMount, MountMigration
 from app.store.tokens import revoke_tree
 
 COLUMNS = "accessor, path, type, description, config, created_at"
@@ -61,6 +63,23 @@ class AuthMountRepository:
                 raise MountNotFoundError(path)
             advance(cursor)
             return _mount(row)
+
+    @moves_generation
+    def move(self, path: str, target: str, migration: MountMigration) -> AuthMount:
+        """Give the method at `path` the path `target`, revoke every token it issued (as Vault
+        does on a move) and record the move; its roles and settings stay, being its accessor's.
+        `MountNotFoundError` if no method is at `path`, `MountExistsError` if `target` is
+        taken."""
+        try:
+            with self._session.transaction(write=True) as cursor:
+                row = mount_migrations.move_row(cursor, "auth_mounts", COLUMNS, path, target)
+                cursor.execute("SELECT id FROM tokens WHERE mount = ?", (path,))
+                revoke_tree(cursor, [token[0] for token in cursor.fetchall()])
+                advance(cursor)
+                mount_migrations.record(cursor, migration)
+        except self._session.dialect.integrity_error:
+            raise MountExistsError(target) from None
+        return replace(_mount(row), path=target)
 
     @moves_generation
     def remove(self, path: str) -> AuthMount:

@@ -17,6 +17,7 @@ from app.store.keyring import KeyringRepository, Terms
 from app.store.keys import KeyRepository
 from app.store.kms_aliases import KmsAliasRepository
 from app.store.ledger import LedgerRepository
+from app.store.mount_migrations import MountMigrationRepository
 from app.store.policies import PolicyRepository
 from app.store.records import RootKeyLoader
 from app.store.secret_mounts import SecretMountRepository
@@ -38,6 +39,7 @@ class Repositories:
         self.ledger = LedgerRepository(session)
         self.wrapping_key = WrappingKeyRepository(session, terms)
         self.secret_mounts = SecretMountRepository(session)
+        self.mount_migrations = MountMigrationRepository(session)
         self.wrapped = WrappedResponseRepository(session, terms)
         self.policies = PolicyRepository(session)
         self.auth_state = AuthStateRepository(session)

@@ -160,6 +160,18 @@ class AuthMount:
 
 
 @dataclass(frozen=True)
+class MountMigration:
+    """A mount moved (Vault's `sys/remount`): `source` and `target` as Vault names them, with
+    a trailing '/' (`payments/`, `auth/ci/`)."""
+
+    # `mount_migrations` reads a row as these fields in this order.
+    id: str
+    source: str
+    target: str
+    created_at: float
+
+
+@dataclass(frozen=True)
 class AwsCredential:
     """A token's AWS access key pair: the secret unsealed, for checking a SigV4 signature."""
 

@@ -147,6 +147,12 @@ CREATE TABLE IF NOT EXISTS secret_mounts (
     created_at DOUBLE PRECISION NOT NULL,
     detached_at DOUBLE PRECISION
 );
+CREATE TABLE IF NOT EXISTS mount_migrations (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    target TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL
+);
 CREATE TABLE IF NOT EXISTS secret_mount_keys_config (
     accessor TEXT PRIMARY KEY,
     config TEXT NOT NULL

@@ -6,12 +6,13 @@ mount's Transit `config/keys` document is kept by its accessor, so that the alwa
 
 import json
 from collections.abc import Sequence
-from dataclasses import astuple
+from dataclasses import astuple, replace
 from typing import Any
 
+from app.store import mount_migrations
 from app.store.database import Session
 from app.store.errors import MountExistsError, MountNotFoundError
-from app.store.records import SecretMount
+from app.store.records import MountMigration, SecretMount
 
 # In the order of `SecretMount`'s fields, so that a row is its arguments.
 COLUMNS = "accessor, path, type, key_prefix, description, created_at, former_path, detached_at"
@@ -64,6 +65,18 @@ class SecretMountRepository:
             detached = cursor.fetchone()
             assert detached is not None
             return SecretMount(*detached)
+
+    def move(self, path: str, target: str, migration: MountMigration) -> SecretMount:
+        """Give the mount at `path` the path `target` and record the move. Its accessor and key
+        prefix stay, and with them its keys, the scopes that name them and its `config/keys`.
+        `MountNotFoundError` if no mount is at `path`, `MountExistsError` if `target` is taken."""
+        try:
+            with self._session.transaction(write=True) as cursor:
+                row = mount_migrations.move_row(cursor, "secret_mounts", COLUMNS, path, target)
+                mount_migrations.record(cursor, migration)
+        except self._session.dialect.integrity_error:
+            raise MountExistsError(target) from None
+        return replace(SecretMount(*row), path=target)
 
     def keys_config(self, accessor: str) -> dict[str, Any]:
         """The mount's `config/keys` as last written; {} if it never was."""

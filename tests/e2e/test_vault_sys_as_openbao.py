@@ -2,7 +2,8 @@
 OpenBao, compared: `bao status` and the health options load balancers send, the first steps of
 Vault's guides, teardown that may be run twice, token creation as the command sends it (of a
 chosen value too), and the
-older `sys/policy` paths hvac's policy calls use, and what a token's capabilities read as."""
+older `sys/policy` paths hvac's policy calls use, what a token's capabilities read as, and mounts
+and auth methods moved (`sys/remount`)."""
 
 import os
 import secrets
@@ -17,7 +18,7 @@ import pytest
 from hvac import exceptions
 
 from tests.e2e.openbao import bao_binary, running_openbao
-from tests.e2e.server import running
+from tests.e2e.server import running, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -294,11 +295,66 @@ def test_capabilities_read_as_on_openbao(
     assert seen["cipherd"][5] == ["update\n", "deny\n"]
 
 
+def test_mounts_move_as_the_bao_command_and_hvac_move_them(
+    servers: dict[str, tuple[str, str]], tmp_path: Path
+) -> None:
+    """`bao secrets move` and `bao auth move` (which poll `sys/remount/status/:id` until the
+    move succeeds) and hvac's `move_backend`: the keys answer at the new path and not at the
+    old, an AppRole role logs in at its new path, and the moves' statuses read alike."""
+    seen = {}
+    for name, server in servers.items():
+        url, token = server
+        client = hvac.Client(url=url, token=token)
+        suffix = secrets.token_hex(3)
+        client.sys.enable_secrets_engine("transit", path=f"pay-{suffix}")
+        client.secrets.transit.create_key("orders", mount_point=f"pay-{suffix}")
+        client.sys.enable_auth_method("approle", path=f"ci-{suffix}")
+        client.auth.approle.create_or_update_approle("build", mount_point=f"ci-{suffix}")
+        moved = bao(server, tmp_path, "secrets", "move", f"pay-{suffix}", f"payments-{suffix}")
+        assert moved.returncode == 0, moved.stderr
+        authed = bao(server, tmp_path, "auth", "move", f"auth/ci-{suffix}", f"auth/builds-{suffix}")
+        assert authed.returncode == 0, authed.stderr
+        answer = client.sys.move_backend(f"payments-{suffix}", f"orders-{suffix}")
+        status_path = f"/v1/sys/remount/status/{answer['data']['migration_id']}"
+
+        def settled(path: str = status_path, client: hvac.Client = client) -> Any:
+            info = client.adapter.get(path)["data"]["migration_info"]
+            return info if info["status"] != "in-progress" else None  # OpenBao's moves queue
+
+        wait_for(settled, 30, "the move's status")
+        info = settled()
+        old = httpx.get(f"{url}/v1/pay-{suffix}/keys/orders", headers={"X-Vault-Token": token})
+        key = client.secrets.transit.read_key("orders", mount_point=f"orders-{suffix}")
+        role = client.auth.approle.read_role_id("build", mount_point=f"builds-{suffix}")
+        seen[name] = (
+            "Success! Finished moving secrets engine" in moved.stdout,
+            "Success! Finished moving auth method" in authed.stdout,
+            [info[field].replace(suffix, "*") for field in ("source_mount", "target_mount")],
+            info["status"],
+            key["data"]["name"],
+            old.status_code,
+            bool(role["data"]["role_id"]),
+        )
+        client.sys.disable_secrets_engine(f"orders-{suffix}")
+        client.sys.disable_auth_method(f"builds-{suffix}")
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"] == (
+        True,
+        True,
+        ["payments-*/", "orders-*/"],
+        "success",
+        "orders",
+        404,
+        True,
+    )
+
+
 def test_lease_revocation_by_prefix_through_the_bao_command(
     servers: dict[str, tuple[str, str]], tmp_path: Path
 ) -> None:
     """`bao lease revoke -prefix auth/token/create` revokes the tokens made there (tokens are
-    the only leases here), as on OpenBao; a path ending in '/' is refused by both."""
+    the only leases here), as on OpenBao; a path ending in '/' is refused by both. Last in this
+    module: OpenBao's dev root token was made there too, and goes with them."""
     for server in servers.values():
         made = bao(server, tmp_path, "token", "create", "-policy=default", "-field=token")
         assert made.returncode == 0, made.stderr

@@ -30,6 +30,7 @@ from app.store import (
     KeyNotFoundError,
     KeyPendingDeletionError,
     KeyStore,
+    MountMigration,
     SecretMount,
 )
 
@@ -117,17 +118,11 @@ class Mounts:
             raise invalid_input(
                 f"plugin not found in the catalog: {engine}; this service mounts {ENGINE!r} only"
             )
-        if not _PATH.fullmatch(path):
-            raise invalid_input(
-                f"path {path[:64]!r}: segments of letters, digits, '-', '_' and '.', at most 4"
+        taken = self._check_free(path)
+        if taken is not None:
+            raise Problem(
+                400, "mount-exists", "Mount exists", f"path is already in use at {taken}/"
             )
-        if path.split("/")[0] in self.reserved:
-            raise invalid_input(f"path {path!r} is one the service's native API uses")
-        for taken in self._refresh():
-            if path == taken or path.startswith(taken + "/") or taken.startswith(path + "/"):
-                raise Problem(
-                    400, "mount-exists", "Mount exists", f"path is already in use at {taken}/"
-                )
         mount = SecretMount(
             accessor=f"transit_{secrets.token_hex(4)}",
             path=path,
@@ -139,6 +134,27 @@ class Mounts:
         self.store.secret_mounts.add(mount)
         self._refresh()
         return mount
+
+    def move(self, path: str, target: str, migration: MountMigration) -> None:
+        """Move the mount at `path` to `target` (400 for `transit`, whose keys are the service's
+        own, and for a target `enable` would refuse; the store's errors otherwise)."""
+        if path == ENGINE:
+            raise invalid_input(
+                f'cannot remount "{ENGINE}/": the service\'s own keys are always mounted there'
+            )
+        taken = self._check_free(target)
+        if taken is not None:
+            raise invalid_input(f'path already in use at "{taken}/"')
+        try:
+            self.store.secret_mounts.move(path, target, migration)
+        finally:
+            self._refresh()
+
+    def _check_free(self, path: str) -> str | None:
+        """`clash` among the mounts, and 400 for a path the native API uses."""
+        if path.split("/")[0] in self.reserved:
+            raise invalid_input(f"path {path!r} is one the service's native API uses")
+        return clash(path, self._refresh())
 
     def _free_prefix(self, path: str) -> str:
         """`path.` (its '/' as '-'), or with `-2`, `-3`, ... when a mount, detached or not, or
@@ -158,6 +174,24 @@ class Mounts:
         mount = self.store.secret_mounts.detach(path, self.store.clock.now())
         self._refresh()
         return mount
+
+
+def clash(path: str, taken: Iterable[str]) -> str | None:
+    """The path among `taken` that a mount at `path` would be, be under or be over; None if
+    none (400 for a path no mount may have). Transit mounts and auth methods alike."""
+    if not _PATH.fullmatch(path):
+        raise invalid_input(
+            f"path {path[:64]!r}: segments of letters, digits, '-', '_' and '.', at most 4"
+        )
+    for other in taken:
+        if path == other or path.startswith(other + "/") or other.startswith(path + "/"):
+            return other
+    return None
+
+
+def migration_of(source: str, target: str, now: float) -> MountMigration:
+    """The record of a move of `source` to `target` (Vault's names, with a trailing '/')."""
+    return MountMigration(str(uuid.uuid4()), source, target, now)
 
 
 def resolve(table: dict[str, SecretMount], path: str) -> Found | None:

@@ -40,6 +40,7 @@ OPEN_PATHS = {
 VAULT_PATHS = (
     "/v1/transit/",
     "/v1/sys/mounts",
+    "/v1/sys/remount",
     "/v1/sys/auth",
     "/v1/sys/policies",
     "/v1/sys/policy",

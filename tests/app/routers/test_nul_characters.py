@@ -84,5 +84,5 @@ def test_a_name_with_a_nul_is_never_a_500(
         assert vault.post(f"/v1/sys/auth/{method_name}", json={"type": method_name}).is_success
     answer = vault.request(method, path, json=body)
     assert answer.status_code < 500, answer.text
-    if answer.status_code >= 400:
-        assert answer.json()["errors"]
+    if answer.status_code >= 400:  # Vault's shape; a read of nothing has no words, as in Vault
+        assert answer.json()["errors"] or answer.status_code == 404

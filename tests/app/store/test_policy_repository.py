@@ -1,9 +1,18 @@
-"""Named policies, the auth generation and auth mounts on SQLite and PostgreSQL: every change
-that narrows a token moves the generation on."""
+"""Named policies, the auth generation and mounts on SQLite and PostgreSQL: every change that
+narrows a token moves the generation on, and a mount moved (`sys/remount`) keeps what is its
+accessor's and is recorded in the same transaction."""
 
 import pytest
 
-from app.store import AuthMount, KeyStore, MountExistsError, MountNotFoundError, TokenRecord
+from app.store import (
+    AuthMount,
+    KeyStore,
+    MountExistsError,
+    MountMigration,
+    MountNotFoundError,
+    SecretMount,
+    TokenRecord,
+)
 
 
 def test_a_policy_counts_its_versions_and_each_change_moves_the_generation(
@@ -48,3 +57,54 @@ def test_auth_mounts_are_added_configured_and_removed_with_their_tokens(store: K
     assert store.auth_mounts.all() == []
     with pytest.raises(MountNotFoundError):
         store.auth_mounts.remove("ci")
+
+
+def test_an_auth_mount_moves_with_its_roles_and_without_its_tokens(store: KeyStore) -> None:
+    store.auth_mounts.add(AuthMount("auth_jwt_1", "ci", "jwt", "", {"x": 1}, 1.0))
+    store.auth_mounts.add(AuthMount("auth_jwt_2", "taken", "jwt", "", {}, 2.0))
+    store.auth_roles.put("auth_jwt_1", "build", {"user_claim": "sub"}, 10)
+    store.tokens.add(TokenRecord("t" * 16, b"t" * 32, "", (), (), 1.0, None, mount="ci"))
+    store.tokens.add(TokenRecord("o" * 16, b"o" * 32, "", (), (), 1.0, None, mount="token"))
+    start = store.auth_state.read().generation
+    migration = MountMigration("m-1", "auth/ci/", "auth/ci2/", 10.0)
+    with pytest.raises(MountExistsError):
+        store.auth_mounts.move("ci", "taken", migration)
+    with pytest.raises(MountNotFoundError):
+        store.auth_mounts.move("absent", "ci2", migration)
+    assert store.mount_migrations.get("m-1") is None  # nothing recorded for a move refused
+
+    moved = store.auth_mounts.move("ci", "ci2", migration)
+    assert (moved.accessor, moved.path, moved.config) == ("auth_jwt_1", "ci2", {"x": 1})
+    assert [m.path for m in store.auth_mounts.all()] == ["ci2", "taken"]
+    assert store.auth_roles.get("auth_jwt_1", "build") == {"user_claim": "sub"}
+    assert [r.id for r in store.tokens.page(None, 10)[0]] == ["o" * 16]
+    assert store.auth_state.read().generation > start
+    assert store.mount_migrations.get("m-1") == migration
+
+
+def test_a_secrets_mount_moves_with_its_prefix_and_config(store: KeyStore) -> None:
+    store.secret_mounts.add(SecretMount("transit_1", "pay", "transit", "pay.", "", 1.0))
+    store.secret_mounts.add(SecretMount("transit_2", "other", "transit", "other.", "", 2.0))
+    store.secret_mounts.set_keys_config("transit_1", {"disable_upsert": True})
+    migration = MountMigration("m-2", "pay/", "payments/", 10.0)
+    with pytest.raises(MountExistsError):
+        store.secret_mounts.move("pay", "other", migration)
+    with pytest.raises(MountNotFoundError):
+        store.secret_mounts.move("absent", "payments", migration)
+
+    moved = store.secret_mounts.move("pay", "payments", migration)
+    assert (moved.accessor, moved.path, moved.key_prefix) == ("transit_1", "payments", "pay.")
+    assert [m.path for m in store.secret_mounts.all()] == ["payments", "other"]
+    assert store.secret_mounts.keys_config("transit_1") == {"disable_upsert": True}
+    assert store.mount_migrations.get("m-2") == migration
+
+
+def test_a_move_is_kept_for_a_week(store: KeyStore) -> None:
+    store.secret_mounts.add(SecretMount("transit_1", "a", "transit", "a.", "", 1.0))
+    week = 7 * 24 * 3600
+    store.secret_mounts.move("a", "b", MountMigration("old", "a/", "b/", 100.0))
+    store.secret_mounts.move("b", "c", MountMigration("recent", "b/", "c/", 100.0 + week - 1))
+    assert store.mount_migrations.get("old") is not None
+    store.secret_mounts.move("c", "d", MountMigration("new", "c/", "d/", 101.0 + week))
+    assert store.mount_migrations.get("old") is None
+    assert store.mount_migrations.get("recent") is not None

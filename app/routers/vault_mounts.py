@@ -122,9 +122,12 @@ async def move_mount(request: Request) -> Response:
     require_admin_operation(principal, asked.needs)
     service = services(request)
     migration = await in_thread(remount.move, service.mounts, service.auth_mounts, asked)
-    audit_note(request.scope).details.update(
-        source=migration.source, target=migration.target, migration_id=migration.id
-    )
+    note = audit_note(request.scope)
+    note.details.update(source=migration.source, target=migration.target, migration_id=migration.id)
+    if not asked.auth:
+        # Done when answered: every process's mount table (kept as long as a key) has then
+        # been read again. An auth method's move moves the auth generation instead.
+        note.answer_after = service.settings.key_cache_seconds
     return doubled(request, {"migration_id": migration.id})
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from app.ops.auth import Authenticator
 from app.ops.errors import Problem, invalid_input
-from app.ops.transit.mounts import OPENBAO_RELEASE, clash
+from app.ops.transit.mounts import OPENBAO_RELEASE, check_path
 from app.store import (
     AuthMount,
     KeyStore,
@@ -90,9 +90,7 @@ class AuthMounts:
             raise invalid_input("token credential backend cannot be instantiated")
         if path == APPROLE.path and method == APPROLE.type:
             return APPROLE
-        taken = clash(path, self.table())
-        if taken is not None:
-            raise _in_use(taken)
+        check_path(path)
         mount = AuthMount(
             accessor=f"auth_{method}_{secrets.token_hex(4)}",
             path=path,
@@ -102,20 +100,18 @@ class AuthMounts:
             created_at=self.store.clock.now(),
         )
         try:
-            self.store.auth_mounts.add(mount)
-        except MountExistsError:
-            raise _in_use(path) from None
+            self.store.auth_mounts.add(mount, fixed=tuple(BUILT_IN))
+        except MountExistsError as taken:
+            raise _in_use(taken.path) from None
         return mount
 
     def move(self, path: str, target: str, migration: MountMigration) -> None:
         """Move the method at `path` to `target`, revoking its tokens (400 for a built-in method
-        and for a target `enable` would refuse; the store's errors otherwise)."""
+        and for a path `enable` would refuse; the store's errors otherwise)."""
         if path in BUILT_IN:
             raise invalid_input(f'cannot remount "auth/{path}/": a built-in method stays here')
-        taken = clash(target, self.table())
-        if taken is not None:
-            raise invalid_input(f'path already in use at "auth/{taken}/"')
-        self.store.auth_mounts.move(path, target, migration)
+        check_path(target)
+        self.store.auth_mounts.move(path, target, migration, fixed=tuple(BUILT_IN))
 
     def configure(self, path: str, config: dict[str, Any]) -> AuthMount:
         """Replace the method's settings at `path` (what a login method keeps of its mount)."""

@@ -91,8 +91,9 @@ def move(mounts: Mounts, auth_mounts: AuthMounts, asked: Move) -> MountMigration
             mounts.move(asked.path, asked.destination, migration)
     except MountNotFoundError:
         raise invalid_input(f'no matching mount at "{asked.source[:128]}"') from None
-    except MountExistsError:
-        raise invalid_input(f'path already in use at "{asked.target}"') from None
+    except MountExistsError as taken:
+        shown = f"{AUTH}{taken.path}/" if asked.auth else f"{taken.path}/"
+        raise invalid_input(f'path already in use at "{shown}"') from None
     return migration
 
 

@@ -5,7 +5,7 @@ before they use Transit."""
 import time
 from typing import Annotated, Any
 
-from fastapi import Path, Query, Request, Response
+from fastapi import Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from app.http.body import JsonAnswer
@@ -103,6 +103,8 @@ VaultRemount = create_model(
 )
 
 
+# A move's id: a UUID's 36 characters (Vault's too).
+MIGRATION_ID_LENGTH = 36
 # Either table's admin may move a mount of it (`sys` for Transit mounts, `auth` for methods).
 MOVERS = (AdminOperation.SYS, AdminOperation.AUTH)
 
@@ -118,11 +120,12 @@ async def move_mount(request: Request) -> Response:
     principal = await vault_admin(request, MOVERS, change=True)
     body = await read_body(request, VaultRemount)
     fields = body.model_dump()
+    note = audit_note(request.scope)  # what was asked, refused or not
+    note.details.update(source=fields["from"][:128], target=fields["to"][:128])
     asked = remount.planned(fields["from"], fields["to"])
     require_admin_operation(principal, asked.needs)
     service = services(request)
     migration = await in_thread(remount.move, service.mounts, service.auth_mounts, asked)
-    note = audit_note(request.scope)
     note.details.update(source=migration.source, target=migration.target, migration_id=migration.id)
     if not asked.auth:
         # Done when answered: every process's mount table (kept as long as a key) has then
@@ -132,12 +135,12 @@ async def move_mount(request: Request) -> Response:
 
 
 @router.get("/remount/status/{migration_id}", summary="A move's status: `success` once answered")
-async def read_move_status(
-    request: Request, migration_id: Annotated[str, Path(max_length=64)]
-) -> Response:
+async def read_move_status(request: Request, migration_id: str) -> Response:
     audit_note(request.scope).operation = "sys_remount_status"
     await vault_admin(request, MOVERS)
-    status = await in_thread(remount.status, services(request).store, migration_id)
+    status = None
+    if len(migration_id) <= MIGRATION_ID_LENGTH:  # a longer one is no id: unknown, unasked
+        status = await in_thread(remount.status, services(request).store, migration_id)
     if status is None:
         raise Problem(404, "not-found", "Not found", "")  # as Vault: no error words
     return await answer(request, status)

@@ -22,13 +22,13 @@ class AuthMountRepository:
         self._session = session
 
     @moves_generation
-    def add(self, mount: AuthMount) -> None:
-        """Store a new mount; `MountExistsError` if its path is taken."""
+    def add(self, mount: AuthMount, fixed: Sequence[str] = ()) -> None:
+        """Store a new mount; `MountExistsError` if a mount is at its path, under it or over it
+        (`fixed`: the paths of those that have no row)."""
         try:
             with self._session.transaction(write=True) as cursor:
-                cursor.execute("SELECT 1 FROM auth_mounts WHERE path = ?", (mount.path,))
-                if cursor.fetchone() is not None:
-                    raise MountExistsError(mount.path)
+                mount_migrations.serialise(cursor, self._session.dialect.row_lock)
+                mount_migrations.claim(cursor, "auth_mounts", mount.path, fixed)
                 cursor.execute(
                     f"INSERT INTO auth_mounts ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
                     (
@@ -65,14 +65,24 @@ class AuthMountRepository:
             return _mount(row)
 
     @moves_generation
-    def move(self, path: str, target: str, migration: MountMigration) -> AuthMount:
+    def move(
+        self, path: str, target: str, migration: MountMigration, fixed: Sequence[str] = ()
+    ) -> AuthMount:
         """Give the method at `path` the path `target`, revoke every token it issued (as Vault
         does on a move) and record the move; its roles and settings stay, being its accessor's.
-        `MountNotFoundError` if no method is at `path`, `MountExistsError` if `target` is
-        taken."""
+        `MountNotFoundError` if no method is at `path`, `MountExistsError` if one is at `target`,
+        under it or over it (`fixed`: the paths of those that have no row)."""
         try:
             with self._session.transaction(write=True) as cursor:
-                row = mount_migrations.move_row(cursor, "auth_mounts", COLUMNS, path, target)
+                row = mount_migrations.move_row(
+                    cursor,
+                    self._session.dialect.row_lock,
+                    "auth_mounts",
+                    COLUMNS,
+                    path,
+                    target,
+                    fixed,
+                )
                 cursor.execute("SELECT id FROM tokens WHERE mount = ?", (path,))
                 revoke_tree(cursor, [token[0] for token in cursor.fetchall()])
                 advance(cursor)

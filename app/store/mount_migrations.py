@@ -1,8 +1,9 @@
-"""Mount moves (Vault's `sys/remount`), kept for `sys/remount/status/:id`. A move is made by
-`move_row` and recorded by `record` in one transaction, so that an id is never answered for a
-move that did not happen; a record is kept for a week, and older ones go as a new one is
-written."""
+"""Changes of the mount tables (`serialise`, `claim`), and mount moves (Vault's `sys/remount`),
+kept for `sys/remount/status/:id`. A move is made by `move_row` and recorded by `record` in one
+transaction, so that an id is never answered for a move that did not happen; a record is kept
+for a week, and older ones go as a new one is written."""
 
+from collections.abc import Sequence
 from dataclasses import astuple
 from typing import Any
 
@@ -14,16 +15,41 @@ KEPT_SECONDS = 7 * 24 * 3600
 COLUMNS = "id, source, target, created_at"
 
 
-def move_row(cursor: Cursor, table: str, columns: str, path: str, target: str) -> tuple[Any, ...]:
-    """Give the row of the mount `table` at `path` the path `target`; its `columns` as they were.
-    `MountNotFoundError` if no row is at `path`, `MountExistsError` if one is at `target`."""
+def serialise(cursor: Cursor, row_lock: str) -> None:
+    """Take the auth state's row for the rest of the transaction (SQLite's write transactions
+    hold the whole database): every change of a mount table does so first, so that two at once
+    cannot both find way for mounts one of which is under the other, nor move a mount another
+    detaches."""
+    cursor.execute("SELECT generation FROM auth_state WHERE id = 1" + row_lock)
+
+
+def claim(cursor: Cursor, table: str, path: str, fixed: Sequence[str] = ()) -> None:
+    """Make way for a mount at `path` in the mount `table` (`serialise`d): `MountExistsError`
+    naming the path of a mount at it, under it or over it, the always-present ones at `fixed`
+    (which have no row) among them."""
+    cursor.execute(f"SELECT path FROM {table} WHERE path IS NOT NULL")
+    for other in (*fixed, *(row[0] for row in cursor.fetchall())):
+        if path == other or path.startswith(other + "/") or other.startswith(path + "/"):
+            raise MountExistsError(other)
+
+
+def move_row(
+    cursor: Cursor,
+    row_lock: str,
+    table: str,
+    columns: str,
+    path: str,
+    target: str,
+    fixed: Sequence[str],
+) -> tuple[Any, ...]:
+    """Give the row of the mount `table` at `path` the path `target` (`claim`ed); its `columns`
+    as they were. `MountNotFoundError` if no row is at `path`."""
+    serialise(cursor, row_lock)
     cursor.execute(f"SELECT {columns} FROM {table} WHERE path = ?", (path,))
     row = cursor.fetchone()
     if row is None:
         raise MountNotFoundError(path)
-    cursor.execute(f"SELECT 1 FROM {table} WHERE path = ?", (target,))
-    if cursor.fetchone() is not None:
-        raise MountExistsError(target)
+    claim(cursor, table, target, fixed)
     cursor.execute(f"UPDATE {table} SET path = ? WHERE accessor = ?", (target, row[0]))
     return tuple(row)
 

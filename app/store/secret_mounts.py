@@ -22,13 +22,13 @@ class SecretMountRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def add(self, mount: SecretMount) -> None:
-        """Store a new mount; `MountExistsError` if its path is taken."""
+    def add(self, mount: SecretMount, fixed: Sequence[str] = ()) -> None:
+        """Store a new mount; `MountExistsError` if a mount is at its path, under it or over it
+        (`fixed`: the paths of those that have no row)."""
         try:
             with self._session.transaction(write=True) as cursor:
-                cursor.execute("SELECT 1 FROM secret_mounts WHERE path = ?", (mount.path,))
-                if cursor.fetchone() is not None:
-                    raise MountExistsError(mount.path or "")
+                mount_migrations.serialise(cursor, self._session.dialect.row_lock)
+                mount_migrations.claim(cursor, "secret_mounts", mount.path or "", fixed)
                 cursor.execute(
                     f"INSERT INTO secret_mounts ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     astuple(mount),
@@ -52,6 +52,7 @@ class SecretMountRepository:
         """Free a mount's path, keeping its row and prefix; `MountNotFoundError` if no mount
         is at `path`."""
         with self._session.transaction(write=True) as cursor:
+            mount_migrations.serialise(cursor, self._session.dialect.row_lock)
             cursor.execute(f"SELECT {COLUMNS} FROM secret_mounts WHERE path = ?", (path,))
             row = cursor.fetchone()
             if row is None:
@@ -66,13 +67,24 @@ class SecretMountRepository:
             assert detached is not None
             return SecretMount(*detached)
 
-    def move(self, path: str, target: str, migration: MountMigration) -> SecretMount:
+    def move(
+        self, path: str, target: str, migration: MountMigration, fixed: Sequence[str] = ()
+    ) -> SecretMount:
         """Give the mount at `path` the path `target` and record the move. Its accessor and key
         prefix stay, and with them its keys, the scopes that name them and its `config/keys`.
-        `MountNotFoundError` if no mount is at `path`, `MountExistsError` if `target` is taken."""
+        `MountNotFoundError` if no mount is at `path`, `MountExistsError` if one is at `target`,
+        under it or over it (`fixed`: the paths of those that have no row)."""
         try:
             with self._session.transaction(write=True) as cursor:
-                row = mount_migrations.move_row(cursor, "secret_mounts", COLUMNS, path, target)
+                row = mount_migrations.move_row(
+                    cursor,
+                    self._session.dialect.row_lock,
+                    "secret_mounts",
+                    COLUMNS,
+                    path,
+                    target,
+                    fixed,
+                )
                 mount_migrations.record(cursor, migration)
         except self._session.dialect.integrity_error:
             raise MountExistsError(target) from None

@@ -31,6 +31,7 @@ from app.store import (
     KeyPendingDeletionError,
     KeyStore,
     MountMigration,
+    MountNotFoundError,
     SecretMount,
 )
 
@@ -118,11 +119,7 @@ class Mounts:
             raise invalid_input(
                 f"plugin not found in the catalog: {engine}; this service mounts {ENGINE!r} only"
             )
-        taken = self._check_free(path)
-        if taken is not None:
-            raise Problem(
-                400, "mount-exists", "Mount exists", f"path is already in use at {taken}/"
-            )
+        self._check_path(path)
         mount = SecretMount(
             accessor=f"transit_{secrets.token_hex(4)}",
             path=path,
@@ -131,30 +128,29 @@ class Mounts:
             description=description,
             created_at=self.store.clock.now(),
         )
-        self.store.secret_mounts.add(mount)
+        self.store.secret_mounts.add(mount, fixed=(ENGINE,))
         self._refresh()
         return mount
 
     def move(self, path: str, target: str, migration: MountMigration) -> None:
         """Move the mount at `path` to `target` (400 for `transit`, whose keys are the service's
-        own, and for a target `enable` would refuse; the store's errors otherwise)."""
+        own, and for a path `enable` would refuse; the store's errors otherwise)."""
         if path == ENGINE:
             raise invalid_input(
                 f'cannot remount "{ENGINE}/": the service\'s own keys are always mounted there'
             )
-        taken = self._check_free(target)
-        if taken is not None:
-            raise invalid_input(f'path already in use at "{taken}/"')
+        self._check_path(target)
         try:
-            self.store.secret_mounts.move(path, target, migration)
+            self.store.secret_mounts.move(path, target, migration, fixed=(ENGINE,))
         finally:
             self._refresh()
 
-    def _check_free(self, path: str) -> str | None:
-        """`clash` among the mounts, and 400 for a path the native API uses."""
+    def _check_path(self, path: str) -> None:
+        """400 for a path no mount may have, the native API's among them (whether another
+        mount is at it, under it or over it is the store's to say)."""
+        check_path(path)
         if path.split("/")[0] in self.reserved:
             raise invalid_input(f"path {path!r} is one the service's native API uses")
-        return clash(path, self._refresh())
 
     def _free_prefix(self, path: str) -> str:
         """`path.` (its '/' as '-'), or with `-2`, `-3`, ... when a mount, detached or not, or
@@ -170,23 +166,19 @@ class Mounts:
         raise invalid_input(f"path {path!r}: no free key prefix")  # pragma: no cover
 
     def detach(self, path: str) -> SecretMount:
-        """Free the path of the mount at `path` (404 if none)."""
+        """Free the path of the mount at `path` (`MountNotFoundError` if none); the mount as
+        the store had it."""
         mount = self.store.secret_mounts.detach(path, self.store.clock.now())
         self._refresh()
         return mount
 
 
-def clash(path: str, taken: Iterable[str]) -> str | None:
-    """The path among `taken` that a mount at `path` would be, be under or be over; None if
-    none (400 for a path no mount may have). Transit mounts and auth methods alike."""
+def check_path(path: str) -> None:
+    """400 for a path no mount may have, Transit mount or auth method."""
     if not _PATH.fullmatch(path):
         raise invalid_input(
             f"path {path[:64]!r}: segments of letters, digits, '-', '_' and '.', at most 4"
         )
-    for other in taken:
-        if path == other or path.startswith(other + "/") or other.startswith(path + "/"):
-            return other
-    return None
 
 
 def migration_of(source: str, target: str, now: float) -> MountMigration:
@@ -255,10 +247,11 @@ def disable(mounts: Mounts, keyring: Keyring, path: str, settings: Settings) -> 
     path = path.strip("/")
     if path == ENGINE:
         raise invalid_input("the mount transit holds the service's own keys and cannot be disabled")
-    mount = mounts.table().get(path)
-    if mount is None:
+    try:
+        # The store's row, not this process's table: that may be as old as a move since.
+        mount = mounts.detach(path)
+    except MountNotFoundError:
         return []  # as Vault: disabling what is not mounted leaves it so
-    mounts.detach(path)
     held = [k for k in store.keys.list(patterns=[f"{mount.key_prefix}*"]) if k.state == "active"]
     due = store.clock.now() + settings.deletion_window_seconds
     scheduled = []

@@ -4,14 +4,22 @@ each move is done when answered and its id reads `success`; `transit` and the bu
 stay; moving a table takes its admin operation; refusals are Vault's 400s and record nothing."""
 
 import base64
+import secrets
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from app.main import create_app
+from app.ops import transit
+from app.settings import Settings
 from tests.app.routers.test_transit_scopes import records, token_for
 
 PLAINTEXT = base64.b64encode(b"order 1001").decode()
+ADMIN = "remount-admin-" + secrets.token_hex(12)
+BEARER = {"Authorization": f"Bearer {ADMIN}"}
 
 
 def vault(client: TestClient) -> dict[str, str]:
@@ -126,8 +134,14 @@ def test_refusals_are_vault_s_and_record_no_move(client: TestClient) -> None:
         assert (refused.status_code, refused.json()["errors"]) == (400, [words]), (source, target)
     mounts = client.get("/v1/sys/mounts", headers=headers).json()["data"]
     assert {"pay/", "other/", "transit/"} <= set(mounts)
-    unknown = status_of(client, "00000000-0000-0000-0000-000000000000")
-    assert (unknown.status_code, unknown.json()) == (404, {"errors": []})
+    for unknown_id in ("00000000-0000-0000-0000-000000000000", "x" * 5000):
+        unknown = status_of(client, unknown_id)
+        assert (unknown.status_code, unknown.json()) == (404, {"errors": []})
+    asked = [
+        (r["details"]["source"], r["details"]["target"], r["status"])
+        for r in records(client, operation="sys_remount")
+    ]
+    assert ("absent", "x", 400) in asked and ("pay", "other", 400) in asked
 
 
 def test_each_table_takes_its_own_admin_operation(client: TestClient) -> None:
@@ -146,3 +160,66 @@ def test_each_table_takes_its_own_admin_operation(client: TestClient) -> None:
     migration_id = moved.json()["data"]["migration_id"]
     seen = client.get(f"/v1/sys/remount/status/{migration_id}", headers={"X-Vault-Token": reader})
     assert seen.status_code == 403
+
+
+def test_a_disable_goes_by_the_store_s_table_not_a_stale_one(tmp_path: Path) -> None:
+    """Two processes on one store, the second keeping its mount table for a minute: after the
+    first moves `ra` away and `rc` to `ra`, the second's disabling of `ra` detaches the mount now
+    there and schedules its keys, not those of the mount its table still shows at `ra`."""
+
+    def settings(cache_seconds: float) -> Settings:
+        return Settings(
+            data_dir=tmp_path / "data",
+            admin_token=ADMIN,
+            fe_processes=0,
+            key_cache_seconds=cache_seconds,
+        )
+
+    headers = {"X-Vault-Token": ADMIN}
+    with (
+        TestClient(create_app(settings(0)), headers=headers) as first,
+        TestClient(create_app(settings(60)), headers=headers) as second,
+    ):
+        for mount, key in (("ra", "ka"), ("rc", "kc")):
+            first.post(f"/v1/sys/mounts/{mount}", json={"type": "transit"})
+            first.post(f"/v1/{mount}/keys/{key}")
+        services = second.app.state.services  # type: ignore[attr-defined]
+        assert services.mounts.table()["ra"].key_prefix == "ra."  # kept a minute from now
+        assert first.post("/v1/sys/remount", json={"from": "ra", "to": "rb"}).status_code == 200
+        assert first.post("/v1/sys/remount", json={"from": "rc", "to": "ra"}).status_code == 200
+        scheduled = transit.mounts.disable(
+            services.mounts, services.keyring, "ra", services.settings
+        )
+        assert scheduled == ["rc.kc"]
+        assert first.get("/v1/keys/ra.ka", headers=BEARER).json()["state"] == "active"
+        assert first.post("/v1/rb/encrypt/ka", json={"plaintext": PLAINTEXT}).status_code == 200
+
+
+def test_mounts_one_under_another_are_never_made_at_once(tmp_path: Path) -> None:
+    """Moves and enablings racing from two processes: however they interleave, no mount ends up
+    under another."""
+    settings = Settings(data_dir=tmp_path / "data", admin_token=ADMIN, fe_processes=0)
+    headers = {"X-Vault-Token": ADMIN}
+    with (
+        TestClient(create_app(settings), headers=headers) as first,
+        TestClient(create_app(settings), headers=headers) as second,
+    ):
+        for round_ in range(6):
+            sources = [f"s{round_}-{n}" for n in range(2)]
+            for source in sources:
+                first.post(f"/v1/sys/mounts/{source}", json={"type": "transit"})
+            target = f"nx{round_}"
+            asks = [
+                (first, "POST", "/v1/sys/remount", {"from": sources[0], "to": target}),
+                (second, "POST", "/v1/sys/remount", {"from": sources[1], "to": f"{target}/y"}),
+                (first, "POST", f"/v1/sys/mounts/{target}/y/z", {"type": "transit"}),
+                (second, "POST", f"/v1/sys/auth/{target}", {"type": "jwt"}),
+                (first, "POST", f"/v1/sys/auth/{target}/y", {"type": "jwt"}),
+            ]
+            with ThreadPoolExecutor(len(asks)) as pool:
+                done = list(pool.map(lambda ask: ask[0].request(ask[1], ask[2], json=ask[3]), asks))
+            assert all(answer.status_code < 500 for answer in done)
+        for table in ("mounts", "auth"):
+            paths = list(first.get(f"/v1/sys/{table}").json()["data"])
+            nested = [(a, b) for a in paths for b in paths if a != b and b.startswith(a)]
+            assert nested == [], table

@@ -2,6 +2,8 @@
 narrows a token moves the generation on, and a mount moved (`sys/remount`) keeps what is its
 accessor's and is recorded in the same transaction."""
 
+import threading
+
 import pytest
 
 from app.store import (
@@ -13,6 +15,7 @@ from app.store import (
     SecretMount,
     TokenRecord,
 )
+from tests.app.store.stores import at_once
 
 
 def test_a_policy_counts_its_versions_and_each_change_moves_the_generation(
@@ -108,3 +111,44 @@ def test_a_move_is_kept_for_a_week(store: KeyStore) -> None:
     store.secret_mounts.move("c", "d", MountMigration("new", "c/", "d/", 101.0 + week))
     assert store.mount_migrations.get("old") is None
     assert store.mount_migrations.get("recent") is not None
+
+
+def test_a_mount_at_under_or_over_another_is_refused(store: KeyStore) -> None:
+    store.secret_mounts.add(SecretMount("transit_1", "nx", "transit", "nx.", "", 1.0))
+    store.auth_mounts.add(AuthMount("auth_jwt_1", "ci/y", "jwt", "", {}, 1.0))
+    refused = [
+        lambda: store.secret_mounts.add(SecretMount("transit_2", "nx/y", "transit", "y.", "", 2)),
+        lambda: store.secret_mounts.add(
+            SecretMount("transit_3", "transit/y", "transit", "t.", "", 2), fixed=("transit",)
+        ),
+        lambda: store.auth_mounts.add(AuthMount("auth_jwt_2", "ci", "jwt", "", {}, 2.0)),
+        lambda: store.secret_mounts.move("nx", "nx/z", MountMigration("m", "nx/", "nx/z/", 3)),
+    ]
+    taken = []
+    for attempt in refused:
+        with pytest.raises(MountExistsError) as caught:
+            attempt()
+        taken.append(caught.value.path)
+    assert taken == ["nx", "transit", "ci/y", "nx"]
+
+
+def test_mounts_made_at_once_never_nest(store: KeyStore, store_url: str) -> None:
+    """Four processes each mounting at once where the others would be above or below: the
+    store lets through only mounts none of which is under another."""
+    paths = iter(["nx", "nx/y", "nx/y/z", "nx/w"])
+    lock = threading.Lock()
+
+    def mount(opened: KeyStore) -> str | None:
+        with lock:
+            path = next(paths)
+        try:
+            opened.secret_mounts.add(
+                SecretMount(f"transit_{path}", path, "transit", f"{path}.", "", 1)
+            )
+        except MountExistsError:
+            return None
+        return path
+
+    made = [path for path in at_once(store, store_url, mount) if path is not None]
+    assert made and all(not b.startswith(a + "/") for a in made for b in made)
+    assert sorted(made) == sorted(m.path for m in store.secret_mounts.all() if m.path)

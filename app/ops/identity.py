@@ -14,6 +14,7 @@ from typing import Any
 
 from app.ops.admin_token import ADMIN_TOKEN_PREFIX
 from app.ops.auth import DEFAULT_POLICY, ROOT_POLICY, check_pattern_count, compile_policy
+from app.ops.auth_mounts import BUILT_IN
 from app.ops.errors import invalid_input
 from app.ops.token_values import TOKEN_ID_PATTERN, TOKEN_PREFIX, hash_token, new_token
 from app.ops.wrapping import WRAP_TOKEN_PREFIX
@@ -120,10 +121,13 @@ def mint(
     terms: TokenTerms,
     parent_id: str | None = None,
     path: str = "auth/token/create",
+    mounted: str | None = None,
 ) -> IssuedToken:
     """Draw a token for `identity` on `terms`, a child of `parent_id` (None: an orphan), and
     store its hash. Its TTL is the terms', else the default (none for a root token), capped by
-    its maximum: the terms' `max_ttl_seconds`, its explicit maximum and the service's."""
+    its maximum: the terms' `max_ttl_seconds`, its explicit maximum and the service's.
+    `mounted`: the auth method's path a login's token is issued by, unless built in (see
+    `TokenRepository.add`)."""
     if len(terms.metadata) > MAX_METADATA:
         raise invalid_input(f"at most {MAX_METADATA} metadata entries")
     policies = policy_names(terms.policies, terms.no_default_policy)
@@ -175,7 +179,7 @@ def mint(
         bound_cidrs=tuple(terms.bound_cidrs),
     )
     try:
-        store.tokens.add(record)
+        store.tokens.add(record, mounted)
     except TokenExistsError:
         raise invalid_input("cannot create a token with a duplicate ID") from None
     return IssuedToken(token, record)
@@ -231,7 +235,9 @@ def issue_login_token(
     """
     _login_policies(terms)  # `mint` counts the patterns
     terms = replace(terms, description=f"{identity.method} login")
-    return mint(store, limits, identity, terms, None, f"auth/{identity.mount}/login")
+    # A method moved or disabled while it logged this one in revokes it, or it is refused.
+    mounted = None if identity.mount in BUILT_IN else identity.mount
+    return mint(store, limits, identity, terms, None, f"auth/{identity.mount}/login", mounted)
 
 
 def remaining_seconds(record: TokenRecord, now: float) -> int:

@@ -55,6 +55,9 @@ class Dialect:
 
     blob: str  # the column type of bytes
     row_lock: str  # appended to a SELECT in a write transaction to hold the rows it reads
+    # Appended to a SELECT to keep the rows it reads from changing until the transaction ends,
+    # without holding them from other readers that do the same.
+    share_lock: str
     # Appended to the SELECT of versions to rewrap: replicas rewrapping at once take different
     # rows instead of queueing on the same ones.
     skip_locked: str

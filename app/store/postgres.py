@@ -191,6 +191,7 @@ def _name_matches(globs: Sequence[GlobParts]) -> tuple[str, list[str]]:
 DIALECT = Dialect(
     blob="BYTEA",
     row_lock=" FOR UPDATE",
+    share_lock=" FOR SHARE",
     skip_locked=" FOR UPDATE OF v SKIP LOCKED",
     integrity_error=psycopg.IntegrityError,
     byte_length="octet_length({})",  # read from a stored value's header, not its text

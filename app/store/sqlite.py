@@ -82,6 +82,7 @@ def _any_glob(count: int) -> str:
 DIALECT = Dialect(
     blob="BLOB",
     row_lock="",  # a write transaction holds the whole database
+    share_lock="",
     skip_locked="",
     integrity_error=sqlite3.IntegrityError,
     byte_length="length(CAST({} AS BLOB))",  # octet_length() is SQLite 3.43's

@@ -11,7 +11,7 @@ from typing import Any
 
 from app.store.auth_state import advance, moves_generation
 from app.store.database import Cursor, Session, delete_expired
-from app.store.errors import TokenExistsError
+from app.store.errors import MountNotFoundError, TokenExistsError
 from app.store.pages import read_weighed
 from app.store.records import TokenRecord
 
@@ -29,10 +29,20 @@ class TokenRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def add(self, token: TokenRecord) -> None:
-        """Store a token; `TokenExistsError` if one of the same value is stored."""
+    def add(self, token: TokenRecord, mounted: str | None = None) -> None:
+        """Store a token; `TokenExistsError` if one of the same value is stored. `mounted`: the
+        path of the auth method that issues it, which must still be there
+        (`MountNotFoundError`): a move or a disable that revokes the method's tokens then waits
+        for this one, or this one for it."""
         try:
             with self._session.transaction(write=True) as cursor:
+                if mounted is not None:
+                    share_lock = self._session.dialect.share_lock
+                    cursor.execute(
+                        "SELECT 1 FROM auth_mounts WHERE path = ?" + share_lock, (mounted,)
+                    )
+                    if cursor.fetchone() is None:
+                        raise MountNotFoundError(mounted)
                 cursor.execute(
                     f"INSERT INTO tokens ({COLUMNS}) VALUES ({', '.join('?' * 24)})",
                     (

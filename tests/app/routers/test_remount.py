@@ -5,6 +5,8 @@ stay; moving a table takes its admin operation; refusals are Vault's 400s and re
 
 import base64
 import secrets
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -223,3 +225,41 @@ def test_mounts_one_under_another_are_never_made_at_once(tmp_path: Path) -> None
             paths = list(first.get(f"/v1/sys/{table}").json()["data"])
             nested = [(a, b) for a in paths for b in paths if a != b and b.startswith(a)]
             assert nested == [], table
+
+
+def test_no_token_of_a_login_during_a_move_outlives_it(client: TestClient, app: FastAPI) -> None:
+    """Logins at an AppRole method in three threads while it moves: every token they got is
+    revoked by the move or was refused, none is left with the old path."""
+    headers = vault(client)
+    client.post("/v1/sys/auth/ci", headers=headers, json={"type": "approle"})
+    client.post("/v1/auth/ci/role/build", headers=headers, json={"token_policies": "default"})
+    role_id = client.get("/v1/auth/ci/role/build/role-id", headers=headers).json()["data"]
+    secret = client.post("/v1/auth/ci/role/build/secret-id", headers=headers).json()["data"]
+    login = {"role_id": role_id["role_id"], "secret_id": secret["secret_id"]}
+    issued: list[str] = []
+    moving = threading.Event()
+
+    def log_in() -> None:
+        with TestClient(app) as caller:
+            for _ in range(60):
+                answer = caller.post("/v1/auth/ci/login", json=login)
+                assert answer.status_code < 500, answer.text
+                if answer.status_code == 200:
+                    issued.append(answer.json()["auth"]["client_token"])
+                elif moving.is_set():
+                    return
+
+    with ThreadPoolExecutor(3) as pool:
+        logins = [pool.submit(log_in) for _ in range(3)]
+        while len(issued) < 10:
+            time.sleep(0.01)
+        moving.set()
+        assert move(client, "auth/ci", "auth/builds").status_code == 200
+        for done in logins:
+            done.result()
+    alive = [
+        token
+        for token in issued
+        if client.get("/v1/auth/token/lookup-self", headers={"X-Vault-Token": token}).is_success
+    ]
+    assert alive == []

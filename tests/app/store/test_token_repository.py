@@ -4,7 +4,14 @@ their children, renewed, spent use by use."""
 import pytest
 
 from app.ops.token_values import hash_token
-from app.store import KeyStore, TokenExistsError, TokenRecord
+from app.store import (
+    AuthMount,
+    KeyStore,
+    MountMigration,
+    MountNotFoundError,
+    TokenExistsError,
+    TokenRecord,
+)
 
 
 def test_tokens(store: KeyStore) -> None:
@@ -154,3 +161,16 @@ def test_the_store_refuses_a_second_token_of_the_same_hash(store: KeyStore) -> N
     with pytest.raises(TokenExistsError):
         store.tokens.add(TokenRecord("b" * 16, hash_token("same"), "", (), (), 1.0, None))
     assert store.tokens.by_hash(hash_token("same")) == first
+
+
+def test_a_login_s_token_needs_its_method_still_mounted(store: KeyStore) -> None:
+    """A token issued by an auth method is stored only while the method is at its path: one
+    whose login ran while the method moved or went is refused, not left behind the revocation."""
+    store.auth_mounts.add(AuthMount("auth_jwt_1", "ci", "jwt", "", {}, 1.0))
+    first = TokenRecord("a" * 16, b"a" * 32, "", (), (), 1.0, None, mount="ci")
+    store.tokens.add(first, mounted="ci")
+    store.auth_mounts.move("ci", "ci2", MountMigration("m", "auth/ci/", "auth/ci2/", 2.0))
+    late = TokenRecord("b" * 16, b"b" * 32, "", (), (), 1.0, None, mount="ci")
+    with pytest.raises(MountNotFoundError):
+        store.tokens.add(late, mounted="ci")
+    assert store.tokens.page(None, 10)[0] == []  # the first went with the move

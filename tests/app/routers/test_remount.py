@@ -48,6 +48,16 @@ def maker_of(client: TestClient, operation: str) -> str:
     return str(made.json()["auth"]["client_token"])
 
 
+def approle_at_ci(client: TestClient) -> dict[str, str]:
+    """An AppRole method at `auth/ci` with a role `build`; the body of a login with it."""
+    headers = vault(client)
+    client.post("/v1/sys/auth/ci", headers=headers, json={"type": "approle"})
+    client.post("/v1/auth/ci/role/build", headers=headers, json={"token_policies": "default"})
+    role_id = client.get("/v1/auth/ci/role/build/role-id", headers=headers).json()["data"]
+    secret = client.post("/v1/auth/ci/role/build/secret-id", headers=headers).json()["data"]
+    return {"role_id": role_id["role_id"], "secret_id": secret["secret_id"]}
+
+
 def test_a_transit_mount_moves_with_its_keys_scopes_and_config(
     client: TestClient, app: FastAPI
 ) -> None:
@@ -91,12 +101,7 @@ def test_a_transit_mount_moves_with_its_keys_scopes_and_config(
 def test_an_auth_method_moves_with_its_roles_and_without_its_tokens(
     client: TestClient, app: FastAPI
 ) -> None:
-    headers = vault(client)
-    client.post("/v1/sys/auth/ci", headers=headers, json={"type": "approle"})
-    client.post("/v1/auth/ci/role/build", headers=headers, json={"token_policies": "default"})
-    role_id = client.get("/v1/auth/ci/role/build/role-id", headers=headers).json()["data"]
-    secret = client.post("/v1/auth/ci/role/build/secret-id", headers=headers).json()["data"]
-    login = {"role_id": role_id["role_id"], "secret_id": secret["secret_id"]}
+    login = approle_at_ci(client)
     issued = client.post("/v1/auth/ci/login", json=login).json()["auth"]["client_token"]
 
     moved = move(client, "auth/ci", "auth/builds")
@@ -230,12 +235,7 @@ def test_mounts_one_under_another_are_never_made_at_once(tmp_path: Path) -> None
 def test_no_token_of_a_login_during_a_move_outlives_it(client: TestClient, app: FastAPI) -> None:
     """Logins at an AppRole method in three threads while it moves: every token they got is
     revoked by the move or was refused, none is left with the old path."""
-    headers = vault(client)
-    client.post("/v1/sys/auth/ci", headers=headers, json={"type": "approle"})
-    client.post("/v1/auth/ci/role/build", headers=headers, json={"token_policies": "default"})
-    role_id = client.get("/v1/auth/ci/role/build/role-id", headers=headers).json()["data"]
-    secret = client.post("/v1/auth/ci/role/build/secret-id", headers=headers).json()["data"]
-    login = {"role_id": role_id["role_id"], "secret_id": secret["secret_id"]}
+    login = approle_at_ci(client)
     issued: list[str] = []
     moving = threading.Event()
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError, field_validator
 
 from app.ops import keys
 from app.ops.errors import Problem, invalid_input
@@ -248,6 +248,12 @@ class TransitKeysConfig(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     disable_upsert: VaultBool = False
+
+    @field_validator("disable_upsert", mode="before")
+    @classmethod
+    def _null_is_false(cls, value: Any) -> Any:
+        """`null` reads as the field not given, as in Vault: false."""
+        return False if value is None else value
 
 
 def keys_config(store: KeyStore, mount: SecretMount) -> dict[str, Any]:

@@ -92,11 +92,16 @@ def test_the_setting_is_the_admin_s_and_its_change_is_audited(
 
     bad = client.post("/v1/transit/config/keys", headers=vault(client), json={"disable_upsert": 2})
     assert bad.status_code == 400 and "disable_upsert" in bad.json()["errors"][0]
+    null = client.post(
+        "/v1/transit/config/keys", headers=vault(client), json={"disable_upsert": None}
+    )
+    assert null.json()["data"] == {"disable_upsert": False}  # as OpenBao: not given
     client.post("/v1/transit/config/keys", headers=vault(client), json={"disable_upsert": True})
     changes = records(client, operation="transit_configure_keys")
     assert [(r["status"], r["details"].get("disable_upsert")) for r in changes] == [
         (403, None),
         (400, None),
+        (200, False),
         (200, True),
     ]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from app.store import mount_migrations
 from app.store.auth_state import advance, moves_generation
-from app.store.database import Session
+from app.store.database import Cursor, Session
 from app.store.errors import MountExistsError, MountNotFoundError
 from app.store.records import AuthMount, MountMigration
 from app.store.tokens import revoke_tree
@@ -72,23 +72,15 @@ class AuthMountRepository:
         does on a move) and record the move; its roles and settings stay, being its accessor's.
         `MountNotFoundError` if no method is at `path`, `MountExistsError` if one is at `target`,
         under it or over it (`fixed`: the paths of those that have no row)."""
-        try:
-            with self._session.transaction(write=True) as cursor:
-                row = mount_migrations.move_row(
-                    cursor,
-                    self._session.dialect.row_lock,
-                    "auth_mounts",
-                    COLUMNS,
-                    path,
-                    target,
-                    fixed,
-                )
-                cursor.execute("SELECT id FROM tokens WHERE mount = ?", (path,))
-                revoke_tree(cursor, [token[0] for token in cursor.fetchall()])
-                advance(cursor)
-                mount_migrations.record(cursor, migration)
-        except self._session.dialect.integrity_error:
-            raise MountExistsError(target) from None
+
+        def revoke_issued(cursor: Cursor) -> None:
+            cursor.execute("SELECT id FROM tokens WHERE mount = ?", (path,))
+            revoke_tree(cursor, [token[0] for token in cursor.fetchall()])
+            advance(cursor)
+
+        row = mount_migrations.move(
+            self._session, "auth_mounts", COLUMNS, path, target, migration, fixed, revoke_issued
+        )
         return replace(_mount(row), path=target)
 
     @moves_generation
@@ -96,6 +88,7 @@ class AuthMountRepository:
         """Unmount the method at `path`, delete its roles (`auth_roles`) and revoke every token
         it issued, with their children (`MountNotFoundError` if none)."""
         with self._session.transaction(write=True) as cursor:
+            mount_migrations.serialise(cursor, self._session.dialect.row_lock)
             cursor.execute(f"SELECT {COLUMNS} FROM auth_mounts WHERE path = ?", (path,))
             row = cursor.fetchone()
             if row is None:

@@ -1,9 +1,9 @@
 """Changes of the mount tables (`serialise`, `claim`), and mount moves (Vault's `sys/remount`),
-kept for `sys/remount/status/:id`. A move is made by `move_row` and recorded by `record` in one
-transaction, so that an id is never answered for a move that did not happen; a record is kept
-for a week, and older ones go as a new one is written."""
+kept for `sys/remount/status/:id`. A move is made and recorded by `move` in one transaction, so
+that an id is never answered for a move that did not happen; a record is kept for a week, and
+older ones go as a new one is written."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import astuple
 from typing import Any
 
@@ -33,24 +33,32 @@ def claim(cursor: Cursor, table: str, path: str, fixed: Sequence[str] = ()) -> N
             raise MountExistsError(other)
 
 
-def move_row(
-    cursor: Cursor,
-    row_lock: str,
+def move(
+    session: Session,
     table: str,
     columns: str,
     path: str,
     target: str,
+    migration: MountMigration,
     fixed: Sequence[str],
+    then: Callable[[Cursor], None] = lambda cursor: None,
 ) -> tuple[Any, ...]:
-    """Give the row of the mount `table` at `path` the path `target` (`claim`ed); its `columns`
-    as they were. `MountNotFoundError` if no row is at `path`."""
-    serialise(cursor, row_lock)
-    cursor.execute(f"SELECT {columns} FROM {table} WHERE path = ?", (path,))
-    row = cursor.fetchone()
-    if row is None:
-        raise MountNotFoundError(path)
-    claim(cursor, table, target, fixed)
-    cursor.execute(f"UPDATE {table} SET path = ? WHERE accessor = ?", (target, row[0]))
+    """Give the row of the mount `table` at `path` the path `target` (`claim`ed), do `then` and
+    record the move, in one transaction; the row's `columns` as they were.
+    `MountNotFoundError` if no row is at `path`, `MountExistsError` if `target` is not free."""
+    try:
+        with session.transaction(write=True) as cursor:
+            serialise(cursor, session.dialect.row_lock)
+            cursor.execute(f"SELECT {columns} FROM {table} WHERE path = ?", (path,))
+            row = cursor.fetchone()
+            if row is None:
+                raise MountNotFoundError(path)
+            claim(cursor, table, target, fixed)
+            cursor.execute(f"UPDATE {table} SET path = ? WHERE accessor = ?", (target, row[0]))
+            then(cursor)
+            record(cursor, migration)
+    except session.dialect.integrity_error:
+        raise MountExistsError(target) from None
     return tuple(row)
 
 

@@ -74,20 +74,9 @@ class SecretMountRepository:
         prefix stay, and with them its keys, the scopes that name them and its `config/keys`.
         `MountNotFoundError` if no mount is at `path`, `MountExistsError` if one is at `target`,
         under it or over it (`fixed`: the paths of those that have no row)."""
-        try:
-            with self._session.transaction(write=True) as cursor:
-                row = mount_migrations.move_row(
-                    cursor,
-                    self._session.dialect.row_lock,
-                    "secret_mounts",
-                    COLUMNS,
-                    path,
-                    target,
-                    fixed,
-                )
-                mount_migrations.record(cursor, migration)
-        except self._session.dialect.integrity_error:
-            raise MountExistsError(target) from None
+        row = mount_migrations.move(
+            self._session, "secret_mounts", COLUMNS, path, target, migration, fixed
+        )
         return replace(SecretMount(*row), path=target)
 
     def keys_config(self, accessor: str) -> dict[str, Any]:

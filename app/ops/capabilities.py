@@ -25,20 +25,20 @@ _OWN = {
     "sys/wrapping/lookup": ["update"],
     "sys/wrapping/unwrap": ["update"],
 }
-# The service's admin paths (a path itself, or any under it) and the admin operation each
-# takes here, the more specific first (the first that holds a path is its).
-_ADMIN: dict[str, AdminOperation] = {
-    "auth/token": AdminOperation.TOKENS,
-    "sys/capabilities": AdminOperation.TOKENS,
-    "sys/capabilities-accessor": AdminOperation.TOKENS,
-    "sys/leases": AdminOperation.TOKENS,
-    "sys/policies": AdminOperation.POLICIES,
-    "sys/policy": AdminOperation.POLICIES,
-    "sys/auth": AdminOperation.AUTH,
-    "auth": AdminOperation.AUTH,
-    "sys/audit": AdminOperation.AUDIT,
-    "sys/mounts": AdminOperation.SYS,
-    "sys/remount": AdminOperation.SYS,
+# The service's admin paths (a path itself, or any under it) and the admin operations any of
+# which gives it here, the more specific first (the first that holds a path is its).
+_ADMIN: dict[str, tuple[AdminOperation, ...]] = {
+    "auth/token": (AdminOperation.TOKENS,),
+    "sys/capabilities": (AdminOperation.TOKENS,),
+    "sys/capabilities-accessor": (AdminOperation.TOKENS,),
+    "sys/leases": (AdminOperation.TOKENS,),
+    "sys/policies": (AdminOperation.POLICIES,),
+    "sys/policy": (AdminOperation.POLICIES,),
+    "sys/auth": (AdminOperation.AUTH,),
+    "auth": (AdminOperation.AUTH,),
+    "sys/audit": (AdminOperation.AUDIT,),
+    "sys/mounts": (AdminOperation.SYS,),
+    "sys/remount": (AdminOperation.SYS, AdminOperation.AUTH),  # Transit mounts; methods
 }
 _EVERY = ["create", "delete", "list", "read", "update"]
 # Transit's verbs on a key: what they take of it (any one of the sets, all of a set).
@@ -69,9 +69,10 @@ def capabilities(principal: Principal, path: str, mounts: dict[str, SecretMount]
     found = resolve(mounts, path)
     if found is not None:
         return _transit(principal, found.mount, found.rest.split("/"))
-    for prefix, operation in _ADMIN.items():
+    for prefix, operations in _ADMIN.items():
         if path == prefix or path.startswith(prefix + "/"):
-            return list(_EVERY) if principal.may(operation) else ["deny"]
+            allowed = any(principal.may(operation) for operation in operations)
+            return list(_EVERY) if allowed else ["deny"]
     return ["deny"]
 
 

@@ -31,6 +31,9 @@ ORDERS = Principal(
 ENCRYPT_ONLY = Principal(
     admin=False, token_id="t", rules=(Rule(("orders-*",), frozenset({Operation.ENCRYPT})),)
 )
+AUTH_ADMIN = Principal(
+    admin=False, token_id="t", rules=(), admin_operations=frozenset({AdminOperation.AUTH})
+)
 
 
 @pytest.mark.parametrize(
@@ -70,6 +73,10 @@ ENCRYPT_ONLY = Principal(
         (ENCRYPT_ONLY, "auth/token/lookup-self/x", ["deny"]),
         (ENCRYPT_ONLY, "sys/wrapping/foo", ["deny"]),
         (ENCRYPT_ONLY, "cubbyhole/x", ["deny"]),  # not served here
+        (AUTH_ADMIN, "sys/remount", EVERY),  # it moves auth methods there
+        (AUTH_ADMIN, "sys/remount/status/x", EVERY),
+        (AUTH_ADMIN, "sys/mounts", ["deny"]),
+        (ORDERS, "sys/remount", ["deny"]),
     ],
 )
 def test_capabilities_are_what_the_token_may_do(

@@ -7,13 +7,14 @@ key prefix, so its keys, the scopes that name them and its `config/keys` move wi
 method keeps its roles and settings, and its tokens are revoked, as Vault revokes them.
 """
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from app.ops.auth import AdminOperation
 from app.ops.auth_mounts import AuthMounts
 from app.ops.errors import invalid_input
-from app.ops.transit.mounts import Mounts, migration_of
+from app.ops.transit.mounts import Mounts
 from app.store import KeyStore, MountExistsError, MountMigration, MountNotFoundError
 
 # The paths no move may start or end under, and the auth methods that stay, as Vault's
@@ -83,7 +84,9 @@ def _sanitized(path: str) -> str:
 def move(mounts: Mounts, auth_mounts: AuthMounts, asked: Move) -> MountMigration:
     """Make the move and its record, in one transaction (400 as Vault when nothing is at its
     source, or something at its target)."""
-    migration = migration_of(asked.source, asked.target, mounts.store.clock.now())
+    migration = MountMigration(
+        str(uuid.uuid4()), asked.source, asked.target, mounts.store.clock.now()
+    )
     try:
         if asked.auth:
             auth_mounts.move(asked.path, asked.destination, migration)

@@ -116,11 +116,12 @@ MOVERS = (AdminOperation.SYS, AdminOperation.AUTH)
     openapi_extra=vault_body(VaultRemount),
 )
 async def move_mount(request: Request) -> Response:
-    audit_note(request.scope).operation = "sys_remount"  # as the mount routes name theirs
+    note = audit_note(request.scope)
+    note.operation = "sys_remount"  # as the mount routes name theirs
     principal = await vault_admin(request, MOVERS, change=True)
     body = await read_body(request, VaultRemount)
     fields = body.model_dump()
-    note = audit_note(request.scope)  # what was asked, refused or not
+    # What was asked, refused or not.
     note.details.update(source=fields["from"][:128], target=fields["to"][:128])
     asked = remount.planned(fields["from"], fields["to"])
     require_admin_operation(principal, asked.needs)

@@ -262,8 +262,10 @@ def keys_config(store: KeyStore, mount: SecretMount) -> dict[str, Any]:
 
 
 def configure_keys(store: KeyStore, mount: SecretMount, body: TransitKeysConfig) -> dict[str, Any]:
-    store.secret_mounts.set_keys_config(mount.accessor, body.model_dump())
-    return keys_config(store, mount)
+    """Replace the mount's `config/keys`; the configuration written."""
+    config = body.model_dump()
+    store.secret_mounts.set_keys_config(mount.accessor, config)
+    return config
 
 
 def upsert(

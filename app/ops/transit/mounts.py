@@ -181,11 +181,6 @@ def check_path(path: str) -> None:
         )
 
 
-def migration_of(source: str, target: str, now: float) -> MountMigration:
-    """The record of a move of `source` to `target` (Vault's names, with a trailing '/')."""
-    return MountMigration(str(uuid.uuid4()), source, target, now)
-
-
 def resolve(table: dict[str, SecretMount], path: str) -> Found | None:
     """The mount `path` (below /v1/) is under, the longest mount path first."""
     parts = path.split("/")

@@ -202,7 +202,7 @@ def _ecdsa_nist(curve: str) -> Scheme:
         verify,
         _prepared_public,
         partial(ecdsa_nist.parse_public, curve),
-        hashes=(default, *(h for h in digests.HASHES if h != default)),
+        hashes=(default, *(h for h in digests.HASHES if h != default), digests.NO_HASH),
         formats=ecdsa_nist.FORMATS,
         prehashed=True,
     )
@@ -230,7 +230,7 @@ def _rsa(bits: int) -> Scheme:
         verify,
         _prepared_public,
         partial(rsa.parse_public, bits),
-        hashes=tuple(digests.HASHES),
+        hashes=(*digests.HASHES, digests.NO_HASH),
         paddings=rsa.PADDINGS,
         prehashed=True,
     )

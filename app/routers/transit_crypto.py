@@ -334,7 +334,7 @@ async def _sign(request: Request, name: str, algorithm: str | None) -> Response:
 def _sign_options(
     key_type: str, body: TransitDataRequest, algorithm: str | None
 ) -> crypto.SignOptions:
-    chosen = crypto.algorithm_of(algorithm or body.hash_algorithm)
+    chosen = crypto.signing_hash_of(algorithm or body.hash_algorithm)
     return crypto.sign_options(
         key_type,
         chosen,
@@ -358,7 +358,8 @@ async def _verify(request: Request, name: str, algorithm: str | None) -> Respons
     if is_hmac:
         audit_note(request.scope).operation = "hmac_verify"
     call.allow(Operation.HMAC if is_hmac else Operation.VERIFY)
-    chosen = crypto.algorithm_of(algorithm or body.algorithm or body.hash_algorithm)
+    named = algorithm or body.algorithm or body.hash_algorithm
+    chosen = crypto.algorithm_of(named) if is_hmac else crypto.signing_hash_of(named)
     missing = _NO_ENCRYPTION_KEY if is_hmac else "signature verification key not found"
     key = await call.services.transit.key(call.name, any_type=is_hmac, missing=missing)
     options = crypto.SignOptions() if is_hmac else _sign_options(key.latest.type, body, algorithm)

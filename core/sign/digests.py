@@ -23,6 +23,16 @@ HASHES: dict[str, type[hashes.HashAlgorithm]] = {
     "sha3_512": hashes.SHA3_512,
 }
 
+# The message as the caller hashed it, with a hash not named (Vault Transit's
+# `hash_algorithm=none`): ECDSA signs it as any digest of its length; RSA PKCS#1 v1.5 signs it
+# with no DigestInfo (`core.sign.rsa`).
+NO_HASH = "none"
+# What pyca is told a digest of each length is: OpenSSL signs the bytes, the name only fixes it.
+_BY_LENGTH = {
+    kind.digest_size: kind
+    for kind in (hashes.SHA1, hashes.SHA224, hashes.SHA256, hashes.SHA384, hashes.SHA512)
+}
+
 
 def algorithm(hash: str) -> hashes.HashAlgorithm:
     """pyca's object for `hash` (EncodingError for one not taken here)."""
@@ -37,6 +47,14 @@ def signed(
 ) -> tuple[bytes, hashes.HashAlgorithm | utils.Prehashed]:
     """What pyca signs or verifies: the message with its hash, or, prehashed, the digest itself
     (EncodingError if it is not the hash's length)."""
+    if hash == NO_HASH:
+        stand_in = _BY_LENGTH.get(len(message))
+        if not prehashed or stand_in is None:
+            raise EncodingError(
+                "hash none signs a prehashed message of "
+                f"{', '.join(map(str, sorted(_BY_LENGTH)))} bytes as it is"
+            )
+        return message, utils.Prehashed(stand_in())
     chosen = algorithm(hash)
     if not prehashed:
         return message, chosen

@@ -3,6 +3,9 @@ pyca/cryptography: RSASSA-PSS with MGF1 on the message's hash and a salt as long
 (the default; verification takes exactly that salt length, nothing else), or RSASSA-PKCS1-v1_5.
 Vault's Transit signs PSS with the longest salt the key allows and verifies any salt length
 (`salt="auto"`), so that its signatures verify here and the ones made here verify there.
+PKCS#1 v1.5 also signs prehashed bytes as given, with hash "none" (Transit's
+`hash_algorithm=none`): no DigestInfo is added (the caller built it, or signs a protocol's own
+encoding), and at most the modulus' length less 11 bytes.
 
 A key is stored as its PKCS#8 DER (what export gives and BYOK takes) and shown as its
 SubjectPublicKeyInfo: RSA has no raw public form. A key brought in must have the modulus size
@@ -16,7 +19,7 @@ from typing import Any, Literal
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding as paddings
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import rsa, utils
 
 from core.errors import EncodingError, InvalidKeyError
 from core.sign import digests, pkcs8
@@ -77,12 +80,23 @@ def parse_public(bits: int, given: bytes) -> rsa.RSAPublicKey | None:
     return key
 
 
-def _padding(kind: str, algorithm: hashes.HashAlgorithm, salt: Any) -> paddings.AsymmetricPadding:
-    if kind == "pss":
-        return paddings.PSS(paddings.MGF1(algorithm), salt)
+Hashing = hashes.HashAlgorithm | utils.Prehashed | utils.NoDigestInfo
+
+
+def _scheme(
+    message: bytes, hash: str, prehashed: bool, kind: str, salt: Any
+) -> tuple[bytes, paddings.AsymmetricPadding, Hashing]:
+    """What pyca takes to sign or verify: the data, the padding and the hash (or none)."""
+    if kind not in PADDINGS:
+        raise EncodingError(f"padding must be one of {', '.join(PADDINGS)}, not {kind!r}")
+    if hash == digests.NO_HASH:
+        if kind != "pkcs1v15" or not prehashed:
+            raise EncodingError("hash none signs the message as given: prehashed, pkcs1v15 only")
+        return message, paddings.PKCS1v15(), utils.NoDigestInfo()
+    data, algorithm = digests.signed(message, hash, prehashed)
     if kind == "pkcs1v15":
-        return paddings.PKCS1v15()
-    raise EncodingError(f"padding must be one of {', '.join(PADDINGS)}, not {kind!r}")
+        return data, paddings.PKCS1v15(), algorithm
+    return data, paddings.PSS(paddings.MGF1(digests.algorithm(hash)), salt), algorithm
 
 
 def sign(
@@ -94,9 +108,14 @@ def sign(
     salt: Salt = "digest",
 ) -> bytes:
     """The signature of `message` (its `hash`, or itself when prehashed) with `padding`."""
-    data, algorithm = digests.signed(message, hash, prehashed)
     length = paddings.PSS.MAX_LENGTH if salt == "auto" else paddings.PSS.DIGEST_LENGTH
-    return key.sign(data, _padding(padding, digests.algorithm(hash), length), algorithm)
+    data, scheme, algorithm = _scheme(message, hash, prehashed, padding, length)
+    if hash == digests.NO_HASH and len(data) > key.key_size // 8 - 11:  # RFC 8017 9.2, step 3
+        raise EncodingError(
+            f"with hash none, an rsa-{key.key_size} key signs at most "
+            f"{key.key_size // 8 - 11} bytes, not {len(data)}"
+        )
+    return key.sign(data, scheme, algorithm)
 
 
 def verify(
@@ -110,11 +129,11 @@ def verify(
 ) -> bool:
     """Whether `signature` is `key`'s of `message` with `padding`. A malformed signature is
     False; a malformed digest or option raises EncodingError."""
-    data, algorithm = digests.signed(message, hash, prehashed)
     length = paddings.PSS.AUTO if salt == "auto" else paddings.PSS.DIGEST_LENGTH
-    scheme = _padding(padding, digests.algorithm(hash), length)
+    data, scheme, algorithm = _scheme(message, hash, prehashed, padding, length)
     try:
-        key.verify(signature, data, scheme, algorithm)
+        # pyca verifies with NoDigestInfo as it signs with it; its type hints name only signing.
+        key.verify(signature, data, scheme, algorithm)  # type: ignore[arg-type]
     except InvalidSignature:
         return False
     return True

@@ -51,6 +51,8 @@ SETTINGS = (
 )
 
 Step = tuple[str, dict[str, Any]]
+UNHASHED = {"hash_algorithm": "none", "prehashed": True, "signature_algorithm": "pkcs1v15"}
+DIGEST = base64.b64encode(bytes(32)).decode()
 ROTATE: Step = ("keys/k/rotate", {})
 
 
@@ -180,6 +182,27 @@ CASES: dict[str, list[Step]] = {
         ("datakey/plaintext/rsa", {"bits": 256}),
         ("encrypt/rsa", {"plaintext": TEXT, "associated_data": CONTEXT}),
         ("encrypt/rsa", {"plaintext": TEXT}),
+    ],
+    "hash none: prehashed, with signature_algorithm pkcs1v15, for RSA and ECDSA": [
+        ("keys/rsa", {"type": "rsa-2048"}),
+        ("sign/rsa", {"input": TEXT, "hash_algorithm": "none"}),
+        ("sign/rsa", {"input": TEXT, "hash_algorithm": "none", "prehashed": True}),
+        ("sign/rsa", {"input": TEXT, "hash_algorithm": "none", "signature_algorithm": "pkcs1v15"}),
+        ("sign/rsa/none", {"input": TEXT, "prehashed": True, "signature_algorithm": "pkcs1v15"}),
+        ("sign/rsa", {"input": TEXT, "batch_input": [{"input": TEXT}], **UNHASHED}),
+        ("sign/rsa", {"input": TEXT, "marshaling_algorithm": "jws", **UNHASHED}),
+        ("verify/rsa", {"input": TEXT, "signature": "vault:v1:AAAA", "hash_algorithm": "none"}),
+        ("verify/rsa", {"input": TEXT, "signature": "vault:v1:AAAA", **UNHASHED}),
+        ("keys/ec", {"type": "ecdsa-p256"}),
+        ("sign/ec", {"input": TEXT, "hash_algorithm": "none"}),
+        ("sign/ec", {"input": DIGEST, "hash_algorithm": "none", "prehashed": True}),
+        ("sign/ec", {"input": DIGEST, **UNHASHED}),
+        ("sign/ec", {"input": base64.b64encode(bytes(20)).decode(), **UNHASHED}),
+        ("keys/ed", {"type": "ed25519"}),  # Transit ignores the hash
+        ("sign/ed", {"input": TEXT, "hash_algorithm": "none"}),
+        ("sign/ed", {"input": TEXT, "hash_algorithm": "none", "signature_algorithm": "pss"}),
+        ("sign/ed", {"input": TEXT, **UNHASHED}),
+        ("verify/ed", {"input": TEXT, "signature": "vault:v1:AAAA", "hash_algorithm": "none"}),
     ],
     "trim without min_encryption_version": [
         ROTATE,

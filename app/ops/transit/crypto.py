@@ -35,6 +35,7 @@ from app.ops.transit import hmac_keys
 from app.ops.transit.types import is_transit
 from app.ops.versioned import VersionedKey
 from app.store import KeyNotFoundError, VersionNotFoundError
+from core.sign.digests import NO_HASH
 
 PREFIX = "vault:v"
 _PREFIXED = re.compile(r"vault:v([^:]*):(.*)", re.DOTALL)
@@ -285,6 +286,11 @@ def algorithm_of(name: str | None, default: str = "sha2-256") -> str:
     return algorithm
 
 
+def signing_hash_of(name: str | None) -> str:
+    """A signature's `hash_algorithm`: a hash, or "none" (prehashed bytes signed as given)."""
+    return NO_HASH if name == NO_HASH else algorithm_of(name)
+
+
 def hmac_item(key: TransitKey, item: TransitItem, algorithm: str) -> dict[str, Any]:
     if item.input is None:  # an empty one is HMACed
         raise user_error("missing input for HMAC")
@@ -333,11 +339,16 @@ def sign_options(
     jws = marshaling == "jws"
     if key_type == "ed25519" or key_type.startswith("ml-dsa"):
         return SignOptions(jws=jws)
-    chosen = HASHES[hash_algorithm]
+    unhashed = hash_algorithm == NO_HASH
+    if unhashed and (not prehashed or padding != "pkcs1v15"):  # for ECDSA too, as in Transit
+        raise user_error(
+            "hash_algorithm=none requires both prehashed=true and signature_algorithm=pkcs1v15"
+        )
+    chosen = NO_HASH if unhashed else HASHES[hash_algorithm]
     if key_type.startswith("rsa-"):
         if padding not in (None, "", "pss", "pkcs1v15"):
             raise user_error(f"unsupported rsa signature algorithm {padding}")
-        salt = _salt(salt_length, hash_algorithm)
+        salt = "auto" if unhashed else _salt(salt_length, hash_algorithm)
         padding = padding or "pss"
         return SignOptions(hash=chosen, prehashed=prehashed, padding=padding, salt=salt, jws=jws)
     return SignOptions(hash=chosen, prehashed=prehashed, format=_FORMATS[marshaling], jws=jws)

@@ -2,6 +2,8 @@
 directly: each verifies the other's signatures, keys go in and out as PKCS#8 (and ML-DSA's
 seed) and refuse what is not a key of their type."""
 
+import hashlib
+
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, mldsa, padding, rsa, utils
@@ -108,6 +110,23 @@ def test_ecdsa_prehashed_digests_have_the_hash_length() -> None:
         ecdsa_nist.sign(key, b"m", "sha256", format="recoverable")
 
 
+@pytest.mark.parametrize("length", [20, 28, 32, 48, 64])
+def test_ecdsa_signs_a_prehashed_digest_of_any_usual_length_with_no_hash(length: int) -> None:
+    key = ecdsa_nist.signing_key(ecdsa_nist.generate("p384")[0])
+    digest = bytes(range(1, length + 1))
+    signature = ecdsa_nist.sign(key, digest, "none", prehashed=True)
+    # What OpenSSL signs is the digest itself: any hash of that length names it to pyca.
+    stand_in = {20: hashes.SHA1, 28: hashes.SHA224, 32: hashes.SHA256}.get(length, hashes.SHA512)
+    if length == 48:
+        stand_in = hashes.SHA384
+    key.public_key().verify(signature, digest, ec.ECDSA(utils.Prehashed(stand_in())))
+    assert ecdsa_nist.verify(key.public_key(), digest, signature, "none", prehashed=True)
+    assert not ecdsa_nist.verify(key.public_key(), bytes(length), signature, "none", True)
+    for message, prehashed in ((digest, False), (digest + b"x", True)):
+        with pytest.raises(EncodingError, match="20, 28, 32, 48, 64 bytes"):
+            ecdsa_nist.sign(key, message, "none", prehashed=prehashed)
+
+
 @pytest.mark.parametrize("hash", HASHES)
 def test_rsa_both_ways_with_pyca(rsa_2048: rsa.RSAPrivateKey, hash: str) -> None:
     stored, spki = core_rsa.take(2048, der(rsa_2048))
@@ -131,6 +150,30 @@ def test_rsa_both_ways_with_pyca(rsa_2048: rsa.RSAPrivateKey, hash: str) -> None
         assert not core_rsa.verify(
             verifying, b"message", rsa_2048.sign(b"message", other, HASHES[hash]), hash
         )
+
+
+def test_rsa_pkcs1_signs_prehashed_bytes_as_given_with_no_hash(
+    rsa_2048: rsa.RSAPrivateKey,
+) -> None:
+    key = core_rsa.signing_key(core_rsa.take(2048, der(rsa_2048))[0])
+    public = rsa_2048.public_key()
+    # A DigestInfo built by the caller: the same signature as pyca's over the digest's hash.
+    digest = hashlib.sha256(b"message").digest()
+    digest_info = bytes.fromhex("3031300d060960864801650304020105000420") + digest
+    signature = core_rsa.sign(key, digest_info, "none", prehashed=True, padding="pkcs1v15")
+    assert signature == rsa_2048.sign(b"message", padding.PKCS1v15(), hashes.SHA256())
+    longest = bytes(range(245))  # 256 - 11 bytes (RFC 8017 9.2)
+    signature = core_rsa.sign(key, longest, "none", prehashed=True, padding="pkcs1v15")
+    public.verify(signature, longest, padding.PKCS1v15(), utils.NoDigestInfo())
+    assert core_rsa.verify(public, longest, signature, "none", True, "pkcs1v15")
+    assert not core_rsa.verify(public, longest[:-1], signature, "none", True, "pkcs1v15")
+    with pytest.raises(EncodingError, match="at most 245 bytes, not 246"):
+        core_rsa.sign(key, longest + b"x", "none", prehashed=True, padding="pkcs1v15")
+    for prehashed, scheme in ((False, "pkcs1v15"), (True, "pss")):
+        with pytest.raises(EncodingError, match="prehashed, pkcs1v15 only"):
+            core_rsa.sign(key, digest, "none", prehashed=prehashed, padding=scheme)
+        with pytest.raises(EncodingError, match="prehashed, pkcs1v15 only"):
+            core_rsa.verify(public, digest, signature, "none", prehashed, scheme)
 
 
 def test_rsa_keys_have_their_types_size_and_an_exponent_in_range(

@@ -94,21 +94,29 @@ def started(work: Path, **settings: str) -> Iterator[Server]:
 
 
 def signed_post(
-    server: Server, creds: Credentials, target: str, body: bytes, content_type: str = AMZ_JSON
+    server: Server,
+    creds: Credentials,
+    target: str | None,
+    body: bytes,
+    content_type: str | None = AMZ_JSON,
+    signed: dict[str, str] | None = None,
+    unsigned: dict[str, str] | None = None,
+    sent: bytes | None = None,
 ) -> httpx.Response:
-    """`POST /` with `X-Amz-Target: target` and `body`, signed by botocore's own SigV4 signer,
-    for what boto3's client would not send."""
-    request = AWSRequest(
-        "POST",
-        server.url + "/",
-        data=body,
-        headers={"X-Amz-Target": target, "Content-Type": content_type},
-    )
+    """`POST /` with `X-Amz-Target: target` and `content_type` (None: no such header) and
+    `body`, signed by botocore's own SigV4 signer with the `signed` headers too, for what
+    boto3's client would not send; then the `unsigned` headers added and `sent` in the body's
+    place, if given."""
+    given = {"X-Amz-Target": target, "Content-Type": content_type}
+    headers = {name: value for name, value in given.items() if value is not None}
+    headers.update(signed or {})
+    request = AWSRequest("POST", server.url + "/", data=body, headers=headers)
     SigV4Auth(
         ReadOnlyCredentials(creds.access_key_id, creds.secret_access_key, None), "kms", REGION
     ).add_auth(request)
     prepared = request.prepare()
-    return httpx.post(prepared.url, headers=dict(prepared.headers), content=body)
+    headers = {**dict(prepared.headers), **(unsigned or {})}
+    return httpx.post(prepared.url, headers=headers, content=body if sent is None else sent)
 
 
 def error_of(exc: pytest.ExceptionInfo[Any]) -> tuple[str, int]:

@@ -3,6 +3,7 @@ secret, stale or future date, missing or incomplete signature), errors in AWS's 
 AWS key pair revoked with it."""
 
 import datetime
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -214,6 +215,64 @@ def test_expired_token(server: Server) -> None:
     wait_for(refused, 10, "the token's expiry")
 
 
+def test_an_expired_token_is_said_only_to_a_good_signature(server: Server) -> None:
+    """An access key id alone tells nothing: with a wrong signature, an expired token's key is
+    refused as any other."""
+    creds = credentials(server, ttl_seconds=1)
+    kms = kms_client(server, creds)
+    wrong = kms_client(server, creds, aws_secret_access_key=creds.secret_access_key[::-1])
+
+    def expired() -> bool:
+        try:
+            kms.list_keys()
+        except ClientError as exc:
+            return exc.response["Error"]["Code"] == "ExpiredTokenException"
+        return False
+
+    wait_for(expired, 10, "the token's expiry")
+    with pytest.raises(ClientError) as exc:
+        wrong.list_keys()
+    assert error_of(exc) == ("InvalidSignatureException", 400)
+
+
+def test_the_body_is_signed_always(server: Server) -> None:
+    """S3's UNSIGNED-PAYLOAD leaves the body out of the signature: KMS refuses it, with the
+    body it was sent with or another."""
+    creds = credentials(server)
+    unsigned_body = {"X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD"}
+    for sent in (b'{"Limit":1}', b'{"Limit":3}'):
+        answer = signed_post(
+            server, creds, "TrentService.ListKeys", b'{"Limit":1}', signed=unsigned_body, sent=sent
+        )
+        assert (answer.status_code, answer.json()["__type"]) == (400, "InvalidSignatureException")
+    digest = {"X-Amz-Content-SHA256": hashlib.sha256(b'{"Limit":1}').hexdigest()}
+    answer = signed_post(server, creds, "TrentService.ListKeys", b'{"Limit":1}', signed=digest)
+    assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.parametrize(
+    "header", ["X-Amz-Target", "Content-Type", "X-Amz-Security-Token", "X-Amz-Anything"]
+)
+def test_the_action_type_and_amz_headers_are_signed_always(server: Server, header: str) -> None:
+    """A header that names the action, the body's type or any X-Amz-* must be signed: else a
+    good signature of one action would do for another."""
+    given: dict[str, str | None] = {"X-Amz-Target": "TrentService.ListKeys"}
+    given["Content-Type"] = AMZ_JSON
+    unsigned = {header: "TrentService.ListAliases" if header == "X-Amz-Target" else AMZ_JSON}
+    if header in given:
+        given[header] = None
+    answer = signed_post(
+        server,
+        credentials(server),
+        given["X-Amz-Target"],
+        b"{}",
+        content_type=given["Content-Type"],
+        unsigned=unsigned,
+    )
+    assert (answer.status_code, answer.json()["__type"]) == (400, "InvalidSignatureException")
+    assert f"does not sign: {header.lower()}" in answer.json()["message"]
+
+
 def test_token_rate(server: Server) -> None:
     """A signed request is charged to its token's rate: past it ThrottlingException."""
     kms = kms_client(server, credentials(server, rate_per_second=1))
@@ -265,17 +324,16 @@ def test_unsorted_signed_headers_are_refused(server: Server) -> None:
 
 
 def test_more_signed_headers_than_the_bound_are_refused(server: Server) -> None:
-    names = [f"x-h{i:03d}" for i in range(62)]  # with host and x-amz-date, 64 names
+    names = [f"x-h{i:03d}" for i in range(60)]  # with the four botocore signs, 64 names
     extra = {name: "v" for name in names}
-    answer = _signing(server, ";".join(sorted(["host", "x-amz-date", *names])), **extra)
+    botocore_signs = ["content-type", "host", "x-amz-date", "x-amz-target"]
+    answer = _signing(server, ";".join(sorted([*botocore_signs, *names])), **extra)
     # 64 are read, and the zero signature is then wrong.
     assert answer.json()["__type"] == "InvalidSignatureException", answer.text
     assert "does not match" in answer.json()["message"]
     names.append("x-h999")
     extra["x-h999"] = "v"
-    _refused_as_malformed(
-        _signing(server, ";".join(sorted(["host", "x-amz-date", *names])), **extra)
-    )
+    _refused_as_malformed(_signing(server, ";".join(sorted([*botocore_signs, *names])), **extra))
 
 
 def test_one_header_listed_thousands_of_times_is_refused_before_any_work(server: Server) -> None:

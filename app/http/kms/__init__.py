@@ -96,10 +96,6 @@ async def _signed(request: Request, service: Services, note: AuditNote) -> tuple
         _refuse(request, KmsError("UnrecognizedClientException", _UNRECOGNIZED))
     assert found is not None
     credential, principal = found
-    if not authenticator.alive(credential.token):
-        raise KmsError(
-            "ExpiredTokenException", "The security token included in the request is expired"
-        )
     body = await request.body()
     canonical = sigv4.canonical_request(
         scope["method"],
@@ -113,6 +109,11 @@ async def _signed(request: Request, service: Services, note: AuditNote) -> tuple
         sigv4.verify(credential.secret, auth, signed_at, canonical)
     except KmsError as error:
         _refuse(request, error)
+    # Only now, the signature good: to others, an expired token's key is any unknown one.
+    if not authenticator.alive(credential.token):
+        raise KmsError(
+            "ExpiredTokenException", "The security token included in the request is expired"
+        )
     if not principal.reachable_from(client_address(scope)):
         raise access_denied("The token these credentials act for is bound to other addresses")
     if credential.token.uses_left is not None:
@@ -123,14 +124,15 @@ async def _signed(request: Request, service: Services, note: AuditNote) -> tuple
 
 
 def _payload_hash(scope: Scope, body: bytes) -> str:
-    """The body's SHA-256 in hex (a client's x-amz-content-sha256 must say the same)."""
+    """The body's SHA-256 in hex (a client's x-amz-content-sha256 must say the same: KMS signs
+    every body, never S3's UNSIGNED-PAYLOAD)."""
     digest = hashlib.sha256(body).hexdigest()
     claimed = header(scope, b"x-amz-content-sha256")
-    if claimed is not None and claimed.decode("latin-1") not in (digest, "UNSIGNED-PAYLOAD"):
+    if claimed is not None and claimed.decode("latin-1") != digest:
         raise sigv4.invalid(
             "The provided 'x-amz-content-sha256' header does not match what was computed."
         )
-    return digest if claimed is None else claimed.decode("latin-1")
+    return digest
 
 
 def _refuse(request: Request, error: KmsError) -> None:

@@ -182,6 +182,12 @@ def check_date(auth: Authorization, amz_date: str | None, now: float) -> str:
     return amz_date
 
 
+def _must_sign(name: bytes) -> bool:
+    """Whether a header a request carries must be signed: Host, the body's type and every
+    X-Amz-* (the action, the date, the token), so that none changes under a good signature."""
+    return name in (b"host", b"content-type") or name.startswith(b"x-amz-")
+
+
 def canonical_request(
     method: str,
     raw_path: str,
@@ -205,6 +211,12 @@ def canonical_request(
     missing = [name for name in signed_headers if name not in values]
     if missing:
         raise invalid(f"The request signs headers it does not carry: {', '.join(missing)}")
+    unsigned = sorted(
+        {name.lower() for name, _ in headers if _must_sign(name.lower())} - wanted.keys()
+    )
+    if unsigned:
+        names = ", ".join(name.decode("latin-1") for name in unsigned)
+        raise invalid(f"The request carries headers it does not sign: {names}")
     return "\n".join(
         (
             method,

@@ -20,6 +20,7 @@ from pathlib import Path
 from app.store.clock import MAX_SKEW_SECONDS
 from app.store.database import CONNECT_TIMEOUT_SECONDS, Database
 from app.store.errors import (
+    AliasedNameError,
     DeletionProtectedError,
     KeyChangedError,
     KeyExistsError,
@@ -98,6 +99,7 @@ def open_store(
 
 
 __all__ = [
+    "AliasedNameError",
     "AppRole",
     "AuditHead",
     "AuditQuery",

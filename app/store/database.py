@@ -61,12 +61,20 @@ class Dialect:
     # Appended to the SELECT of versions to rewrap: replicas rewrapping at once take different
     # rows instead of queueing on the same ones.
     skip_locked: str
+    # A statement that holds, until the transaction ends, a lock on the name it is given, for
+    # checks across tables a unique constraint cannot make ("" where writes are serial).
+    name_lock: str
     integrity_error: type[Exception]  # what the driver raises when a unique constraint holds
     # The length in bytes of a text expression, `{}` standing for it: what a page of stored
     # text weighs, counted by the database before it ships the rows.
     byte_length: str
     # A condition, and its parameters, that `name` matches one of the token globs.
     name_matches: Callable[[Sequence[GlobParts]], tuple[str, list[str]]]
+
+    def lock_name(self, cursor: "Cursor", name: str) -> None:
+        """Hold `name_lock` on `name` in `cursor`'s transaction."""
+        if self.name_lock:
+            cursor.execute(self.name_lock, (name,))
 
     def name_matches_any(self, patterns: Sequence[str]) -> tuple[str, list[str]]:
         """`name_matches` of a token's patterns: a stored one outside the grammar matches

@@ -75,6 +75,13 @@ class KeyExistsError(KeyNamedError):
     template = "a key named {name!r} already exists"
 
 
+class AliasedNameError(KeyExistsError):
+    """Every key is also KMS's `alias/<its name>`: a key may not take an alias's name, or the
+    alias's maker would hold the key that name reaches."""
+
+    template = "the name {name!r} is taken: the KMS alias 'alias/{name}' exists"
+
+
 class KeyPendingDeletionError(KeyNamedError):
     """The key is scheduled for deletion: nothing may use or change it but a restore."""
 

@@ -16,6 +16,7 @@ from app.store import ledger
 from app.store.clock import Clock
 from app.store.database import Cursor, Session
 from app.store.errors import (
+    AliasedNameError,
     DeletionProtectedError,
     KeyChangedError,
     KeyExistsError,
@@ -25,6 +26,7 @@ from app.store.errors import (
     VersionNotFoundError,
 )
 from app.store.keyring import Terms
+from app.store.kms_aliases import ALIAS_PREFIX
 from app.store.records import (
     ACTIVE,
     PENDING_DELETION,
@@ -89,9 +91,13 @@ class KeyRepository:
         name = key.name
         try:
             with self._session.transaction(write=True) as cursor:
+                self._session.dialect.lock_name(cursor, name)  # as an alias of it is made
                 cursor.execute("SELECT 1 FROM keys WHERE name = ?", (name,))
                 if cursor.fetchone() is not None:
                     raise KeyExistsError(name)
+                cursor.execute("SELECT 1 FROM kms_aliases WHERE name = ?", (ALIAS_PREFIX + name,))
+                if cursor.fetchone() is not None:
+                    raise AliasedNameError(name)
                 term, wrapper = self._terms.current(cursor)
                 cursor.execute(
                     "INSERT INTO keys (name, type, params, exportable, created_at, updated_at,"

@@ -10,6 +10,7 @@ from app.store.errors import KeyExistsError, KeyNotFoundError
 from app.store.records import KmsAlias
 
 COLUMNS = "name, key_name, created_at, updated_at"
+ALIAS_PREFIX = "alias/"
 
 
 class KmsAliasRepository:
@@ -23,10 +24,12 @@ class KmsAliasRepository:
         now = self._clock.now()
         try:
             with self._session.transaction(write=True) as cursor:
+                # As a key of the name is made: neither may miss the other.
+                self._session.dialect.lock_name(cursor, name.removeprefix(ALIAS_PREFIX))
                 cursor.execute(
                     "SELECT 1 FROM kms_aliases WHERE name = ? UNION ALL"
                     " SELECT 1 FROM keys WHERE name = ?",
-                    (name, name.removeprefix("alias/")),
+                    (name, name.removeprefix(ALIAS_PREFIX)),
                 )
                 if cursor.fetchone() is not None:
                     raise KeyExistsError(name)

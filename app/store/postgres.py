@@ -45,6 +45,7 @@ from app.store.errors import KeyStoreError, NulInTextError, StoreUnavailableErro
 from app.store.patterns import GlobParts, postgres_regexes
 
 SCHEMA_LOCK_ID = 0x63697068  # advisory lock taken while creating tables
+NAME_LOCK_CLASS = 0x6E616D65  # the first half of the advisory lock on a name (two-key space)
 # How long a start waits for PostgreSQL: long enough for one started beside it (compose).
 CONNECT_SECONDS = 30.0
 # How long a request waits for a connection before its answer is 503: a database that is down
@@ -193,6 +194,7 @@ DIALECT = Dialect(
     row_lock=" FOR UPDATE",
     share_lock=" FOR SHARE",
     skip_locked=" FOR UPDATE OF v SKIP LOCKED",
+    name_lock=f"SELECT pg_advisory_xact_lock({NAME_LOCK_CLASS}, hashtext(?))",
     integrity_error=psycopg.IntegrityError,
     byte_length="octet_length({})",  # read from a stored value's header, not its text
     name_matches=_name_matches,

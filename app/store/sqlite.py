@@ -84,6 +84,7 @@ DIALECT = Dialect(
     row_lock="",  # a write transaction holds the whole database
     share_lock="",
     skip_locked="",
+    name_lock="",
     integrity_error=sqlite3.IntegrityError,
     byte_length="length(CAST({} AS BLOB))",  # octet_length() is SQLite 3.43's
     name_matches=_name_matches,

@@ -129,6 +129,21 @@ def test_native_keys_by_alias(server: Server, kms: Any) -> None:
     assert "KeySpec" not in aez and aez["KeyState"] == "Enabled"
 
 
+def test_an_alias_never_takes_the_name_of_a_key_to_come(server: Server) -> None:
+    """A token that may configure its own key names an alias after a key not yet made: the
+    key of that name cannot then be made (it would be reached through the alias's key), and
+    the alias reaches only the token's key."""
+    with server.client() as http:
+        assert http.post("/v1/keys", json={"name": "squat-mine", "type": "aes256-gcm"}).is_success
+        narrow = kms_client(server, credentials(server, keys=["squat-*"]))
+        narrow.create_alias(AliasName="alias/payments-to-come", TargetKeyId="squat-mine")
+        answer = http.post("/v1/keys", json={"name": "payments-to-come", "type": "aes256-gcm"})
+        assert answer.status_code == 409, answer.text
+        assert "alias/payments-to-come" in answer.json()["detail"]
+    described = narrow.describe_key(KeyId="alias/payments-to-come")["KeyMetadata"]
+    assert described["KeyId"] == "squat-mine"
+
+
 def test_list_keys_pages(server: Server) -> None:
     """Pages of Limit keys the token may read, NextMarker to the next, as botocore's
     paginator follows them."""

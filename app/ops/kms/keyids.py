@@ -7,8 +7,8 @@ import re
 from app.ops.keys import KEY_NAME_PATTERN
 from app.ops.kms.errors import KmsError, not_found
 from app.store import KeyNotFoundError, KeyStore
+from app.store.kms_aliases import ALIAS_PREFIX
 
-ALIAS_PREFIX = "alias/"
 ALIAS_PATTERN = re.compile(r"^alias/[A-Za-z0-9/_-]{1,250}$")
 _ARN = re.compile(r"^arn:aws:kms:([a-z0-9-]{1,64}):([0-9]{12}):(key/.+|alias/.+)$")
 _KEY_NAME = re.compile(KEY_NAME_PATTERN)
@@ -51,11 +51,9 @@ def direct(key_id: str, account: str) -> str | None:
 
 
 def by_alias(store: KeyStore, key_id: str, account: str) -> str:
-    """The native name of the key an alias or alias ARN names (NotFoundException if none)."""
+    """The native name of the key an alias or alias ARN names (NotFoundException if none): a
+    key's own name first, which no alias may take (one made before that rule is passed over)."""
     alias = target(key_id, account)
-    found = store.kms_aliases.get(alias)
-    if found is not None:
-        return found.key_name
     name = alias.removeprefix(ALIAS_PREFIX)
     if _KEY_NAME.fullmatch(name):
         try:
@@ -64,4 +62,7 @@ def by_alias(store: KeyStore, key_id: str, account: str) -> str:
             pass
         else:
             return name
+    found = store.kms_aliases.get(alias)
+    if found is not None:
+        return found.key_name
     raise not_found(f"Alias '{alias[:256]}' is not found.")

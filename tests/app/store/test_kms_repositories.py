@@ -1,10 +1,14 @@
 """The KMS API's repositories on SQLite and PostgreSQL: AWS key pairs (the secret sealed, gone
 with its token) and aliases (one name for one key, gone with the key)."""
 
+import contextlib
+import threading
+
 import pytest
 
-from app.store import KeyExistsError, KeyNotFoundError, KeyStore, TokenRecord
+from app.store import AliasedNameError, KeyExistsError, KeyNotFoundError, KeyStore, TokenRecord
 from app.store.aws_credentials import SECRET_TYPE
+from tests.app.store.stores import at_once
 
 
 def test_aws_credentials_sealed_and_revoked_with_their_token(store: KeyStore) -> None:
@@ -49,6 +53,44 @@ def test_aliases(store: KeyStore) -> None:
     assert store.kms_aliases.delete("alias/b0") and not store.kms_aliases.delete("alias/b0")
     store.keys.delete("k2")
     assert store.kms_aliases.list(None, 10) == []
+
+
+def test_a_key_may_not_take_an_aliass_name(store: KeyStore) -> None:
+    """Every key is also `alias/<its name>`: a key made after an alias of its name would be
+    reached through the alias's key instead."""
+    store.keys.create("mine", "hmac", {}, False, b"x" * 64, None)
+    store.kms_aliases.add("alias/payments", "mine")
+    with pytest.raises(AliasedNameError, match="alias/payments"):
+        store.keys.create("payments", "hmac", {}, False, b"x" * 64, None)
+    with pytest.raises(KeyNotFoundError):
+        store.keys.get("payments")
+    store.kms_aliases.delete("alias/payments")
+    store.keys.create("payments", "hmac", {}, False, b"x" * 64, None)
+
+
+def test_keys_and_aliases_made_at_once_never_share_a_name(store: KeyStore, store_url: str) -> None:
+    """Four processes, each making for every name either the key or the alias, at once: for
+    no name are both made."""
+    store.keys.create("target", "hmac", {}, False, b"x" * 64, None)
+    names = [f"raced-{i}" for i in range(40)]
+    counter = iter(range(4))
+    lock = threading.Lock()
+
+    def make(opened: KeyStore) -> None:
+        with lock:
+            process = next(counter)
+        for i, name in enumerate(names):
+            with contextlib.suppress(KeyExistsError):
+                if (process + i) % 2:
+                    opened.kms_aliases.add(f"alias/{name}", "target")
+                else:
+                    opened.keys.create(name, "hmac", {}, False, b"x" * 64, None)
+
+    at_once(store, store_url, make)
+    aliased = {a.name.removeprefix("alias/") for a in store.kms_aliases.list(None, 100)}
+    keys = {k.name for k in store.keys.list(None, 100)}
+    assert aliased | keys >= set(names)
+    assert not aliased & keys
 
 
 def test_aliases_of_the_keys_a_token_matches(store: KeyStore) -> None:

@@ -131,6 +131,10 @@ def note_versions(request: Request, results: list[dict[str, Any]]) -> None:
     audit_note(request.scope).versions([r.get("key_version") for r in results])
 
 
+# The types an encryption creates a missing key of, as Transit's (its xchacha20-poly1305 aside).
+UPSERTED_TYPES = ("aes128-gcm96", "aes256-gcm96", "chacha20-poly1305")
+
+
 async def _upserted(request: Request, call: TransitCall, body: TransitDataRequest) -> VersionedKey:
     """The key that encrypts. Transit creates a missing key on its first encryption, for a
     caller who may create keys (the admin token) unless the mount's `config/keys` disables it:
@@ -140,8 +144,15 @@ async def _upserted(request: Request, call: TransitCall, body: TransitDataReques
     if key is not None:
         return _named_for(request, key, "encrypt")
     items = body.batch_input if body.batch_input is not None else [body]
+    key_type = body.type or "aes256-gcm96"
+    if key_type not in UPSERTED_TYPES:
+        raise crypto.user_error(
+            f"key type {key_type} not supported for this operation"
+            if key_type.startswith("ecdsa-")
+            else f"unknown key type {key_type}"
+        )
     create = TransitKeyCreate(
-        type=body.type or "aes256-gcm96",
+        type=key_type,
         derived=bool(items and items[0].context),
         convergent_encryption=body.convergent_encryption,
     )
@@ -315,9 +326,41 @@ _hash_in_body_or_path(
 )
 
 
+def _with_input(body: TransitDataRequest) -> TransitDataRequest:
+    """The body, with a single call's missing `input` empty, as Transit signs and verifies it
+    (a batch entry without one is refused)."""
+    if body.batch_input is None and body.input is None:
+        body.input = ""
+    return body
+
+
+def _verifies_hmacs(body: TransitDataRequest) -> bool:
+    """Whether a verification is of HMACs, not signatures: an entry with a `signature` is one
+    of a signature; a body whose entries mix the two or give neither is refused, as Transit
+    refuses it."""
+    items = body.batch_input if body.batch_input is not None else [body]
+    signatures = any(item.signature is not None for item in items)
+    hmacs = any(item.signature is None and item.hmac is not None for item in items)
+    missing = any(item.signature is None and item.hmac is None for item in items)
+    if missing and body.batch_input is None:
+        raise crypto.user_error("neither a 'signature' nor an 'hmac' were given to verify")
+    if signatures and hmacs:
+        raise crypto.user_error(
+            "elements of batch_input must all provide 'signature' or all provide 'hmac'"
+        )
+    if missing:
+        given = "signature" if signatures else "hmac" if hmacs else None
+        raise crypto.user_error(
+            f"some elements of batch_input are missing '{given}'"
+            if given
+            else "no batch_input elements have 'signature' or 'hmac'"
+        )
+    return hmacs
+
+
 async def _sign(request: Request, name: str, algorithm: str | None) -> Response:
     call = await transit_call(request, "sign_sign", Operation.SIGN, name)
-    body = await read_body(request, TransitDataRequest)
+    body = _with_input(await read_body(request, TransitDataRequest))
     key = await call.services.transit.key(call.name, missing="signing key not found")
     options = _sign_options(key.latest.type, body, algorithm)
     return await _run(
@@ -353,8 +396,8 @@ _hash_in_body_or_path(
 async def _verify(request: Request, name: str, algorithm: str | None) -> Response:
     # A valid token first; what it must be allowed depends on the body: an HMAC or a signature.
     call = await transit_call(request, "verify_verify", (), name)
-    body = await read_body(request, TransitDataRequest)
-    is_hmac = body.hmac is not None or any(i.hmac is not None for i in body.batch_input or [])
+    body = _with_input(await read_body(request, TransitDataRequest))
+    is_hmac = _verifies_hmacs(body)
     if is_hmac:
         audit_note(request.scope).operation = "hmac_verify"
     call.allow(Operation.HMAC if is_hmac else Operation.VERIFY)

@@ -19,6 +19,7 @@ import json
 import os
 import secrets
 import subprocess
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,9 @@ SETTINGS = (
 Step = tuple[str, dict[str, Any]]
 UNHASHED = {"hash_algorithm": "none", "prehashed": True, "signature_algorithm": "pkcs1v15"}
 DIGEST = base64.b64encode(bytes(32)).decode()
+HMAC_ENTRY = {"input": TEXT, "hmac": "vault:v1:" + "A" * 44}
+# 100 bytes in base64 as coreutils' `base64` writes them: lines of 76 characters.
+WRAPPED = textwrap.fill(base64.b64encode(bytes(range(100))).decode(), 76)
 ROTATE: Step = ("keys/k/rotate", {})
 
 
@@ -203,6 +207,65 @@ CASES: dict[str, list[Step]] = {
         ("sign/ed", {"input": TEXT, "hash_algorithm": "none", "signature_algorithm": "pss"}),
         ("sign/ed", {"input": TEXT, **UNHASHED}),
         ("verify/ed", {"input": TEXT, "signature": "vault:v1:AAAA", "hash_algorithm": "none"}),
+    ],
+    "sign and verify: a batch entry must carry its input": [
+        ("keys/ed", {"type": "ed25519"}),
+        ("sign/ed", {"batch_input": [{"plaintext": TEXT}, {"input": TEXT}]}),
+        ("sign/ed", {}),
+        ("verify/ed", {"batch_input": [{"plaintext": TEXT, "signature": "vault:v1:AAAA"}]}),
+        ("verify/ed", {"batch_input": [{"plaintext": TEXT, "hmac": "vault:v1:AAAA"}]}),
+        ("hmac/k", {"batch_input": [{"plaintext": TEXT}]}),
+    ],
+    "verify: signatures or HMACs, never both": [
+        ("keys/ec", {"type": "ecdsa-p256"}),
+        ("verify/ec", {"batch_input": [{"input": TEXT, "signature": "vault:v1:AA"}, HMAC_ENTRY]}),
+        ("verify/ec", {"batch_input": [{"input": TEXT, "signature": "vault:v1:AA"}, {}]}),
+        ("verify/ec", {"batch_input": [HMAC_ENTRY, {"input": TEXT}]}),
+        ("verify/ec", {"batch_input": [{"input": TEXT}]}),
+        ("verify/ec", {"input": TEXT}),
+        ("verify/ec", {"input": TEXT, "signature": "vault:v1:AA", "hmac": "vault:v1:AA"}),
+        ("verify/k", {"batch_input": [HMAC_ENTRY, HMAC_ENTRY]}),
+    ],
+    "version 0 opens a ciphertext, never a signature or an HMAC": [
+        ("keys/ed", {"type": "ed25519"}),
+        ("verify/ed", {"input": TEXT, "signature": "vault:v0:" + "A" * 88}),
+        ("verify/k", {"input": TEXT, "hmac": "vault:v0:" + "A" * 44}),
+        ("verify/k", {"batch_input": [{"input": TEXT, "hmac": "vault:v0:" + "A" * 44}]}),
+    ],
+    "salt_length read for every key type": [
+        ("keys/ed", {"type": "ed25519"}),
+        ("sign/ed", {"input": TEXT, "salt_length": "x"}),
+        ("sign/ed", {"input": TEXT, "salt_length": "-2"}),
+        ("sign/ed", {"input": TEXT, "salt_length": "1000"}),
+        ("keys/rsa", {"type": "rsa-2048"}),
+        ("sign/rsa", {"input": TEXT, "salt_length": "AUTO"}),
+        ("sign/rsa", {"input": TEXT, "salt_length": "Hash"}),
+        ("sign/rsa", {"input": TEXT, "salt_length": "0"}),
+        ("sign/rsa", {"input": TEXT, "salt_length": -1}),
+        ("sign/rsa", {"input": TEXT, "salt_length": "+32"}),
+        ("sign/rsa", {"input": TEXT, "salt_length": " 32"}),
+        ("sign/rsa", {"input": TEXT, "salt_length": "1_0"}),
+    ],
+    "an encryption creates keys of the encryption types only": [
+        ("encrypt/by-rsa", {"plaintext": TEXT, "type": "rsa-2048"}),
+        ("encrypt/by-ecdsa", {"plaintext": TEXT, "type": "ecdsa-p256"}),
+        ("encrypt/by-hmac", {"plaintext": TEXT, "type": "hmac"}),
+        ("encrypt/by-chacha", {"plaintext": TEXT, "type": "chacha20-poly1305"}),
+        ("encrypt/by-aes128", {"plaintext": TEXT, "type": "aes128-gcm96"}),
+        ("encrypt/k", {"plaintext": TEXT, "type": "rsa-2048"}),  # the key is there
+    ],
+    "a context the key ignores is still read": [
+        ("encrypt/k", {"plaintext": TEXT, "context": "!!"}),
+        ("datakey/plaintext/k", {"context": "x"}),
+        ("encrypt/k", {"batch_input": [{"plaintext": TEXT, "context": "!!"}]}),
+        ("encrypt/k", {"plaintext": TEXT, "context": CONTEXT}),
+    ],
+    "base64 with line breaks, as the base64 command wraps it": [
+        ("encrypt/k", {"plaintext": WRAPPED}),
+        ("hmac/k", {"input": WRAPPED}),
+        ("hash", {"input": WRAPPED}),
+        ("encrypt/k", {"plaintext": WRAPPED.replace("\n", "\r\n") + "\n"}),
+        ("encrypt/k", {"plaintext": WRAPPED.replace("\n", " ")}),
     ],
     "trim without min_encryption_version": [
         ROTATE,
@@ -417,6 +480,32 @@ def test_an_encryption_vault_refuses_creates_no_key(servers: dict[str, httpx.Cli
             refused = client.post(f"/v1/transit/encrypt/{name}", json={"batch_input": items})
             assert refused.status_code == 400, refused.text
             assert client.get(f"/v1/transit/keys/{name}").status_code == 404
+
+
+@pytest.mark.parametrize("key_type", ["ed25519", "rsa-2048"])
+def test_what_a_file_gives_with_its_line_break_opens_and_verifies(
+    servers: dict[str, httpx.Client], key_type: str
+) -> None:
+    """`ciphertext=@file` sends the file's last line break, and `base64` wraps its lines: Go's
+    decoder skips both, on every base64 field."""
+    for client in servers.values():
+        mount = "breaks-" + secrets.token_hex(4)
+        assert client.post(f"/v1/sys/mounts/{mount}", json={"type": "transit"}).is_success
+        try:
+            client.post(f"/v1/{mount}/keys/{key_type}", json={"type": key_type}).raise_for_status()
+            ciphertext = _made(client, f"/v1/{mount}/encrypt/k", "ciphertext", plaintext=WRAPPED)
+            opened = client.post(f"/v1/{mount}/decrypt/k", json={"ciphertext": ciphertext + "\n"})
+            assert opened.json()["data"]["plaintext"] == WRAPPED.replace("\n", "")
+            signature = _made(client, f"/v1/{mount}/sign/{key_type}", "signature", input=WRAPPED)
+            mac = _made(client, f"/v1/{mount}/hmac/k", "hmac", input=TEXT)
+            for path, body in (
+                (f"verify/{key_type}", {"input": WRAPPED, "signature": signature + "\r\n"}),
+                ("verify/k", {"input": TEXT, "hmac": mac + "\n"}),
+            ):
+                answer = client.post(f"/v1/{mount}/{path}", json=body)
+                assert answer.json()["data"]["valid"] is True, (client.base_url, answer.text)
+        finally:
+            client.delete(f"/v1/sys/mounts/{mount}")
 
 
 def test_an_export_holds_no_retired_version(servers: dict[str, httpx.Client]) -> None:

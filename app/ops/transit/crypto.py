@@ -44,6 +44,12 @@ _BASE64_TEXT = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-
 _JWS_TEXT = re.compile(r"(?:[A-Za-z0-9_-]{4})*(?:[A-Za-z0-9_-]{2,3})?")
 # The most digits of a `vault:v<N>:` version read as a number: a longer one names no version.
 _VERSION_DIGITS = 10
+# Transit's refusals of a version below min_decryption_version (v0 among them, but for a
+# ciphertext, whose v0 is v1 as in Vault's first releases).
+_TOO_OLD = {
+    "signature": "ciphertext or signature version is disallowed by policy (too old)",
+    "hmac": "cannot verify HMAC: version is too old (disallowed by policy)",
+}
 # Transit's hash names -> hashlib's.
 HASHES = {
     "sha1": "sha1",  # HMACs and signatures only, as in Vault
@@ -105,12 +111,24 @@ def user_error(detail: str) -> Problem:
     return Problem(400, "invalid-request", "Invalid request", detail)
 
 
+def _base64(text: str) -> bytes:
+    """Standard base64 as Go decodes it: line breaks anywhere are skipped (`base64` wraps its
+    output at 76 columns, a file read with `@` ends in one); anything else not base64 raises
+    binascii.Error."""
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        if "\n" not in text and "\r" not in text:
+            raise binascii.Error(text[:0]) from None
+    return base64.b64decode(text.replace("\r", "").replace("\n", ""), validate=True)
+
+
 def decoded(value: str | None, field: str) -> bytes:
     """A base64 field (empty for absent)."""
     if not value:
         return b""
     try:
-        return base64.b64decode(value, validate=True)
+        return _base64(value)
     except (binascii.Error, ValueError):
         raise user_error(f"failed to base64-decode {field}") from None
 
@@ -138,11 +156,13 @@ def unprefixed(text: str | None, what: str, latest: int, jws: bool = False) -> t
         raise user_error(f"invalid {shown}: version number could not be decoded")
     if version > latest:
         raise user_error(f"invalid {shown}: version is too new")
+    if what != "ciphertext" and int(match.group(1)) == 0:  # only a ciphertext's v0 is v1
+        raise user_error(_TOO_OLD[what])
     body = match.group(2)
     if what == "signature":
         return version, _signature_bytes(body, jws)
     try:
-        data = base64.b64decode(body, validate=True)
+        data = _base64(body)
     except (binascii.Error, ValueError):
         raise user_error(f"invalid {what}: could not decode base64") from None
     return version, data
@@ -151,6 +171,7 @@ def unprefixed(text: str | None, what: str, latest: int, jws: bool = False) -> t
 def _signature_bytes(body: str, jws: bool) -> bytes:
     """A signature's bytes as Vault reads them: standard base64, or unpadded base64url under
     JWS marshaling; other text is refused rather than read as an invalid signature."""
+    body = body.replace("\r", "").replace("\n", "")  # as Go's decoders skip them
     if not (_JWS_TEXT if jws else _BASE64_TEXT).fullmatch(body):
         raise user_error("invalid base64 signature value")
     if jws:
@@ -178,7 +199,9 @@ def _context(key: VersionedKey, item: TransitItem) -> bytes | None:
 
 
 def _params(key: VersionedKey, item: TransitItem) -> Params:
-    """The item's associated data and context."""
+    """The item's associated data and context (a context the key ignores must still be
+    base64, as Transit decodes every item's before it looks at the key)."""
+    decoded(item.context, "context")
     return Params(decoded(item.associated_data, "associated_data"), _context(key, item))
 
 
@@ -275,7 +298,7 @@ class TransitKey(VersionedKey):
         """A version that may still decrypt and verify (400 below min_decryption_version)."""
         material = self.version(version)
         if version < material.min_decryption_version:
-            raise user_error("ciphertext or signature version is disallowed by policy (too old)")
+            raise user_error(_TOO_OLD["signature"])
         return material
 
 
@@ -311,12 +334,28 @@ class SignOptions(GivenOptions):
 _FORMATS = {"asn1": "der", "jws": "compact"}
 
 
-def _salt(salt_length: str | int | None, hash_algorithm: str) -> str:
-    """Transit's `salt_length` as the native one: "auto" or "hash" (or the digest's length)."""
-    if salt_length in (None, "", "auto"):
+_GO_INT = re.compile(r"[+-]?[0-9]{1,18}")
+
+
+def salt_length_of(given: str | int | None) -> str | int:
+    """Transit's `salt_length` as Go's RSA reads it, for every key type as Transit reads it:
+    "auto" (or 0), "hash" (or -1) in any case, or a number of bytes."""
+    text = "auto" if given is None else str(given).lower()
+    if text in ("auto", "hash"):
+        return text
+    if not _GO_INT.fullmatch(text):
+        raise user_error(f"salt length neither 'auto', 'hash', nor an int: {given}")
+    number = int(text)
+    if number < -1:
+        raise user_error(f"salt length is invalid: {number}")
+    return {0: "auto", -1: "hash"}.get(number, number)
+
+
+def _salt(salt_length: str | int, hash_algorithm: str) -> str:
+    """A salt length as the native one: "auto", or "digest" for the hash's length (no other)."""
+    if salt_length == "auto":
         return "auto"
-    digest_size = hashlib.new(HASHES[hash_algorithm]).digest_size
-    if salt_length in ("hash", digest_size, str(digest_size)):
+    if salt_length in ("hash", hashlib.new(HASHES[hash_algorithm]).digest_size):
         return "digest"
     raise user_error(f'salt length {salt_length!r}: "auto", "hash" or the digest\'s length')
 
@@ -337,6 +376,7 @@ def sign_options(
     if marshaling not in _FORMATS:
         raise user_error(f"invalid marshaling type {marshaling!r}")
     jws = marshaling == "jws"
+    salt_length = salt_length_of(salt_length)
     if key_type == "ed25519" or key_type.startswith("ml-dsa"):
         return SignOptions(jws=jws)
     unhashed = hash_algorithm == NO_HASH
@@ -360,9 +400,17 @@ def _signer(key: VersionedKey) -> SigningKey:
     return key
 
 
+def _message(item: TransitItem) -> bytes:
+    """What is signed or verified: an entry without `input` is refused (the router gives a
+    single call's missing one as empty, as Transit does)."""
+    if item.input is None:
+        raise user_error("missing input")
+    return decoded(item.input, "input")
+
+
 def sign_item(key: VersionedKey, item: TransitItem, options: SignOptions) -> dict[str, Any]:
     signer = _signer(key)
-    message = decoded(item.input, "input")
+    message = _message(item)
     version = item.key_version or None
     context = _context(key, item)
     sealed = signer.sign(message, options, False, version, options.salt, context)
@@ -380,7 +428,7 @@ def verify_item(
     key: VersionedKey, item: TransitItem, algorithm: str, options: SignOptions
 ) -> dict[str, Any]:
     """`verify/:name`: a signature, or with `hmac` an HMAC (any key type)."""
-    message = decoded(item.input, "input")
+    message = _message(item)
     if item.hmac is not None:
         if not isinstance(key, TransitKey):
             raise user_error("hmac verification needs the key as Transit's")

@@ -111,7 +111,7 @@ CLI_PRINCIPAL = "cli"
 
 def keys(args: argparse.Namespace, settings: Settings) -> None:
     from app.ops import keys
-    from app.ops.auth import ADMIN
+    from app.ops.grants import ADMIN
 
     with _audited_store(settings) as (store, trail):
         if args.action == "list":
@@ -156,7 +156,7 @@ def keys(args: argparse.Namespace, settings: Settings) -> None:
 
 def tokens(args: argparse.Namespace, settings: Settings) -> None:
     from app.ops import tokens
-    from app.ops.auth import ADMIN
+    from app.ops.grants import ADMIN
     from app.ops.identity import TokenLimits
 
     with _audited_store(settings) as (store, trail):

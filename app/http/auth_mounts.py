@@ -28,9 +28,9 @@ from app.http.vault import (
     vault_body,
     vault_router,
 )
-from app.ops.auth import AdminOperation
 from app.ops.auth_mounts import FAMILIES, AuthMounts
 from app.ops.errors import Problem, invalid_input
+from app.ops.grants import AdminOperation
 from app.ops.identity import checked_policy_name
 from app.ops.vault_fields import Duration, Strings, VaultBool, vault_integer
 from app.ops.work import in_thread

@@ -14,8 +14,9 @@ from starlette.types import Scope
 from app.http.body import header
 from app.ops import Services
 from app.ops.audit import AuditNote
-from app.ops.auth import AdminOperation, Authenticator, Operation, Principal
+from app.ops.auth import Authenticator
 from app.ops.errors import Problem, forbidden
+from app.ops.grants import AdminOperation, Operation, Principal
 from app.ops.keys import KEY_NAME_PATTERN
 from app.ops.work import in_thread
 from app.server.uvicorn_internals import ARRIVED

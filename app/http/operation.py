@@ -61,7 +61,7 @@ from app.http.problems import ERROR_RESPONSES
 from app.http.schemas import RequestBody
 from app.ops import Services
 from app.ops.audit import AuditNote
-from app.ops.auth import Operation, Principal
+from app.ops.grants import Operation, Principal
 from app.ops.keys import KEY_NAME_PATTERN
 from app.ops.versioned import RequestKey
 from app.ops.work import compute, in_thread

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from pydantic import Field, create_model
 
 from app.http.operation import Family, ItemT, KeyCall, KeyOperation, KeyT, RawForm, RawQuery, Verb
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 
 # The query's key version in a sealing family's raw encryption and decryption.
 ENCRYPTION_VERSION = "the key version to encrypt under; default: the latest"

@@ -21,10 +21,17 @@ from app.http.deps import Access, audit_note, principal_of, require_admin_operat
 from app.http.framework import PATH_PARAMS, route_path, route_scope
 from app.http.vault import at_vault_path, vault_token
 from app.ops import Services
-from app.ops.auth import AdminOperation, Operation, Principal
-from app.ops.errors import forbidden
+from app.ops.errors import forbidden, invalid_input
+from app.ops.grants import AdminOperation, Operation, Principal
 from app.ops.transit.keys import checked_name
-from app.ops.transit.mounts import DEFAULT, ENGINE, Mounts, native_name, resolve
+from app.ops.transit.mounts import (
+    DEFAULT,
+    ENGINE,
+    Mounts,
+    native_name,
+    nested_prefixes,
+    resolve,
+)
 from app.store import SecretMount
 
 MOUNT = "transit_mount"
@@ -119,6 +126,8 @@ async def transit_call(
         note.key = native
     service = services(request)
     principal = await principal_of(request.scope, service.auth, vault_token(request.scope))
+    if "." in native.removeprefix(mount.key_prefix):  # every prefix ends in "."
+        await _refuse_nested(service.mounts, mount, native)
     call = TransitCall(service, principal, mount, native)
     if access is None:
         if not principal.admin:
@@ -130,6 +139,19 @@ async def transit_call(
     if change:
         await service.audit.admit_change(note)
     return call
+
+
+async def _refuse_nested(mounts: Mounts, mount: SecretMount, native: str) -> None:
+    """400 for a name under another mount's prefix (`transit/keys/payments.orders` is the key
+    `orders` of the mount `payments`): a mount reaches its own keys only."""
+    by_prefix = {m.key_prefix: m for m in (await mounts.current_table()).values()}
+    for prefix in nested_prefixes(mount, by_prefix):
+        if native.startswith(prefix):
+            raise invalid_input(
+                f"key name {native.removeprefix(mount.key_prefix)!r} is the mount "
+                f"{by_prefix[prefix].path!r}'s key {native.removeprefix(prefix)!r}: each mount "
+                "reaches its own keys only"
+            )
 
 
 def native_segments(routes: Sequence[Any]) -> frozenset[str]:

@@ -30,8 +30,8 @@ from starlette.types import Scope
 from app.http.body import EXTRA_SCHEMA_MODELS, JsonAnswer, body_bytes, header, invalid_request
 from app.http.deps import admin_access, audit_note, bearer, bearer_token, principal_of, services
 from app.http.framework import ROUTE, HandlerRoute
-from app.ops.auth import AdminOperation, Principal
 from app.ops.errors import Problem, invalid_input
+from app.ops.grants import AdminOperation, Principal
 from app.ops.work import compute
 
 ModelT = TypeVar("ModelT", bound=BaseModel)

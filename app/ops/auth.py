@@ -22,156 +22,40 @@ docs/performance/choices.md). Token records are otherwise cached for
 """
 
 import contextlib
-import enum
 import hmac
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Sequence
 
-from app.ops.cidrs import Network, address_within, networks_of
+from app.ops.cidrs import networks_of
 from app.ops.errors import Problem, forbidden, unauthorized
 from app.ops.globs import matcher
+from app.ops.grants import (
+    ADMIN,
+    ROOT_POLICY,
+    CompiledPolicy,
+    MountPrefixes,
+    Principal,
+    Rule,
+    any_mount_rule,
+    check_pattern_count,
+    compile_policy,
+)
 from app.ops.keyring import StoreCache, store_outage
 from app.ops.ratelimit import RateLimits
 from app.ops.token_values import hash_token
+from app.ops.transit.mounts import ENGINE
 from app.ops.work import SharedBlockingRead, SharedRead
-from app.store import AuthState, AwsCredential, KeyStore, StoreUnavailableError, TokenRecord
+from app.store import (
+    AuthState,
+    AwsCredential,
+    KeyStore,
+    StoreUnavailableError,
+    TokenRecord,
+)
 
 MAX_CACHED_TOKENS = 10_000
 MAX_CACHED_POLICIES = 10_000
-ROOT_POLICY, DEFAULT_POLICY = "root", "default"
-# The most key-name patterns a token carries, its own and its policies' (once per rule): as many
-# as `app.ops.globs.matcher` and `patterns.parse` keep for reuse (docs/performance/choices.md).
-MAX_PATTERNS = 4_096
-
-
-class Operation(enum.StrEnum):
-    """What a token may do with the keys a rule's patterns match."""
-
-    READ = "read"  # metadata of keys
-    PUBLIC = "public"  # public parts of keys
-    ENCRYPT = "encrypt"
-    DECRYPT = "decrypt"
-    KEYGEN = "keygen"  # FE functional keys
-    SIGN = "sign"
-    VERIFY = "verify"  # signatures; `public` allows it too
-    HMAC = "hmac"  # HMACs and their verification
-    CREATE = "create"  # new keys (POST /v1/keys, KMS's CreateKey)
-    CONFIGURE = "configure"  # policies, enabling, aliases and tags (PATCH /v1/keys/{name})
-    ROTATE = "rotate"  # new versions and rotation settings
-    DELETE = "delete"  # scheduling and cancelling deletion
-
-
-class AdminOperation(enum.StrEnum):
-    """What a token may administer, beside keys: each names a family of admin routes."""
-
-    TOKENS = "tokens"  # make tokens for others, look up, renew and revoke any token
-    POLICIES = "policies"  # write, read and delete named policies
-    AUTH = "auth"  # enable and disable auth methods, their roles and settings
-    AUDIT = "audit"  # read and verify the audit trail
-    BACKUP = "backup"  # back keys up and restore them
-    SYS = "sys"  # the keyring, the wrapping key, secrets-engine mounts, the admin token
-
-
-# A token with the value's operation may also do the key's: verifying a signature uses only
-# the public part that `public` already hands out.
-_IMPLIED = {Operation.VERIFY: Operation.PUBLIC}
-
-
-@dataclass(frozen=True)
-class Rule:
-    """Operations on the keys whose names match one of `patterns` (fnmatch globs)."""
-
-    patterns: tuple[str, ...]
-    operations: frozenset[str]
-
-    def gives(self, operation: Operation) -> bool:
-        return operation in self.operations or _IMPLIED.get(operation) in self.operations
-
-    def allows(self, operation: Operation, key_name: str | None) -> bool:
-        return self.gives(operation) and (
-            key_name is None or matcher(self.patterns).match(key_name) is not None
-        )
-
-
-def check_pattern_count(count: int, holder: str, refuse: Callable[[str], Problem]) -> None:
-    """MAX_PATTERNS, stated once for every place that counts (`holder`: whose they are)."""
-    if count > MAX_PATTERNS:
-        raise refuse(
-            f"{count:,} key-name patterns in {holder}, past the {MAX_PATTERNS:,} a token may carry"
-        )
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who a request acts for: root (`admin`), or a token's rules and admin operations, and
-    the identity it was issued to."""
-
-    admin: bool
-    token_id: str | None = None
-    rules: tuple[Rule, ...] = ()
-    admin_operations: frozenset[str] = frozenset()
-    rate_per_second: float | None = None
-    identity: str = "admin"
-    policies: tuple[str, ...] = ()
-    # The address blocks its token may be used from (none: any).
-    bound_networks: tuple[Network, ...] = ()
-
-    @property
-    def id(self) -> str:
-        """Who this is in records (the ledger, the audit trail): the token's id, or `admin`;
-        never a token."""
-        return self.token_id or "admin"
-
-    @property
-    def key_patterns(self) -> tuple[str, ...] | None:
-        """Every key-name pattern of its rules: no key outside them is anything to it (None for
-        the admin: every key is). What a listing asks the store to filter by."""
-        if self.admin:
-            return None
-        return tuple(dict.fromkeys(p for rule in self.rules for p in rule.patterns))
-
-    def allows(self, operation: Operation, key_name: str | None) -> bool:
-        return self.admin or any(rule.allows(operation, key_name) for rule in self.rules)
-
-    def patterns_for(self, operation: Operation) -> frozenset[str]:
-        """The key-name patterns of the keys it may do `operation` on (the admin: `*`)."""
-        if self.admin:
-            return frozenset({"*"})
-        return frozenset(p for rule in self.rules if rule.gives(operation) for p in rule.patterns)
-
-    def may(self, operation: AdminOperation) -> bool:
-        """Whether it may do the admin operation."""
-        return self.admin or operation in self.admin_operations
-
-    def reachable_from(self, address: str | None) -> bool:
-        """Whether a request from `address` may act for it: its token's blocks hold it."""
-        return address_within(address, self.bound_networks)
-
-
-ADMIN = Principal(admin=True, policies=(ROOT_POLICY,))
-
-
-@dataclass(frozen=True)
-class CompiledPolicy:
-    """A stored policy document as the checks read it."""
-
-    rules: tuple[Rule, ...]
-    admin_operations: frozenset[str]
-    patterns: int  # its rules' patterns, as MAX_PATTERNS counts them
-
-
-def compile_policy(document: Mapping[str, Any]) -> CompiledPolicy:
-    """A stored policy's document (`app.ops.policies.PolicyDocument`, already checked) as
-    rules."""
-    rules = tuple(
-        Rule(tuple(rule["keys"]), frozenset(rule["operations"]))
-        for rule in document.get("rules", ())
-    )
-    admin = frozenset(document.get("admin", ()))
-    return CompiledPolicy(rules, admin, sum(len(rule.patterns) for rule in rules))
 
 
 class Authenticator:
@@ -455,6 +339,13 @@ class Authenticator:
             bound_networks=networks_of(record.bound_cidrs),
         )
 
+    def _mount_prefixes(self) -> MountPrefixes:
+        """The Transit mounts' prefixes now: a change of mounts moves the generation, so the
+        policies compiled with them are dropped with it."""
+        held = self._store.secret_mounts.all()
+        by_path = {ENGINE: "", **{m.path: m.key_prefix for m in held if m.path}}
+        return MountPrefixes(by_path, frozenset(m.key_prefix for m in held))
+
     def policies(self, names: Iterable[str]) -> list[CompiledPolicy]:
         """The named policies that exist, from this process's cache (dropped at each new
         generation) or the store."""
@@ -463,7 +354,8 @@ class Authenticator:
             missing = [name for name in wanted if name not in self._policies]
         if missing:
             stored = self._store.policies.get_many(missing)
-            found = {policy.name: compile_policy(policy.document) for policy in stored}
+            mounts = self._mount_prefixes() if any_mount_rule(stored) else None
+            found = {policy.name: compile_policy(policy.document, mounts) for policy in stored}
             with self._lock:
                 if len(self._policies) + len(missing) > MAX_CACHED_POLICIES:
                     self._policies = {}

@@ -11,7 +11,7 @@ Anything else is `deny`.
 """
 
 from app.ops import Services, vault_tokens
-from app.ops.auth import AdminOperation, Operation, Principal
+from app.ops.grants import AdminOperation, Operation, Principal
 from app.ops.transit.mounts import resolve
 from app.store import AuthState, SecretMount
 

@@ -1,12 +1,12 @@
 """Vault's ACL policies (HCL), in the subset that maps onto cipherd's rules, both ways.
 
 A Vault policy is `path "<path>" { capabilities = [...] }` blocks. The paths that map are
-Transit's at its default mount, whose key names are the native names (`transit/encrypt/orders-*`
-with `update` is the operation `encrypt` on the keys `orders-*`), and the admin paths whose
-family is an admin operation (`auth/token/create` is `tokens`). The paths every token may use
-on itself (`auth/token/lookup-self` ...) are taken and mean nothing more. Anything else (another
-mount, a path no rule can say, `deny`, a parameter constraint) is refused with a 400 that names
-it: a policy that cipherd would enforce otherwise than Vault is never stored.
+Transit's at any of its mounts (`transit/encrypt/orders-*` with `update` is the operation
+`encrypt` on the keys `orders-*` of the mount `transit`, and of no other), and the admin paths
+whose family is an admin operation (`auth/token/create` is `tokens`). The paths every token may
+use on itself (`auth/token/lookup-self` ...) are taken and mean nothing more. Anything else
+(another engine, a path no rule can say, `deny`, a parameter constraint) is refused with a 400
+that names it: a policy that cipherd would enforce otherwise than Vault is never stored.
 """
 
 import re
@@ -14,11 +14,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.ops.auth import AdminOperation, Operation
 from app.ops.errors import invalid_input
+from app.ops.grants import AdminOperation, Operation
 from app.ops.policies import KEY_PATTERN, PolicyDocument, PolicyRule
+from app.ops.transit.mounts import PATH_PATTERN
 
 MAX_HCL_BYTES = 64 * 1024
+_MOUNT = re.compile(PATH_PATTERN)
 MAX_BLOCKS = 100
 # A block's capabilities hold no bracket or brace: a scan for them stops at the next block, so
 # an unclosed one costs its own length, not the rest of the text's.
@@ -80,7 +82,7 @@ def parse(text: str) -> PolicyDocument:
         )
     if len(blocks) > MAX_BLOCKS:
         raise invalid_input(f"a policy has at most {MAX_BLOCKS} path blocks")
-    by_operations: dict[tuple[str, ...], list[str]] = {}
+    by_operations: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     admin: set[AdminOperation] = set()
     for block in blocks:
         path = block["path"]
@@ -100,12 +102,16 @@ def parse(text: str) -> PolicyDocument:
             if _grants_admin(path, granted, capabilities):
                 admin.add(granted)
             continue
-        key, operations = _transit(path, capabilities)
-        by_operations.setdefault(tuple(sorted(op.value for op in operations)), []).append(key)
+        mount, key, operations = _transit(path, capabilities)
+        by_operations.setdefault((mount, tuple(sorted(op.value for op in operations))), []).append(
+            key
+        )
     try:
         rules = [
-            PolicyRule.model_validate({"keys": keys, "operations": list(operations)})
-            for operations, keys in by_operations.items()
+            PolicyRule.model_validate(
+                {"keys": keys, "operations": list(operations), "mount": mount}
+            )
+            for (mount, operations), keys in by_operations.items()
             if operations
         ]
     except ValidationError as exc:
@@ -137,33 +143,37 @@ def _grants_admin(path: str, operation: AdminOperation, capabilities: set[str]) 
     )
 
 
-def _transit(path: str, capabilities: set[str]) -> tuple[str, tuple[Operation, ...]]:
-    parts = path.split("/")
-    if parts[:2] == ["transit", "rewrap"]:
+def _transit(path: str, capabilities: set[str]) -> tuple[str, str, tuple[Operation, ...]]:
+    """A Transit mount's `<mount>/<verb>/<key names>`: the mount, the key-name pattern in it
+    and the operations the capabilities give there."""
+    *parts, verb, key = path.split("/")
+    mount = "/".join(parts)
+    if verb == "rewrap":
         raise invalid_input(
             f'path "{path}": rewrap does not map: here it needs decrypt, which Vault\'s rewrap '
-            "does not give (grant transit/decrypt and transit/encrypt on the keys for it)"
+            f"does not give (grant {mount}/decrypt and {mount}/encrypt on the keys for it)"
         )
-    if len(parts) != 3 or parts[0] != "transit" or parts[1] not in _TRANSIT:
+    if not _MOUNT.fullmatch(mount) or verb not in _TRANSIT:
         raise invalid_input(
-            f'path "{path}": only transit/<verb>/<key names> (verbs: {", ".join(_TRANSIT)}), '
-            "the token, policy, auth, audit and mounts admin paths map onto this service's rules"
+            f'path "{path}": only <Transit mount>/<verb>/<key names> (verbs: '
+            f"{', '.join(_TRANSIT)}), the token, policy, auth, audit and mounts admin paths map "
+            "onto this service's rules"
         )
-    needed, operations = _TRANSIT[parts[1]]
-    if parts[1] == "keys" and capabilities - {"read", "list"}:
+    needed, operations = _TRANSIT[verb]
+    if verb == "keys" and capabilities - {"read", "list"}:
         raise invalid_input(
-            f'path "{path}": only read maps on transit/keys: creating, changing and deleting '
+            f'path "{path}": only read maps on {mount}/keys: creating, changing and deleting '
             "keys through Transit take the admin token here"
         )
     if not capabilities & needed:  # stored, it would grant less than Vault reads in it
-        hint = " (a listing shows the keys a token may read)" if parts[1] == "keys" else ""
+        hint = " (a listing shows the keys a token may read)" if verb == "keys" else ""
         raise invalid_input(
             f'path "{path}": {", ".join(sorted(capabilities))} grants nothing here; '
-            f"transit/{parts[1]} takes {' or '.join(sorted(needed))}{hint}"
+            f"{mount}/{verb} takes {' or '.join(sorted(needed))}{hint}"
         )
-    if not re.match(KEY_PATTERN, parts[2]):
-        raise invalid_input(f'path "{path}": {parts[2][:64]!r} is no key-name pattern')
-    return parts[2], operations
+    if not re.match(KEY_PATTERN, key):
+        raise invalid_input(f'path "{path}": {key[:64]!r} is no key-name pattern')
+    return mount, key, operations
 
 
 def render(document: dict[str, Any]) -> str:
@@ -175,7 +185,7 @@ def render(document: dict[str, Any]) -> str:
     verbs = {ops: verb for verb, (_, ops) in _TRANSIT.items() if len(ops) == 1}
     blocks, unsaid = [], []
     for rule in document.get("rules", ()):
-        keys, pathless = rule["keys"], []
+        keys, pathless, mount = rule["keys"], [], rule.get("mount")
         for operation in rule["operations"]:
             verb = verbs.get((Operation(operation),))
             if verb is None:
@@ -183,9 +193,11 @@ def render(document: dict[str, Any]) -> str:
                 continue
             capability = "read" if verb == "keys" else "update"
             for key in keys:
-                blocks.append(_block(f"transit/{verb}/{key}", [capability]))
+                blocks.append(_block(f"{mount or 'transit'}/{verb}/{key}", [capability]))
         if pathless:
             unsaid.append(f"{', '.join(pathless)} on the keys {' '.join(keys)}")
+        if mount is None:
+            unsaid.append(f"the keys {' '.join(keys)} by native name, in every mount")
     admin_paths = {op: path for path, op in _ADMIN.items()}
     for operation in document.get("admin", ()):
         path = admin_paths.get(AdminOperation(operation))

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.ops.admin_token import ADMIN_TOKEN_PREFIX
-from app.ops.auth import DEFAULT_POLICY, ROOT_POLICY, check_pattern_count, compile_policy
 from app.ops.auth_mounts import BUILT_IN
 from app.ops.errors import invalid_input
+from app.ops.grants import DEFAULT_POLICY, ROOT_POLICY, check_pattern_count, compile_policy
 from app.ops.token_values import TOKEN_ID_PATTERN, TOKEN_PREFIX, hash_token, new_token
 from app.ops.wrapping import WRAP_TOKEN_PREFIX
 from app.store import KeyStore, TokenExistsError, TokenRecord

@@ -20,9 +20,9 @@ from pydantic import (
 
 from app.ops import jwk, sign
 from app.ops.audit import AuditNote
-from app.ops.auth import Operation, Principal
 from app.ops.errors import Problem, invalid_input
 from app.ops.fe_policy import FePolicy, checked_fe_policy
+from app.ops.grants import Operation, Principal
 from app.ops.keyring import Keyring
 from app.ops.keytypes import KEY_TYPES, PublicFormat, derivable
 from app.settings import Settings

@@ -2,7 +2,7 @@
 
 A policy is a document of rules, each a list of key-name patterns and the key operations
 allowed on the keys they match (as a scoped token's scope), and a list of admin operations
-(`app.ops.auth.AdminOperation`). Each change counts a version and moves the auth generation
+(`app.ops.grants.AdminOperation`). Each change counts a version and moves the auth generation
 on, so every token that carries the policy follows it from its next request on any replica.
 
 Two names are the service's own, as Vault's: `root` (everything: the admin token's; never
@@ -16,7 +16,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.ops.auth import (
+from app.ops.errors import Problem, invalid_input
+from app.ops.grants import (
     DEFAULT_POLICY,
     ROOT_POLICY,
     AdminOperation,
@@ -24,9 +25,9 @@ from app.ops.auth import (
     check_pattern_count,
     compile_policy,
 )
-from app.ops.errors import Problem, invalid_input
 from app.ops.identity import checked_policy_name
 from app.ops.keys import timestamp
+from app.ops.transit.mounts import PATH_PATTERN
 from app.store import KeyStore, PolicyRecord
 from app.store.patterns import PatternError, parse
 
@@ -55,6 +56,13 @@ class PolicyRule(BaseModel):
         min_length=1, max_length=100, description="glob patterns of key names, e.g. 'orders-*'"
     )
     operations: list[Operation] = Field(min_length=1, max_length=len(Operation))
+    mount: str | None = Field(
+        None,
+        pattern=f"^{PATH_PATTERN}$",
+        description="a Transit mount's path: `keys` name that mount's keys as its paths do "
+        "(`orders-*` under `payments` is `payments/encrypt/orders-*`), and no other mount's; "
+        "none: native key names, every mount's",
+    )
 
     @field_validator("keys")
     @classmethod

@@ -11,9 +11,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from app.ops.auth import AdminOperation
 from app.ops.auth_mounts import AuthMounts
 from app.ops.errors import invalid_input
+from app.ops.grants import AdminOperation
 from app.ops.transit.mounts import Mounts
 from app.store import KeyStore, MountExistsError, MountMigration, MountNotFoundError
 

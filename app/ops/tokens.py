@@ -16,13 +16,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.ops.auth import (
-    DEFAULT_POLICY,
-    AdminOperation,
-    Operation,
-    Principal,
-)
 from app.ops.errors import Problem, forbidden, invalid_input
+from app.ops.grants import DEFAULT_POLICY, AdminOperation, Operation, Principal
 from app.ops.identity import (
     POLICY_NAME,
     Identity,

@@ -12,8 +12,8 @@ from app.http.operation import operation_id
 from app.http.schemas import PageSize
 from app.ops import audit
 from app.ops.audit import AuditQuery
-from app.ops.auth import AdminOperation, Principal
 from app.ops.errors import invalid_input
+from app.ops.grants import AdminOperation, Principal
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"], generate_unique_id_function=operation_id)
 Auditor = Annotated[Principal, admin_of(AdminOperation.AUDIT)]

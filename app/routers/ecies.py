@@ -21,8 +21,8 @@ from app.http.schemas import (
 )
 from app.http.sealing import SealingFamily
 from app.ops import ecies
-from app.ops.auth import Operation
 from app.ops.ecies import EciesKey
+from app.ops.grants import Operation
 
 BARE = "false: the bare bytes eciespy and eciesjs read"
 

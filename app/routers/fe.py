@@ -19,8 +19,8 @@ from app.http.schemas import (
     RequestBody,
     SealedAnswer,
 )
-from app.ops.auth import Operation
 from app.ops.fe import FeKey
+from app.ops.grants import Operation
 from app.ops.keys import timestamp
 
 family = Family(

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from app.http.operation import Family
 from app.http.schemas import Base64Bytes, PayloadVersion, RequestBody, SealedAnswer
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.ops.mac import Algorithm, MacKey
 
 family = Family("hmac", lambda call: call.services.mac.key(call.name))

@@ -16,7 +16,7 @@ from app.http.schemas import (
 )
 from app.http.sealing import SealingFamily
 from app.ops import hpke
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.ops.hpke import HpkeKey
 
 INFO = "RFC 9180's info, bound to the key schedule; decryption needs the same"

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from app.http.operation import Family
 from app.http.schemas import RequestBody
 from app.ops import jwt
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.ops.sign import SigningKey
 
 family = Family("jwt", lambda call: call.services.signer.key(call.name))

@@ -22,7 +22,7 @@ from app.http.deps import (
 from app.http.operation import operation_id
 from app.http.schemas import Base64Bytes, PageSize
 from app.ops import backup, jwt, keys
-from app.ops.auth import AdminOperation, Operation, Principal
+from app.ops.grants import AdminOperation, Operation, Principal
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyOut, KeyTypeName
 from app.ops.keytypes import PublicFormat
 from app.ops.work import in_thread

@@ -9,7 +9,7 @@ from app.http.body import json_body, read_json
 from app.http.deps import ServicesDep, admin_of, audit_note
 from app.http.operation import operation_id
 from app.ops import policies
-from app.ops.auth import AdminOperation, Principal
+from app.ops.grants import AdminOperation, Principal
 from app.ops.identity import POLICY_NAME
 from app.ops.policies import PolicyDocument, PolicyList, PolicyOut
 from app.ops.work import in_thread

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, StrictBool
 from app.http.operation import Family, KeyCall
 from app.http.schemas import Base64Bytes, PayloadVersion, RequestBody, SealedAnswer
 from app.ops import sign as signatures
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.ops.sign import SigningKey
 
 

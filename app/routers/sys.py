@@ -12,7 +12,7 @@ from app.http.deps import AdminChange, ServicesDep, admin_of, audit_note
 from app.http.operation import operation_id
 from app.http.schemas import Base64Bytes
 from app.ops import admin_token, backup, root
-from app.ops.auth import AdminOperation, Principal
+from app.ops.grants import AdminOperation, Principal
 from app.ops.root import KeyringOut
 from app.ops.work import in_thread
 

@@ -13,7 +13,7 @@ from app.http.identity import note_token
 from app.http.operation import operation_id
 from app.http.schemas import PageSize
 from app.ops import Services, tokens
-from app.ops.auth import AdminOperation, Principal
+from app.ops.grants import AdminOperation, Principal
 from app.ops.token_values import TOKEN_ID_PATTERN
 from app.ops.tokens import TokenCreate, TokenCreated, TokenOut, TokenRenew
 from app.ops.work import in_thread

@@ -14,10 +14,10 @@ from app.http.body import JsonAnswer
 from app.http.deps import audit_note
 from app.http.transit import TransitCall, transit_call
 from app.http.vault import envelope, handled, read_body, vault_body, vault_router
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.ops.hpke import HpkeKey
 from app.ops.rsa import RsaKey
-from app.ops.transit import batches, crypto, keys
+from app.ops.transit import batches, crypto, keys, signing
 from app.ops.transit.crypto import TransitItem
 from app.ops.transit.keys import TransitKeyCreate
 from app.ops.vault_fields import VaultBool, VaultInt
@@ -334,30 +334,6 @@ def _with_input(body: TransitDataRequest) -> TransitDataRequest:
     return body
 
 
-def _verifies_hmacs(body: TransitDataRequest) -> bool:
-    """Whether a verification is of HMACs, not signatures: an entry with a `signature` is one
-    of a signature; a body whose entries mix the two or give neither is refused, as Transit
-    refuses it."""
-    items = body.batch_input if body.batch_input is not None else [body]
-    signatures = any(item.signature is not None for item in items)
-    hmacs = any(item.signature is None and item.hmac is not None for item in items)
-    missing = any(item.signature is None and item.hmac is None for item in items)
-    if missing and body.batch_input is None:
-        raise crypto.user_error("neither a 'signature' nor an 'hmac' were given to verify")
-    if signatures and hmacs:
-        raise crypto.user_error(
-            "elements of batch_input must all provide 'signature' or all provide 'hmac'"
-        )
-    if missing:
-        given = "signature" if signatures else "hmac" if hmacs else None
-        raise crypto.user_error(
-            f"some elements of batch_input are missing '{given}'"
-            if given
-            else "no batch_input elements have 'signature' or 'hmac'"
-        )
-    return hmacs
-
-
 async def _sign(request: Request, name: str, algorithm: str | None) -> Response:
     call = await transit_call(request, "sign_sign", Operation.SIGN, name)
     body = _with_input(await read_body(request, TransitDataRequest))
@@ -368,7 +344,7 @@ async def _sign(request: Request, name: str, algorithm: str | None) -> Response:
         call,
         body,
         key,
-        lambda item: crypto.sign_item(key, item, options),
+        lambda item: signing.sign_item(key, item, options),
         ("signature", "key_version", "public_key"),
         batches.SIGNED,
     )
@@ -376,9 +352,9 @@ async def _sign(request: Request, name: str, algorithm: str | None) -> Response:
 
 def _sign_options(
     key_type: str, body: TransitDataRequest, algorithm: str | None
-) -> crypto.SignOptions:
-    chosen = crypto.signing_hash_of(algorithm or body.hash_algorithm)
-    return crypto.sign_options(
+) -> signing.SignOptions:
+    chosen = signing.signing_hash_of(algorithm or body.hash_algorithm)
+    return signing.sign_options(
         key_type,
         chosen,
         body.prehashed,
@@ -397,21 +373,21 @@ async def _verify(request: Request, name: str, algorithm: str | None) -> Respons
     # A valid token first; what it must be allowed depends on the body: an HMAC or a signature.
     call = await transit_call(request, "verify_verify", (), name)
     body = _with_input(await read_body(request, TransitDataRequest))
-    is_hmac = _verifies_hmacs(body)
+    is_hmac = signing.verifies_hmacs(body.batch_input, body)
     if is_hmac:
         audit_note(request.scope).operation = "hmac_verify"
     call.allow(Operation.HMAC if is_hmac else Operation.VERIFY)
     named = algorithm or body.algorithm or body.hash_algorithm
-    chosen = crypto.algorithm_of(named) if is_hmac else crypto.signing_hash_of(named)
+    chosen = crypto.algorithm_of(named) if is_hmac else signing.signing_hash_of(named)
     missing = _NO_ENCRYPTION_KEY if is_hmac else "signature verification key not found"
     key = await call.services.transit.key(call.name, any_type=is_hmac, missing=missing)
-    options = crypto.SignOptions() if is_hmac else _sign_options(key.latest.type, body, algorithm)
+    options = signing.SignOptions() if is_hmac else _sign_options(key.latest.type, body, algorithm)
     return await _run(
         request,
         call,
         body,
         key,
-        lambda item: crypto.verify_item(key, item, chosen, options),
+        lambda item: signing.verify_item(key, item, chosen, options),
         ("valid",),
         batches.HMAC_VERDICTS if is_hmac else batches.VERDICTS,
     )

@@ -13,7 +13,7 @@ from app.http.deps import audit_note
 from app.http.transit import TransitCall, transit_call
 from app.http.vault import answer, keys_of, listing, no_content, read_body, vault_body, vault_router
 from app.ops import keys as native_keys
-from app.ops.auth import AdminOperation, Operation
+from app.ops.grants import AdminOperation, Operation
 from app.ops.transit import backup, crypto, keys
 from app.ops.transit.keys import (
     TransitKeyConfig,

@@ -16,8 +16,8 @@ from app.http.vault import (
     vault_body,
     vault_router,
 )
-from app.ops.auth import AdminOperation
 from app.ops.auth_mounts import auth_entry
+from app.ops.grants import AdminOperation
 from app.ops.work import in_thread
 
 router = vault_router("/v1/sys", "sys-auth")

@@ -24,8 +24,8 @@ from app.http.vault import (
     vault_router,
 )
 from app.ops import health, keys, remount, transit
-from app.ops.auth import AdminOperation
 from app.ops.errors import Problem
+from app.ops.grants import AdminOperation
 from app.ops.transit.mounts import OPENBAO_RELEASE, mount_entry
 from app.ops.work import in_thread
 

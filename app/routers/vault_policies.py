@@ -26,9 +26,9 @@ from app.http.vault import (
     written,
 )
 from app.ops import Services, hcl_policy, policies
-from app.ops.auth import AdminOperation, Principal
 from app.ops.capabilities import capabilities, named_by_accessor, named_by_token
 from app.ops.errors import Problem, invalid_input
+from app.ops.grants import AdminOperation, Principal
 from app.ops.vault_fields import Strings
 from app.ops.work import in_thread
 

@@ -28,8 +28,8 @@ from app.http.vault import (
     written,
 )
 from app.ops import policies, tokens, vault_tokens
-from app.ops.auth import AdminOperation, Principal
 from app.ops.errors import Problem, forbidden, invalid_input
+from app.ops.grants import AdminOperation, Principal
 from app.ops.identity import IssuedToken, vault_auth
 from app.ops.token_values import hash_token
 from app.ops.vault_fields import Duration

@@ -10,6 +10,7 @@ from dataclasses import astuple, replace
 from typing import Any
 
 from app.store import mount_migrations
+from app.store.auth_state import advance, moves_generation
 from app.store.database import Session
 from app.store.errors import MountExistsError, MountNotFoundError
 from app.store.records import MountMigration, SecretMount
@@ -22,9 +23,11 @@ class SecretMountRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
+    @moves_generation
     def add(self, mount: SecretMount, fixed: Sequence[str] = ()) -> None:
         """Store a new mount; `MountExistsError` if a mount is at its path, under it or over it
-        (`fixed`: the paths of those that have no row)."""
+        (`fixed`: the paths of those that have no row). Each change of the mounts moves the
+        auth generation: policies name mounts by path (`app.ops.grants.MountPrefixes`)."""
         try:
             with self._session.transaction(write=True) as cursor:
                 mount_migrations.serialise(cursor, self._session.dialect.row_lock)
@@ -33,6 +36,7 @@ class SecretMountRepository:
                     f"INSERT INTO secret_mounts ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     astuple(mount),
                 )
+                advance(cursor)
         except self._session.dialect.integrity_error:
             # Another replica took the path (or the prefix) between our check and our insert.
             raise MountExistsError(mount.path or "") from None
@@ -48,11 +52,13 @@ class SecretMountRepository:
         sql = "SELECT 1 FROM secret_mounts WHERE key_prefix = ?"
         return self._session.read_row(sql, (prefix,)) is not None
 
+    @moves_generation
     def detach(self, path: str, when: float) -> SecretMount:
         """Free a mount's path, keeping its row and prefix; `MountNotFoundError` if no mount
         is at `path`."""
         with self._session.transaction(write=True) as cursor:
             mount_migrations.serialise(cursor, self._session.dialect.row_lock)
+            advance(cursor)
             cursor.execute(f"SELECT {COLUMNS} FROM secret_mounts WHERE path = ?", (path,))
             row = cursor.fetchone()
             if row is None:
@@ -67,6 +73,7 @@ class SecretMountRepository:
             assert detached is not None
             return SecretMount(*detached)
 
+    @moves_generation
     def move(
         self, path: str, target: str, migration: MountMigration, fixed: Sequence[str] = ()
     ) -> SecretMount:
@@ -75,7 +82,7 @@ class SecretMountRepository:
         `MountNotFoundError` if no mount is at `path`, `MountExistsError` if one is at `target`,
         under it or over it (`fixed`: the paths of those that have no row)."""
         row = mount_migrations.move(
-            self._session, "secret_mounts", COLUMNS, path, target, migration, fixed
+            self._session, "secret_mounts", COLUMNS, path, target, migration, fixed, advance
         )
         return replace(SecretMount(*row), path=target)
 

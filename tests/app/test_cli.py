@@ -314,7 +314,7 @@ def test_a_reader_that_leaves_early_is_no_error(data_dir: Path) -> None:
 def test_the_client_lists_the_services_key_types_and_operations() -> None:
     """The command's help and completion name the service's key types and token operations:
     a type or operation added to the service joins the client's lists."""
-    from app.ops.auth import Operation
+    from app.ops.grants import Operation
     from app.ops.keytypes import KEY_TYPES
     from cipherd._declare import KEY_TYPES as CLIENT_KEY_TYPES
     from cipherd._declare import OPERATIONS

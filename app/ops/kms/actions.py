@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.ops import Services
 from app.ops.audit import AuditNote
-from app.ops.auth import Operation, Principal
+from app.ops.grants import Operation, Principal
 from app.ops.kms import keyids
 from app.ops.kms.errors import access_denied
 from app.ops.work import in_thread

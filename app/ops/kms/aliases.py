@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.ops.kms import keyids
 from app.ops.kms.actions import KeyIdField, KmsCall, KmsRequest, action
 from app.ops.kms.errors import KmsError, invalid_state, not_found, validation

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import ConfigDict, Field
 
 from app.ops.aead import AeadKey
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.ops.kms import ciphertext, specs
 from app.ops.kms.actions import GrantTokenList, KeyIdField, KmsCall, KmsRequest, action
 from app.ops.kms.errors import KmsError, validation

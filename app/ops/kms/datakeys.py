@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from pydantic import Field
 
 from app.ops.aead import AeadKey
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.ops.kms.actions import GrantTokenList, KeyIdField, KmsCall, action
 from app.ops.kms.crypto import (
     SYMMETRIC,

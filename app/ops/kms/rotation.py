@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from app.ops import keys
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.ops.keys import KeyPatch
 from app.ops.kms import specs
 from app.ops.kms.actions import KeyIdField, KmsCall, KmsRequest, action

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from app.ops import envelope, keys
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.ops.kms import specs
 from app.ops.kms.actions import GrantTokenList, KeyIdField, KmsCall, action
 from app.ops.kms.crypto import BlobRequest, b64, dry_run, usable

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.ops.kms.actions import KeyIdField, KmsCall, KmsRequest, action
 from app.ops.kms.errors import KmsError, invalid_state
 from app.ops.work import in_thread

@@ -1,5 +1,6 @@
-"""Transit's data verbs (encrypt, decrypt, rewrap, datakey, hmac, sign, verify, hash, random)
-in Vault's vocabulary, each one item's translation onto the verb of the key's family.
+"""Transit's data verbs (encrypt, decrypt, rewrap, datakey, hmac, hash, random; sign and verify
+in `signing`) in Vault's vocabulary, each one item's translation onto the verb of the key's
+family.
 
 An item is Vault's: base64 fields (`plaintext`, `context`, `associated_data`, `input`), a
 `key_version`, a `reference` echoed back; its answer is Vault's (`vault:v<N>:` and the base64
@@ -19,7 +20,6 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from pydantic import BaseModel, ConfigDict, StrictInt
 
 from app.ops.aead import AeadKey
@@ -30,12 +30,11 @@ from app.ops.keytypes import KEY_TYPES, is_derived
 from app.ops.mac import digest
 from app.ops.rsa import RsaKey
 from app.ops.sealing import SealingKey
-from app.ops.sign import MISSING_CONTEXT, GivenOptions, SigningKey, for_context
+from app.ops.sign import MISSING_CONTEXT, SigningKey
 from app.ops.transit import hmac_keys
 from app.ops.transit.types import is_transit
 from app.ops.versioned import VersionedKey
 from app.store import KeyNotFoundError, VersionNotFoundError
-from core.sign.digests import NO_HASH
 
 PREFIX = "vault:v"
 _PREFIXED = re.compile(r"vault:v([^:]*):(.*)", re.DOTALL)
@@ -187,7 +186,7 @@ class Params:
     context: bytes | None
 
 
-def _context(key: VersionedKey, item: TransitItem) -> bytes | None:
+def context_of(key: VersionedKey, item: TransitItem) -> bytes | None:
     """The item's context for a derived key (400 without one); for another key none: Transit
     ignores a context it does not take."""
     if not is_derived(key.latest.type, key.latest.params):
@@ -202,7 +201,7 @@ def _params(key: VersionedKey, item: TransitItem) -> Params:
     """The item's associated data and context (a context the key ignores must still be
     base64, as Transit decodes every item's before it looks at the key)."""
     decoded(item.context, "context")
-    return Params(decoded(item.associated_data, "associated_data"), _context(key, item))
+    return Params(decoded(item.associated_data, "associated_data"), context_of(key, item))
 
 
 def _aead(key: VersionedKey, verb: str) -> AeadKey:
@@ -309,146 +308,10 @@ def algorithm_of(name: str | None, default: str = "sha2-256") -> str:
     return algorithm
 
 
-def signing_hash_of(name: str | None) -> str:
-    """A signature's `hash_algorithm`: a hash, or "none" (prehashed bytes signed as given)."""
-    return NO_HASH if name == NO_HASH else algorithm_of(name)
-
-
 def hmac_item(key: TransitKey, item: TransitItem, algorithm: str) -> dict[str, Any]:
     if item.input is None:  # an empty one is HMACed
         raise user_error("missing input for HMAC")
     return key.hmac(decoded(item.input, "input"), algorithm, item.key_version or None)
-
-
-@dataclass(frozen=True)
-class SignOptions(GivenOptions):
-    """Transit's signing fields as the native signing options, with RSA-PSS's salt length."""
-
-    # RSA-PSS's salt length: Transit's "auto" (the longest to sign, any to verify) by default.
-    salt: Any = "auto"
-    # `marshaling_algorithm=jws`, for every key type: the signature in unpadded base64url.
-    jws: bool = False
-
-
-# Transit's marshaling algorithms -> the native signature formats.
-_FORMATS = {"asn1": "der", "jws": "compact"}
-
-
-_GO_INT = re.compile(r"[+-]?[0-9]{1,18}")
-
-
-def salt_length_of(given: str | int | None) -> str | int:
-    """Transit's `salt_length` as Go's RSA reads it, for every key type as Transit reads it:
-    "auto" (or 0), "hash" (or -1) in any case, or a number of bytes."""
-    text = "auto" if given is None else str(given).lower()
-    if text in ("auto", "hash"):
-        return text
-    if not _GO_INT.fullmatch(text):
-        raise user_error(f"salt length neither 'auto', 'hash', nor an int: {given}")
-    number = int(text)
-    if number < -1:
-        raise user_error(f"salt length is invalid: {number}")
-    return {0: "auto", -1: "hash"}.get(number, number)
-
-
-def _salt(salt_length: str | int, hash_algorithm: str) -> str:
-    """A salt length as the native one: "auto", or "digest" for the hash's length (no other)."""
-    if salt_length == "auto":
-        return "auto"
-    if salt_length in ("hash", hashlib.new(HASHES[hash_algorithm]).digest_size):
-        return "digest"
-    raise user_error(f'salt length {salt_length!r}: "auto", "hash" or the digest\'s length')
-
-
-def sign_options(
-    key_type: str,
-    hash_algorithm: str,
-    prehashed: bool,
-    marshaling: str,
-    padding: str | None,
-    salt_length: str | int | None = None,
-) -> SignOptions:
-    """The native options of a Transit signature: Ed25519 and ML-DSA take none of Transit's
-    fields (Transit ignores them for Ed25519); ECDSA takes the hash, prehashing and the
-    marshaling; RSA the hash, prehashing, PSS or PKCS#1 v1.5 (`signature_algorithm`) and PSS's
-    salt length."""
-    marshaling = marshaling.lower()  # Vault reads it in any case
-    if marshaling not in _FORMATS:
-        raise user_error(f"invalid marshaling type {marshaling!r}")
-    jws = marshaling == "jws"
-    salt_length = salt_length_of(salt_length)
-    if key_type == "ed25519" or key_type.startswith("ml-dsa"):
-        return SignOptions(jws=jws)
-    unhashed = hash_algorithm == NO_HASH
-    if unhashed and (not prehashed or padding != "pkcs1v15"):  # for ECDSA too, as in Transit
-        raise user_error(
-            "hash_algorithm=none requires both prehashed=true and signature_algorithm=pkcs1v15"
-        )
-    chosen = NO_HASH if unhashed else HASHES[hash_algorithm]
-    if key_type.startswith("rsa-"):
-        if padding not in (None, "", "pss", "pkcs1v15"):
-            raise user_error(f"unsupported rsa signature algorithm {padding}")
-        salt = "auto" if unhashed else _salt(salt_length, hash_algorithm)
-        padding = padding or "pss"
-        return SignOptions(hash=chosen, prehashed=prehashed, padding=padding, salt=salt, jws=jws)
-    return SignOptions(hash=chosen, prehashed=prehashed, format=_FORMATS[marshaling], jws=jws)
-
-
-def _signer(key: VersionedKey) -> SigningKey:
-    if not isinstance(key, SigningKey):
-        raise user_error(f"message signing not supported for key type {key.latest.type}")
-    return key
-
-
-def _message(item: TransitItem) -> bytes:
-    """What is signed or verified: an entry without `input` is refused (the router gives a
-    single call's missing one as empty, as Transit does)."""
-    if item.input is None:
-        raise user_error("missing input")
-    return decoded(item.input, "input")
-
-
-def sign_item(key: VersionedKey, item: TransitItem, options: SignOptions) -> dict[str, Any]:
-    signer = _signer(key)
-    message = _message(item)
-    version = item.key_version or None
-    context = _context(key, item)
-    sealed = signer.sign(message, options, False, version, options.salt, context)
-    signed = {
-        "signature": prefixed(sealed.version, sealed.data, urlsafe=options.jws),
-        "key_version": sealed.version,
-    }
-    if context is not None:  # as Transit: the public key the context derives
-        material = for_context(signer.encryption(sealed.version), context)
-        signed["public_key"] = base64.b64encode(material.public or b"").decode()
-    return signed
-
-
-def verify_item(
-    key: VersionedKey, item: TransitItem, algorithm: str, options: SignOptions
-) -> dict[str, Any]:
-    """`verify/:name`: a signature, or with `hmac` an HMAC (any key type)."""
-    message = _message(item)
-    if item.hmac is not None:
-        if not isinstance(key, TransitKey):
-            raise user_error("hmac verification needs the key as Transit's")
-        return {"valid": key.verify_hmac(message, algorithm, item.hmac)}
-    signer = _signer(key)
-    latest = signer.latest.version
-    version, signature = unprefixed(item.signature, "signature", latest, options.jws)
-    if signer.latest.type.startswith("ecdsa-p") and not options.jws and not _der(signature):
-        raise user_error("supplied signature is invalid")  # as Vault: not a verdict
-    valid = signer.verify(message, signature, options, version, options.salt, _context(key, item))
-    return {"valid": valid}
-
-
-def _der(signature: bytes) -> bool:
-    """Whether an ECDSA signature is DER, as Vault parses it before verifying."""
-    try:
-        decode_dss_signature(signature)
-    except ValueError:
-        return False
-    return True
 
 
 def run_items(

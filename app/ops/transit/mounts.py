@@ -47,7 +47,9 @@ DEFAULT = SecretMount(
     created_at=0.0,
 )
 # A mount path: segments of letters, digits, '-', '_' and '.', separated by '/'.
-_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,47}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,47}){0,3}")
+# A mount's path: at most four segments of letters, digits, '-', '_' and '.'.
+PATH_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,47}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,47}){0,3}"
+_PATH = re.compile(PATH_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -195,12 +197,18 @@ def native_name(mount: SecretMount, name: str) -> str:
     return mount.key_prefix + name
 
 
+def nested_prefixes(mount: SecretMount, prefixes: Iterable[str]) -> tuple[str, ...]:
+    """The other mounts' prefixes that start with this one's (every other for `transit`'s,
+    which is empty): the native names under them are those mounts' keys, not this one's."""
+    own = mount.key_prefix
+    return tuple(p for p in prefixes if p != own and p.startswith(own))
+
+
 def transit_names(mount: SecretMount, names: Iterable[str], others: Sequence[str]) -> list[str]:
-    """The mount's key names among native `names`: those with its prefix, without it; for
-    `transit`, those with no other mount's prefix."""
-    if mount.key_prefix:
-        return [n.removeprefix(mount.key_prefix) for n in names if n.startswith(mount.key_prefix)]
-    return [n for n in names if not n.startswith(tuple(others))]
+    """The mount's key names among native `names`: those with its prefix and none of the
+    other mounts' within it (`others`), without its prefix."""
+    own, nested = mount.key_prefix, nested_prefixes(mount, others)
+    return [n.removeprefix(own) for n in names if n.startswith(own) and not n.startswith(nested)]
 
 
 def mount_entry(mount: SecretMount) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from app.http.operation import KeyOperationRoute
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.routers import aez, ecies, fe, hmac, sign
 
 ROUTERS = (ecies.router, aez.router, fe.router, hmac.router, *sign.routers)

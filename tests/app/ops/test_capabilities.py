@@ -4,8 +4,8 @@ policy path grants, keyless verbs, other Transit mounts, admin paths, a token's 
 
 import pytest
 
-from app.ops.auth import ADMIN, AdminOperation, Operation, Principal, Rule
 from app.ops.capabilities import capabilities
+from app.ops.grants import ADMIN, AdminOperation, Operation, Principal, Rule
 from app.ops.transit.mounts import DEFAULT
 from app.store import SecretMount
 

@@ -5,7 +5,7 @@ import fnmatch
 import random
 import time
 
-from app.ops.auth import Operation, Principal, Rule
+from app.ops.grants import Operation, Principal, Rule
 
 ALPHABET = "ab-_.x9"
 

@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from prometheus_client import REGISTRY
 
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 from app.ops.token_values import hash_token
 
 PLAINTEXT = base64.b64encode(b"x").decode()
@@ -246,7 +246,7 @@ def test_the_admin_token_rotates_and_the_former_one_is_refused(client: TestClien
 
 def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
     for text, said in (
-        ('path "secret/data/x" { capabilities = ["read"] }', "only transit/<verb>"),
+        ('path "secret/data/x" { capabilities = ["read"] }', "only <Transit mount>/<verb>"),
         ('path "transit/encrypt/x" { capabilities = ["deny"] }', "deny does not map"),
         ('path "transit/encrypt/x" { capabilities = ["update"] allowed_parameters = {} }', ""),
         # Making keys through Transit takes the admin token here.
@@ -276,7 +276,9 @@ def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
     )
     assert written.status_code == 204, written.text
     native = client.get("/v1/policies/p").json()
-    assert native["rules"] == [{"keys": ["orders-*"], "operations": ["encrypt"]}]
+    assert native["rules"] == [
+        {"keys": ["orders-*"], "operations": ["encrypt"], "mount": "transit"}
+    ]
     assert native["admin"] == ["tokens"]
     # Reading the audit trail is all `audit` is; a block with no capability grants nothing.
     written = client.put(
@@ -301,6 +303,7 @@ def test_a_native_policy_read_as_hcl_names_what_no_path_says(client: TestClient)
     assert text.endswith(
         "# The policy also grants, with no path that says it:\n"
         "#   rotate, keygen on the keys orders-*\n"
+        "#   the keys orders-* by native name, in every mount\n"
         "#   the admin operation backup"
     )
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.ops.auth import Operation
+from app.ops.grants import Operation
 
 
 def token(client: TestClient, keys: list[str], operations: list[str]) -> dict[str, str]:

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from httpx import Response
 
 from app.main import create_app
-from app.ops.auth import MAX_PATTERNS
+from app.ops.grants import MAX_PATTERNS
 from app.settings import Settings
 from tests.app.store.stores import LISTED_NAMES, MATCHING_GLOBS, many_globs
 from tests.conftest import ADMIN_TOKEN, STORES

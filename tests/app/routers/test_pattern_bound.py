@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from app.ops.auth import MAX_PATTERNS
+from app.ops.grants import MAX_PATTERNS
 from tests.app.routers.test_large_scopes import list_keys
 
 PLAINTEXT = {"plaintext": "eA=="}

@@ -39,7 +39,7 @@ def at_once(store: KeyStore, url: str, act: Callable[[KeyStore], T], processes: 
 
 
 # Globs that match some of LISTED_NAMES, for a token that holds them among thousands that match
-# none (a token carries up to `app.ops.auth.MAX_PATTERNS`; a listing takes any number).
+# none (a token carries up to `app.ops.grants.MAX_PATTERNS`; a listing takes any number).
 MATCHING_GLOBS = [
     "team-00[0-4]-a", "team-01?-b", "team-02*", "[!t]*.1", "orders-7", "team-039-b",
     "team-03[!0-8]-a", "*-x",

@@ -1,0 +1,142 @@
+"""A Vault policy names a Transit mount by its path, as in Vault: `transit/decrypt/*` is every key
+of the mount `transit` and none of another mount's, by any path or API; `payments/decrypt/*` is
+the mount `payments`'s keys, from when a mount is at that path until it moves away. A mount
+reaches its own keys only, not those of a mount whose prefix starts with its own."""
+
+import base64
+from collections.abc import Iterator
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+PLAINTEXT = base64.b64encode(b"card 4111").decode()
+
+
+def vault(client: TestClient) -> dict[str, str]:
+    return {"X-Vault-Token": client.headers["Authorization"].removeprefix("Bearer ")}
+
+
+def mount(client: TestClient, path: str) -> None:
+    answer = client.post(f"/v1/sys/mounts/{path}", headers=vault(client), json={"type": "transit"})
+    assert answer.status_code == 204, answer.text
+
+
+def sealed(client: TestClient, path: str) -> str:
+    """A ciphertext of PLAINTEXT under the key at `<path>` (made on the way)."""
+    answer = client.post(f"/v1/{path}", headers=vault(client), json={"plaintext": PLAINTEXT})
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["data"]["ciphertext"])
+
+
+def holder_of(client: TestClient, app: FastAPI, policy: str) -> TestClient:
+    """A client whose token carries only the Vault policy `policy`."""
+    written = client.put(
+        "/v1/sys/policies/acl/scoped", headers=vault(client), json={"policy": policy}
+    )
+    assert written.status_code == 204, written.text
+    made = client.post(
+        "/v1/auth/token/create",
+        headers=vault(client),
+        json={"policies": ["scoped"], "no_default_policy": True},
+    )
+    assert made.status_code == 200, made.text
+    return TestClient(app, headers={"X-Vault-Token": made.json()["auth"]["client_token"]})
+
+
+def opened(holder: TestClient, path: str, ciphertext: str) -> int:
+    return holder.post(f"/v1/{path}", json={"ciphertext": ciphertext}).status_code
+
+
+def opened_natively(holder: TestClient, name: str, ciphertext: str) -> int:
+    """The same decryption by the native API, with the same token as a bearer token."""
+    bearer = {"Authorization": "Bearer " + holder.headers["X-Vault-Token"]}
+    body = {"ciphertext": ciphertext.removeprefix("vault:v1:")}
+    return holder.post(f"/v1/aead/{name}/decrypt", headers=bearer, json=body).status_code
+
+
+@pytest.fixture
+def keys(client: TestClient) -> Iterator[dict[str, str]]:
+    """Ciphertexts under `transit`'s key `orders` and the mount `payments`'s key `orders`."""
+    mount(client, "payments")
+    yield {
+        "transit": sealed(client, "transit/encrypt/orders"),
+        "payments": sealed(client, "payments/encrypt/orders"),
+    }
+
+
+def test_a_transit_policy_reaches_no_other_mounts_keys(
+    client: TestClient, app: FastAPI, keys: dict[str, str]
+) -> None:
+    with holder_of(client, app, 'path "transit/decrypt/*" { capabilities = ["update"] }') as holder:
+        assert opened(holder, "transit/decrypt/orders", keys["transit"]) == 200
+        assert opened(holder, "payments/decrypt/orders", keys["payments"]) == 403
+        assert opened_natively(holder, "payments.orders", keys["payments"]) == 403
+        assert opened_natively(holder, "orders", keys["transit"]) == 200
+        # The default mount names no key of another mount.
+        reached = holder.post(
+            "/v1/transit/decrypt/payments.orders", json={"ciphertext": keys["payments"]}
+        )
+        assert reached.status_code == 400, reached.text
+        assert "the mount 'payments''s key 'orders'" in reached.json()["errors"][0]
+        capabilities = holder.post(
+            "/v1/sys/capabilities-self",
+            json={"paths": ["transit/decrypt/orders", "payments/decrypt/orders"]},
+        ).json()
+        assert capabilities["transit/decrypt/orders"] == ["update"]
+        assert capabilities["payments/decrypt/orders"] == ["deny"]
+    stored = client.get("/v1/policies/scoped").json()
+    assert stored["rules"] == [{"keys": ["*"], "operations": ["decrypt"], "mount": "transit"}]
+
+
+def test_a_policy_on_another_mount_follows_the_mount_at_its_path(
+    client: TestClient, app: FastAPI, keys: dict[str, str]
+) -> None:
+    policy = 'path "payments/decrypt/ord*" { capabilities = ["update"] }'
+    with holder_of(client, app, policy) as holder:
+        assert opened(holder, "payments/decrypt/orders", keys["payments"]) == 200
+        assert opened(holder, "transit/decrypt/orders", keys["transit"]) == 403
+        # The native API names the same key by its native name.
+        assert opened_natively(holder, "payments.orders", keys["payments"]) == 200
+        moved = client.post(
+            "/v1/sys/remount",
+            headers=vault(client),
+            json={"from": "payments", "to": "billing"},
+        )
+        assert moved.status_code == 200, moved.text
+        # The policy names a path: the mount that moved away is no longer under it.
+        assert opened(holder, "billing/decrypt/orders", keys["payments"]) == 403
+        mount(client, "payments")  # a new mount at the path: its keys, not the old ones
+        again = sealed(client, "payments/encrypt/orders")
+        assert opened(holder, "payments/decrypt/orders", again) == 200
+        assert opened(holder, "billing/decrypt/orders", keys["payments"]) == 403
+
+
+def test_a_policy_may_name_a_mount_before_it_is_there(client: TestClient, app: FastAPI) -> None:
+    with holder_of(client, app, 'path "later/encrypt/*" { capabilities = ["update"] }') as holder:
+        assert (
+            holder.post("/v1/transit/encrypt/x", json={"plaintext": PLAINTEXT}).status_code == 403
+        )
+        mount(client, "later")
+        client.post("/v1/later/keys/x", headers=vault(client)).raise_for_status()
+        answer = holder.post("/v1/later/encrypt/x", json={"plaintext": PLAINTEXT})
+        assert answer.status_code == 200, answer.text
+
+
+def test_a_mount_reaches_none_of_a_nested_mounts_keys(client: TestClient) -> None:
+    """The mount `a.b`'s prefix, `a.b.`, starts with `a`'s, `a.`: its keys are not `a`'s."""
+    mount(client, "a")
+    mount(client, "a.b")
+    sealed(client, "a/encrypt/own")
+    nested = sealed(client, "a.b/encrypt/k")
+    listed = client.get("/v1/a/keys", headers=vault(client), params={"list": "true"}).json()
+    assert listed["data"]["keys"] == ["own"]
+    for path in ("a/keys/b.k", "transit/keys/a.b.k", "transit/keys/a.own"):
+        answer = client.get(f"/v1/{path}", headers=vault(client))
+        assert answer.status_code == 400, (path, answer.text)
+        assert "each mount reaches its own keys only" in answer.json()["errors"][0]
+    refused = client.post("/v1/a/decrypt/b.k", headers=vault(client), json={"ciphertext": nested})
+    assert refused.status_code == 400, refused.text
+    created = client.post("/v1/transit/keys/a.new", headers=vault(client))
+    assert created.status_code == 400, created.text
+    assert client.get("/v1/keys/a.new").status_code == 404

@@ -25,7 +25,7 @@ from fastapi import APIRouter, Query, Request, Response, Security
 from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader
 from pydantic import BaseModel, ConfigDict, ValidationError
-from starlette.types import Scope
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.http.body import EXTRA_SCHEMA_MODELS, JsonAnswer, body_bytes, header, invalid_request
 from app.http.deps import admin_access, audit_note, bearer, bearer_token, principal_of, services
@@ -165,6 +165,28 @@ def vault_error(problem: Problem, headers: dict[str, str] | None = None) -> Json
     if problem.status in (429, 503):
         headers["Retry-After"] = str(problem.retry_after or 1)
     return JsonAnswer({"errors": errors}, status_code=status, headers=headers)
+
+
+# What X-Vault-Namespace may say here: the root namespace, the only one this service has.
+ROOT_NAMESPACES = ("", "/", "root", "root/")
+
+
+class RootNamespaceOnly:
+    """A request under /v1/ for a Vault namespace other than the root is 404, before anything
+    else, as Vault answers a namespace it does not have: never run in the root namespace for
+    a client that meant another, whose keys it would then use."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and str(scope["path"]).startswith("/v1/"):
+            namespace = header(scope, b"x-vault-namespace")
+            if namespace is not None and namespace.decode("latin-1").strip() not in ROOT_NAMESPACES:
+                answer = vault_error(Problem(404, "not-found", "Not found", "namespace not found"))
+                await answer(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def vault_token(scope: Scope) -> str | None:

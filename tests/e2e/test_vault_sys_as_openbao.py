@@ -207,6 +207,33 @@ def test_a_path_not_served_fails_the_bao_command_as_on_openbao(
     assert native.headers["content-type"] == "application/problem+json"
 
 
+ROOT_NAMESPACES = ("", "/", "root", "root/")
+
+
+@pytest.mark.parametrize("namespace", ["ns1", "ns1/", "ROOT", *ROOT_NAMESPACES])
+def test_only_the_root_namespace_is_served_as_on_openbao(
+    servers: dict[str, tuple[str, str]], namespace: str
+) -> None:
+    """A client set for another namespace gets OpenBao's 404 before anything else, its token
+    unread, and never the root namespace's keys in its place; the root's names are served."""
+    seen: dict[str, list[int]] = {}
+    for name, (url, token) in servers.items():
+        for sent_token in (token, "not-a-token"):
+            answer = httpx.post(
+                f"{url}/v1/transit/encrypt/ns-probe",
+                headers={"X-Vault-Token": sent_token, "X-Vault-Namespace": namespace},
+                json={"plaintext": "aGk="},
+            )
+            seen.setdefault(name, []).append(answer.status_code)
+            if namespace not in ROOT_NAMESPACES:
+                assert answer.json() == {"errors": ["namespace not found"]}, (name, answer.text)
+        if namespace in ROOT_NAMESPACES:
+            client = hvac.Client(url=url, token=token, namespace=namespace or None)
+            assert "transit/" in client.sys.list_mounted_secrets_engines()["data"]
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"] == ([200, 403] if namespace in ROOT_NAMESPACES else [404, 404])
+
+
 def test_accessors_and_mounts_read_as_hvac_reads_them(
     servers: dict[str, tuple[str, str]],
 ) -> None:

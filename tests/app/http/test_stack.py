@@ -16,6 +16,7 @@ from app.http.middleware import ObserveMiddleware
 from app.http.operation import KeyOperationRoute
 from app.http.stack import HotOperations
 from app.http.transit import TransitMounts
+from app.http.vault import RootNamespaceOnly
 from app.http.wrapping import ResponseWrapper
 
 HOT_PATHS = [
@@ -91,7 +92,9 @@ def test_the_app_stack_is_observe_then_problems_then_hot_operations(app: FastAPI
     stack = app.build_middleware_stack()
     assert isinstance(stack, ObserveMiddleware)
     assert isinstance(stack.app, ExceptionMiddleware)
-    auth_mounts = stack.app.app
+    namespaces = stack.app.app
+    assert isinstance(namespaces, RootNamespaceOnly)
+    auth_mounts = namespaces.app
     assert isinstance(auth_mounts, AuthMountRouting)
     wrapper = auth_mounts.app
     assert isinstance(wrapper, ResponseWrapper)

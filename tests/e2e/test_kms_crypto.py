@@ -619,6 +619,42 @@ def test_verify_local_signatures(server: Server, kms: Any, key_type: str, algori
         ) == ("KMSInvalidSignatureException", 400)
 
 
+def test_a_native_rsa_key_encrypts_and_signs(server: Server, kms: Any) -> None:
+    """A key made outside KMS is bound to no usage: an `rsa-*` key is described by AWS's
+    default usage, ENCRYPT_DECRYPT, with the algorithms of both, and serves both."""
+    with server.client() as http:
+        created = http.post("/v1/keys", json={"name": "kms-native-rsa", "type": "rsa-2048"})
+        assert created.status_code == 201, created.text
+    meta = kms.describe_key(KeyId="kms-native-rsa")["KeyMetadata"]
+    assert (meta["KeySpec"], meta["KeyUsage"]) == ("RSA_2048", "ENCRYPT_DECRYPT")
+    assert meta["EncryptionAlgorithms"] == ["RSAES_OAEP_SHA_256"]
+    assert "RSASSA_PSS_SHA_256" in meta["SigningAlgorithms"]
+    public = serialization.load_der_public_key(
+        kms.get_public_key(KeyId="kms-native-rsa")["PublicKey"]
+    )
+    assert isinstance(public, rsa.RSAPublicKey)
+    signature = kms.sign(
+        KeyId="kms-native-rsa", Message=MESSAGE, SigningAlgorithm="RSASSA_PSS_SHA_256"
+    )["Signature"]
+    pss = padding.PSS(padding.MGF1(hashes.SHA256()), padding.PSS.DIGEST_LENGTH)
+    public.verify(signature, MESSAGE, pss, hashes.SHA256())
+    sealed = kms.encrypt(
+        KeyId="kms-native-rsa", Plaintext=b"a secret", EncryptionAlgorithm="RSAES_OAEP_SHA_256"
+    )["CiphertextBlob"]
+    opened = kms.decrypt(
+        KeyId="kms-native-rsa", CiphertextBlob=sealed, EncryptionAlgorithm="RSAES_OAEP_SHA_256"
+    )
+    assert opened["Plaintext"] == b"a secret"
+    # One made by CreateKey keeps the one usage it was given.
+    signing_only = created_key(kms, "RSA_2048", "SIGN_VERIFY")
+    assert fails(
+        kms.encrypt,
+        KeyId=signing_only,
+        Plaintext=b"x",
+        EncryptionAlgorithm="RSAES_OAEP_SHA_256",
+    ) == ("InvalidKeyUsageException", 400)
+
+
 _SYMMETRIC: list[str] = []
 
 

@@ -65,7 +65,7 @@ def usable(call: KmsCall, material: KeyMaterial, usage: str) -> str:
     if specs.disabled(material.params):
         raise KmsError("DisabledException", f"{call.arn(material.name)} is disabled.")
     described = specs.described(material)
-    if described is None or described[1] != usage:
+    if described is None or usage not in specs.usages_of(material):
         kind = "no KMS key spec" if described is None else f"KeyUsage {described[1]}"
         raise KmsError(
             "InvalidKeyUsageException",

@@ -64,7 +64,8 @@ SPECS: dict[str, Spec] = {
         for level in (44, 65, 87)
     },
 }
-# A native key's spec: the first spec of its type (HMAC keys are HMAC_256's).
+# A native key's spec: the first spec of its type (HMAC keys are HMAC_256's); its KeyUsage, the
+# spec's first (AWS's default), though it serves them all (`usages_of`).
 _BY_NATIVE: dict[str, str] = {}
 for _spec_name, _spec in SPECS.items():
     _BY_NATIVE.setdefault(_spec.native, _spec_name)
@@ -92,6 +93,16 @@ def described(info: Typed) -> tuple[str, str] | None:
         return kms["spec"], kms["usage"]
     spec = _BY_NATIVE.get(info.type)
     return None if spec is None else (spec, SPECS[spec].usages[0])
+
+
+def usages_of(info: Typed) -> tuple[str, ...]:
+    """The usages a key serves: the one CreateKey gave it, else every one of its type's spec
+    (a key made outside KMS is bound to none: a native `rsa-*` key encrypts and signs)."""
+    kms = info.params.get("kms")
+    if kms is not None:
+        return (kms["usage"],)
+    spec = _BY_NATIVE.get(info.type)
+    return () if spec is None else SPECS[spec].usages
 
 
 def disabled(params: dict[str, Any]) -> bool:
@@ -122,12 +133,9 @@ def metadata(info: KeyInfo, arn: str, settings: Settings) -> dict[str, Any]:
     }
     if spec_usage is not None:
         spec, usage = spec_usage
-        answer |= {
-            "KeyUsage": usage,
-            "KeySpec": spec,
-            "CustomerMasterKeySpec": spec,
-            _ALGORITHM_MEMBER[usage]: SPECS[spec].algorithms[usage],
-        }
+        answer |= {"KeyUsage": usage, "KeySpec": spec, "CustomerMasterKeySpec": spec}
+        for served in usages_of(info):
+            answer[_ALGORITHM_MEMBER[served]] = SPECS[spec].algorithms[served]
     if info.deletion_date is not None:
         answer["DeletionDate"] = info.deletion_date
     return answer

@@ -4,7 +4,12 @@ problems and store errors in those terms."""
 from app.ops.errors import problem_for
 
 # What AWS answers with a status other than 400.
-_STATUS = {"KMSInternalException": 500, "DependencyTimeoutException": 503}
+# Statuses other than 400, as AWS documents them (MissingAuthenticationToken: its common errors).
+_STATUS = {
+    "KMSInternalException": 500,
+    "DependencyTimeoutException": 503,
+    "MissingAuthenticationTokenException": 403,
+}
 
 
 class KmsError(Exception):

@@ -45,7 +45,7 @@ SigningAlgorithmField = Literal[
 ]
 MacAlgorithmField = Literal["HMAC_SHA_224", "HMAC_SHA_256", "HMAC_SHA_384", "HMAC_SHA_512"]
 # The hash of each algorithm that names one, as the native options name it.
-_HASHES = {"SHA_256": "sha256", "SHA_384": "sha384", "SHA_512": "sha512"}
+_HASHES = {"SHA_224": "sha224", "SHA_256": "sha256", "SHA_384": "sha384", "SHA_512": "sha512"}
 
 
 def sign_options(algorithm: str, message_type: str) -> GivenOptions:

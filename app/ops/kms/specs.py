@@ -4,7 +4,7 @@ SYMMETRIC_DEFAULT             aes256-gcm        ENCRYPT_DECRYPT
 RSA_2048, RSA_3072, RSA_4096  rsa-2048, ...     ENCRYPT_DECRYPT or SIGN_VERIFY
 ECC_NIST_P256, _P384, _P521   ecdsa-p256, ...   SIGN_VERIFY
 ECC_SECG_P256K1               ecdsa-secp256k1   SIGN_VERIFY
-HMAC_256, HMAC_384, HMAC_512  hmac              GENERATE_VERIFY_MAC
+HMAC_224 to HMAC_512          hmac              GENERATE_VERIFY_MAC
 ML_DSA_44, _65, _87           ml-dsa-44, ...    SIGN_VERIFY
 """
 
@@ -55,7 +55,7 @@ SPECS: dict[str, Spec] = {
         f"HMAC_{bits}": Spec(
             "hmac", (GENERATE_VERIFY_MAC,), {GENERATE_VERIFY_MAC: [f"HMAC_SHA_{bits}"]}
         )
-        for bits in (256, 384, 512)
+        for bits in (256, 384, 512, 224)  # HMAC_256 first: a native hmac key's spec
     },
     **{
         f"ML_DSA_{level}": Spec(

@@ -179,6 +179,12 @@ def test_decrypt_failures(server: Server, kms: Any) -> None:
         "NotFoundException",
         400,
     )
+    # A well-formed blob naming a key there is not: a bad blob, which confirms no name.
+    renamed = bytearray(blob)
+    renamed[2 : 2 + size] = b"z" * size
+    assert fails(kms.decrypt, CiphertextBlob=bytes(renamed), EncryptionContext={"a": "1"}) == (
+        invalid
+    )
 
 
 def test_key_states(server: Server, kms: Any) -> None:

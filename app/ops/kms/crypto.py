@@ -23,7 +23,7 @@ from app.ops.kms import ciphertext, specs
 from app.ops.kms.actions import GrantTokenList, KeyIdField, KmsCall, KmsRequest, action
 from app.ops.kms.errors import KmsError, validation
 from app.ops.rsa import RsaKey
-from app.store import KeyMaterial, VersionNotFoundError
+from app.store import KeyMaterial, KeyNotFoundError, VersionNotFoundError
 
 # Blob members: base64 in the JSON body, with AWS's bounds.
 PlaintextField = Annotated[bytes, Field(min_length=1, max_length=4096)]
@@ -180,7 +180,13 @@ async def _decrypted(
         raise validation(f"KeyId is required to decrypt with {algorithm}")
     else:
         name = named
-    key = await encryption_key(call, name, algorithm)
+    try:
+        key = await encryption_key(call, name, algorithm)
+    except KeyNotFoundError:
+        if named is not None:
+            raise
+        # A blob naming no key is a bad blob, as AWS answers it: no name is confirmed or denied.
+        raise KmsError("InvalidCiphertextException", "The ciphertext is not valid.") from None
     if isinstance(key, AeadKey):
         assert parsed is not None
         return name, unseal(key, parsed[0], parsed[1], context)

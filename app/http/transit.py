@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.http.deps import Access, audit_note, principal_of, require_admin_operation, services
 from app.http.framework import PATH_PARAMS, route_path, route_scope
-from app.http.vault import at_vault_path, vault_token
+from app.http.vault import at_vault_path, slash_refusal, vault_error, vault_token
 from app.ops import Services
 from app.ops.errors import forbidden, invalid_input
 from app.ops.grants import AdminOperation, Operation, Principal
@@ -60,8 +60,16 @@ class TransitMounts:
             if scope["method"] == "PUT" and at_vault_path(path):
                 scope["method"] = "POST"  # Vault takes PUT as POST (`bao write` sends PUT)
             mounts = self._mounts()
-            if path.startswith("/v1/") and path.split("/", 3)[2] not in mounts.reserved:
-                found = resolve(await mounts.current_table(), path[4:])
+            own = path.startswith("/v1/") and path.split("/", 3)[2] not in mounts.reserved
+            table = await mounts.current_table() if own else {}
+            if path.endswith("/") and (at_vault_path(path) or resolve(table, path[4:])):
+                refused = slash_refusal(scope)
+                if refused is not None:
+                    await vault_error(refused)(scope, receive, send)
+                    return
+                path = route_path(scope)
+            if own:
+                found = resolve(table, path[4:])
                 if found is not None:
                     if scope["method"] == "PUT":
                         scope["method"] = "POST"

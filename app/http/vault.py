@@ -189,6 +189,24 @@ class RootNamespaceOnly:
         await self.app(scope, receive, send)
 
 
+def slash_refusal(scope: Scope) -> Problem | None:
+    """Vault's reading of a path of its own that ends in '/': a listing (`LIST`, which the
+    server reads as GET with list=true) is of the path without it, which the scope is given;
+    a write is 400 and anything else 404, as OpenBao answers them (Starlette would redirect,
+    and a client that follows would write at the other path)."""
+    if scope["method"] in ("POST", "PUT", "PATCH"):
+        return Problem(400, "invalid-request", "Invalid request", _WRITE_TO_SLASH)
+    if scope["method"] == "GET" and _LISTING.search(scope.get("query_string", b"")):
+        scope["path"] = str(scope["path"]).rstrip("/")
+        scope["raw_path"] = scope["path"].encode()
+        return None
+    return Problem(404, "not-found", "Not found", "unsupported path")
+
+
+_WRITE_TO_SLASH = "cannot write to a path ending in '/'"
+_LISTING = re.compile(rb"(?:^|&)list=(?:true|1|t|T|TRUE|True)(?:&|$)")
+
+
 def vault_token(scope: Scope) -> str | None:
     """The token of a request at Vault's paths: `X-Vault-Token`, else `Authorization: Bearer`."""
     value = header(scope, b"x-vault-token")

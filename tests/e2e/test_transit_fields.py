@@ -508,6 +508,34 @@ def test_what_a_file_gives_with_its_line_break_opens_and_verifies(
             client.delete(f"/v1/sys/mounts/{mount}")
 
 
+def test_a_path_ending_in_a_slash_is_read_as_openbao_reads_it(
+    servers: dict[str, httpx.Client],
+) -> None:
+    """A listing of `keys/` is the listing; a write to a path ending in '/' is 400 and any other
+    request 404, where a redirect would have a client write at the other path."""
+    seen = {}
+    for name, client in servers.items():
+        client.post("/v1/transit/keys/slashed").raise_for_status()
+        answers = [
+            client.request(method, f"/v1/{path}", json={"plaintext": TEXT})
+            for method, path in (
+                ("LIST", "transit/keys/"),
+                ("GET", "transit/keys/?list=true"),
+                ("POST", "transit/encrypt/slashed/"),
+                ("PUT", "transit/keys/slashed-2/"),
+                ("GET", "transit/keys/slashed/"),
+                ("DELETE", "transit/keys/slashed/"),
+                ("GET", "sys/mounts/"),
+                ("POST", "sys/mounts/elsewhere/"),
+            )
+        ]
+        seen[name] = [(a.status_code, "slashed" in a.text) for a in answers]
+        assert all(not a.is_redirect for a in answers), name
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"][0] == (200, True)
+    assert servers["cipherd"].get("/v1/transit/keys/slashed-2").status_code == 404
+
+
 def test_an_export_holds_no_retired_version(servers: dict[str, httpx.Client]) -> None:
     """Versions below min_decryption_version are retired: an export leaves them out, and asking
     for one by number is refused, as Vault does (cipherd handed them over)."""

@@ -151,6 +151,30 @@ def test_the_bao_command_makes_a_token_of_a_chosen_value(
         assert again.returncode == 2 and "duplicate ID" in again.stderr, (name, again.stderr)
 
 
+def test_an_encryption_that_would_make_a_key_takes_the_create_capability(
+    servers: dict[str, tuple[str, str]],
+) -> None:
+    """A token whose policy gives `update` on `transit/encrypt/*` encrypts under a key there,
+    and is refused (403) the encryption that would make a missing one."""
+    seen = {}
+    for name, (url, token) in servers.items():
+        admin = hvac.Client(url=url, token=token)
+        admin.sys.create_or_update_policy(
+            "encrypter", 'path "transit/encrypt/*" { capabilities = ["update"] }'
+        )
+        admin.secrets.transit.create_key(name="present")
+        scoped = admin.auth.token.create(policies=["encrypter"])["auth"]["client_token"]
+        seen[name] = [
+            httpx.post(
+                f"{url}/v1/transit/encrypt/{key}",
+                headers={"X-Vault-Token": scoped},
+                json={"plaintext": "aGk="},
+            ).status_code
+            for key in ("present", "absent-" + secrets.token_hex(4))
+        ]
+    assert seen["cipherd"] == seen["openbao"] == [200, 403]
+
+
 def test_policies_through_hvac_s_older_paths(servers: dict[str, tuple[str, str]]) -> None:
     """hvac's policy calls use `sys/policy`; an empty policy is refused. (Names are given in
     lowercase: Vault lowercases them, cipherd keeps their case, as its tokens and its own API

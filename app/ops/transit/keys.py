@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError, field_validator
 
 from app.ops import keys
-from app.ops.errors import Problem, invalid_input
+from app.ops.errors import Problem, forbidden, invalid_input
 from app.ops.keyring import Keyring
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyPatch
 from app.ops.keytypes import HMAC_KEY_BYTES, KEY_TYPES, derivable, is_derived, stored_key
@@ -276,11 +276,13 @@ def upsert(
     may_create: bool,
     settings: Settings,
 ) -> None:
-    """Make a missing key for an encryption when the caller may and the mount's `config/keys`
-    does not `disable_upsert` (400 otherwise, as Transit answers without the create capability
-    or with upserts disabled)."""
+    """Make a missing key for an encryption when the caller may (403 otherwise, as OpenBao
+    answers a token without the create capability) and the mount's `config/keys` does not
+    `disable_upsert` (400)."""
     if not exists(store, name):
-        if not may_create or keys_config(store, mount)["disable_upsert"]:
+        if not may_create:
+            raise forbidden("creating a key on its first encryption takes the admin token")
+        if keys_config(store, mount)["disable_upsert"]:
             raise invalid_input("encryption key not found")
         create(store, name, body, settings)
 

@@ -1,9 +1,10 @@
-"""AEAD with a 96-bit nonce: AES-GCM with a 128- or 256-bit key, and ChaCha20-Poly1305 (RFC 8439),
-as OpenSSL computes them through pyca/cryptography.
+"""AEAD: AES-GCM with a 128- or 256-bit key and ChaCha20-Poly1305 (RFC 8439), with a 96-bit nonce,
+as OpenSSL computes them through pyca/cryptography; XChaCha20-Poly1305 (draft-irtf-cfrg-xchacha),
+with a 192-bit nonce, as libsodium computes it through PyNaCl (pyca has no XChaCha).
 
-A payload is the nonce (12 bytes) ‖ the ciphertext ‖ the tag (16 bytes): the layout of Vault
-Transit's `aes128-gcm96`, `aes256-gcm96` and `chacha20-poly1305` keys. The nonce is random unless
-the encryption is convergent.
+A payload is the nonce (12 bytes, 24 for XChaCha) ‖ the ciphertext ‖ the tag (16 bytes): the
+layout of Vault Transit's `aes128-gcm96`, `aes256-gcm96`, `chacha20-poly1305` and
+`xchacha20-poly1305` keys. The nonce is random unless the encryption is convergent.
 
 Derived keys are Transit's (`derived` with its default KDF, `hkdf_sha256`): the key for a
 context is HKDF-SHA256 (RFC 5869) of the master key, with no salt and the context as info, as
@@ -27,18 +28,52 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from nacl import bindings
+from nacl.exceptions import CryptoError
 
 from core.errors import DecryptionError, InvalidKeyError
 
-Algorithm = Literal["aes128-gcm", "aes256-gcm", "chacha20-poly1305"]
-Cipher = AESGCM | ChaCha20Poly1305
+Algorithm = Literal["aes128-gcm", "aes256-gcm", "chacha20-poly1305", "xchacha20-poly1305"]
 
-KEY_BYTES: dict[str, int] = {"aes128-gcm": 16, "aes256-gcm": 32, "chacha20-poly1305": 32}
+KEY_BYTES: dict[str, int] = {
+    "aes128-gcm": 16,
+    "aes256-gcm": 32,
+    "chacha20-poly1305": 32,
+    "xchacha20-poly1305": 32,
+}
 NONCE_BYTES = 12
+XNONCE_BYTES = 24
 TAG_BYTES = 16
-OVERHEAD = NONCE_BYTES + TAG_BYTES
 # Each of the two HMAC-SHA256 keys of a convergent nonce.
 NONCE_KEY_BYTES = 32
+
+
+class XChaCha20Poly1305:
+    """XChaCha20-Poly1305 under pyca's AEAD interface (`encrypt` and `decrypt` with the nonce
+    first, InvalidTag for a payload that does not open)."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+
+    def encrypt(
+        self, nonce: bytes | memoryview, data: bytes | memoryview, associated_data: bytes | None
+    ) -> bytes:
+        return bindings.crypto_aead_xchacha20poly1305_ietf_encrypt(
+            bytes(data), associated_data or None, bytes(nonce), self._key
+        )
+
+    def decrypt(
+        self, nonce: bytes | memoryview, data: bytes | memoryview, associated_data: bytes | None
+    ) -> bytes:
+        try:
+            return bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(
+                bytes(data), associated_data or None, bytes(nonce), self._key
+            )
+        except CryptoError:
+            raise InvalidTag() from None
+
+
+Cipher = AESGCM | ChaCha20Poly1305 | XChaCha20Poly1305
 
 
 def cipher(algorithm: str, key: bytes) -> Cipher:
@@ -46,7 +81,14 @@ def cipher(algorithm: str, key: bytes) -> Cipher:
     wanted = KEY_BYTES[algorithm]
     if len(key) != wanted:
         raise InvalidKeyError(f"{algorithm} takes a key of {wanted} bytes, not {len(key)}")
+    if algorithm == "xchacha20-poly1305":
+        return XChaCha20Poly1305(key)
     return ChaCha20Poly1305(key) if algorithm == "chacha20-poly1305" else AESGCM(key)
+
+
+def nonce_bytes(key: Cipher) -> int:
+    """The length of `key`'s nonces: 24 bytes for XChaCha20-Poly1305, 12 for the others."""
+    return XNONCE_BYTES if isinstance(key, XChaCha20Poly1305) else NONCE_BYTES
 
 
 def seal(
@@ -54,17 +96,18 @@ def seal(
 ) -> bytes:
     """nonce ‖ ciphertext ‖ tag, under a fresh random nonce unless one is given."""
     if nonce is None:
-        nonce = os.urandom(NONCE_BYTES)
+        nonce = os.urandom(nonce_bytes(key))
     return nonce + key.encrypt(nonce, plaintext, associated_data)
 
 
 def open_payload(key: Cipher, payload: bytes, associated_data: bytes = b"") -> bytes:
     """The plaintext of nonce ‖ ciphertext ‖ tag (DecryptionError if it does not open)."""
-    if len(payload) < OVERHEAD:
+    size = nonce_bytes(key)
+    if len(payload) < size + TAG_BYTES:
         raise DecryptionError("payload shorter than a nonce and a tag")
     view = memoryview(payload)
     try:
-        return key.decrypt(view[:NONCE_BYTES], view[NONCE_BYTES:], associated_data)
+        return key.decrypt(view[:size], view[size:], associated_data)
     except InvalidTag:
         raise DecryptionError("authentication failed") from None
 
@@ -99,9 +142,11 @@ def derive(algorithm: str, master: bytes, context: bytes, convergent: bool) -> D
     return Derived(cipher(algorithm, okm[:size]), nonce_keys)
 
 
-def convergent_nonce(keys: NonceKeys, plaintext: bytes, associated_data: bytes = b"") -> bytes:
-    """The nonce of a convergent encryption: a function of the plaintext and the associated
-    data, under keys of the context."""
+def convergent_nonce(
+    keys: NonceKeys, plaintext: bytes, associated_data: bytes = b"", size: int = NONCE_BYTES
+) -> bytes:
+    """The `size`-byte nonce of a convergent encryption: a function of the plaintext and the
+    associated data, under keys of the context."""
     if not associated_data:
         digest = hmac.digest(keys.plain, plaintext, hashlib.sha256)
     else:
@@ -109,4 +154,4 @@ def convergent_nonce(keys: NonceKeys, plaintext: bytes, associated_data: bytes =
         mac.update(associated_data)
         mac.update(plaintext)
         digest = mac.digest()
-    return digest[:NONCE_BYTES]
+    return digest[:size]

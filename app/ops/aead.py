@@ -52,7 +52,7 @@ def _key(material: KeyMaterial, params: Params) -> aead.Derived:
 
 
 class AeadKey(SealingKey[Params]):
-    """An AES-GCM or ChaCha20-Poly1305 key of a request."""
+    """An AES-GCM, ChaCha20-Poly1305 or XChaCha20-Poly1305 key of a request."""
 
     types = TYPES
     used_for = "AEAD"
@@ -63,7 +63,9 @@ class AeadKey(SealingKey[Params]):
             nonce = (
                 None
                 if nonce_keys is None
-                else aead.convergent_nonce(nonce_keys, plaintext, params.associated_data)
+                else aead.convergent_nonce(
+                    nonce_keys, plaintext, params.associated_data, aead.nonce_bytes(key)
+                )
             )
             return aead.seal(key, plaintext, params.associated_data, nonce)
 

@@ -131,8 +131,8 @@ def note_versions(request: Request, results: list[dict[str, Any]]) -> None:
     audit_note(request.scope).versions([r.get("key_version") for r in results])
 
 
-# The types an encryption creates a missing key of, as Transit's (its xchacha20-poly1305 aside).
-UPSERTED_TYPES = ("aes128-gcm96", "aes256-gcm96", "chacha20-poly1305")
+# The types an encryption creates a missing key of, as Transit's.
+UPSERTED_TYPES = ("aes128-gcm96", "aes256-gcm96", "chacha20-poly1305", "xchacha20-poly1305")
 
 
 async def _upserted(request: Request, call: TransitCall, body: TransitDataRequest) -> VersionedKey:

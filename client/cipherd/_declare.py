@@ -54,6 +54,7 @@ KEY_TYPES = (
     "rsa-2048",
     "rsa-3072",
     "rsa-4096",
+    "xchacha20-poly1305",
 )
 OPERATIONS = (
     "read",

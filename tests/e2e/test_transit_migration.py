@@ -47,6 +47,10 @@ KINDS = {
     "aes256-gcm96": Kind("aes256-gcm96", encrypts=True),
     "aes128-gcm96": Kind("aes128-gcm96", encrypts=True),
     "chacha20-poly1305": Kind("chacha20-poly1305", encrypts=True),
+    "xchacha20-poly1305": Kind("xchacha20-poly1305", encrypts=True),
+    "xchacha20-poly1305 convergent": Kind(
+        "xchacha20-poly1305", encrypts=True, derived=True, convergent=True
+    ),
     "aes256-gcm96 derived": Kind("aes256-gcm96", encrypts=True, derived=True),
     "aes256-gcm96 convergent": Kind("aes256-gcm96", encrypts=True, derived=True, convergent=True),
     "ed25519": Kind("ed25519", signatures=({}, {"marshaling_algorithm": "jws"})),

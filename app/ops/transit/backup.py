@@ -47,6 +47,7 @@ _TYPE_NUMBERS = {
     "aes128-gcm96": 8,
     "rsa-3072": 9,
     "hmac": 10,
+    "xchacha20-poly1305": 11,
 }
 _TYPES_BY_NUMBER = {number: name for name, number in _TYPE_NUMBERS.items()}
 _CURVES = {"ecdsa-p256": "p256", "ecdsa-p384": "p384", "ecdsa-p521": "p521"}

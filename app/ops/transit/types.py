@@ -12,6 +12,7 @@ _NATIVE = {
     "aes128-gcm96": "aes128-gcm",
     "aes256-gcm96": "aes256-gcm",
     "chacha20-poly1305": "chacha20-poly1305",
+    "xchacha20-poly1305": "xchacha20-poly1305",
     "ed25519": "ed25519",
     "ecdsa-p256": "ecdsa-p256",
     "ecdsa-p384": "ecdsa-p384",

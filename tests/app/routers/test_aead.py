@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from fastapi.testclient import TestClient
 
 from tests.app.routers.encryption import b64, byok, create, failure, unb64
-from tests.core.encryption.vectors import AES_GCM, CHACHA20_POLY1305
+from tests.core.encryption.vectors import AES_GCM, CHACHA20_POLY1305, XCHACHA20_POLY1305
 
 OCTET = {"content-type": "application/octet-stream"}
 TYPES = {
@@ -85,7 +85,7 @@ def test_every_wycheproof_case_through_the_service(client: TestClient) -> None:
     then decrypts under that version as Wycheproof says."""
     versions: dict[tuple[str, bytes], int] = {}
     checked = 0
-    for case in AES_GCM + CHACHA20_POLY1305:
+    for case in AES_GCM + CHACHA20_POLY1305 + XCHACHA20_POLY1305:
         name = case.algorithm
         if (name, case.key) not in versions:
             assert byok(client, name, name, case.key).is_success, case.id
@@ -103,7 +103,7 @@ def test_every_wycheproof_case_through_the_service(client: TestClient) -> None:
         else:
             assert (answer.status_code, answer.json()) == (400, failure(name, version)), case.id
         checked += 1
-    assert checked == 449
+    assert checked == 449 + 306
 
 
 def test_derived_keys_take_a_context_and_derive_as_transit(client: TestClient) -> None:

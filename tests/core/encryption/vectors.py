@@ -1,6 +1,6 @@
 """The encryption vectors of tests/vectors, one case per test: Wycheproof's AES-GCM,
-ChaCha20-Poly1305 and RSA-OAEP (tests/vectors/wycheproof), the HPKE vectors of RFC 9180 and of
-draft-ietf-hpke-pq (tests/vectors/hpke)."""
+ChaCha20-Poly1305, XChaCha20-Poly1305 and RSA-OAEP (tests/vectors/wycheproof), the HPKE vectors
+of RFC 9180 and of draft-ietf-hpke-pq (tests/vectors/hpke)."""
 
 import json
 from pathlib import Path
@@ -42,13 +42,13 @@ def _verdict(test: dict[str, Any]) -> bool:
     return bool(test["result"] == "valid")
 
 
-def aead_cases(name: str, algorithms: dict[int, str]) -> list[AeadCase]:
-    """The cases of `name` with a 96-bit nonce and a 128-bit tag, and a key of a size
+def aead_cases(name: str, algorithms: dict[int, str], nonce_bits: int = 96) -> list[AeadCase]:
+    """The cases of `name` with a nonce of `nonce_bits` and a 128-bit tag, and a key of a size
     `algorithms` maps to a key type: the payloads the service takes."""
     cases = []
     for group in _document(name)["testGroups"]:
         algorithm = algorithms.get(group["keySize"])
-        if group["ivSize"] != 96 or group["tagSize"] != 128 or algorithm is None:
+        if group["ivSize"] != nonce_bits or group["tagSize"] != 128 or algorithm is None:
             continue
         for test in group["tests"]:
             cases.append(
@@ -88,6 +88,9 @@ def oaep_cases(name: str, key_type: str) -> list[OaepCase]:
 
 AES_GCM = aead_cases("aes_gcm_test.json", {128: "aes128-gcm", 256: "aes256-gcm"})
 CHACHA20_POLY1305 = aead_cases("chacha20_poly1305_test.json", {256: "chacha20-poly1305"})
+XCHACHA20_POLY1305 = aead_cases(
+    "xchacha20_poly1305_test.json", {256: "xchacha20-poly1305"}, nonce_bits=192
+)
 RSA_OAEP = [
     case
     for bits in (2048, 3072, 4096)

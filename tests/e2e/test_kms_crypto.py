@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, mldsa, padding, rsa, utils
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, mldsa, padding, rsa, utils
 
 from tests.e2e.kms import (
     ACCOUNT,
@@ -472,7 +472,7 @@ def _local_verify(
     public: Any, algorithm: str, message: bytes, signature: bytes, digest: bool
 ) -> None:
     """pyca's verification of a KMS signature (raises InvalidSignature)."""
-    if algorithm == "ML_DSA_SHAKE_256":
+    if algorithm in ("ML_DSA_SHAKE_256", "ED25519_SHA_512"):
         public.verify(signature, message)
         return
     chosen = {"256": hashes.SHA256(), "384": hashes.SHA384(), "512": hashes.SHA512()}[
@@ -489,7 +489,7 @@ def _local_verify(
 
 
 def _local_sign(private: Any, algorithm: str, message: bytes) -> bytes:
-    if algorithm == "ML_DSA_SHAKE_256":
+    if algorithm in ("ML_DSA_SHAKE_256", "ED25519_SHA_512"):
         return bytes(private.sign(message))
     chosen = {"256": hashes.SHA256(), "384": hashes.SHA384(), "512": hashes.SHA512()}[
         algorithm[-3:]
@@ -517,6 +517,7 @@ SIGNING = [
     ("ML_DSA_44", "ML_DSA_SHAKE_256"),
     ("ML_DSA_65", "ML_DSA_SHAKE_256"),
     ("ML_DSA_87", "ML_DSA_SHAKE_256"),
+    ("ECC_NIST_EDWARDS25519", "ED25519_SHA_512"),
 ]
 _SIGNING_KEYS: dict[str, str] = {}
 
@@ -562,7 +563,22 @@ def test_sign_and_verify(kms: Any, spec: str, algorithm: str) -> None:
         Signature=signed["Signature"],
         SigningAlgorithm=algorithm,
     ) == ("KMSInvalidSignatureException", 400)
-    if algorithm != "ML_DSA_SHAKE_256":
+    if algorithm == "ED25519_SHA_512":
+        # Pure Ed25519 signs the message itself; Ed25519ph is AWS's, not made here.
+        digest = hashlib.sha512(MESSAGE).digest()
+        for message_type, other in (("DIGEST", algorithm), ("RAW", "ED25519_PH_SHA_512")):
+            refused = fails(
+                kms.sign,
+                KeyId=name,
+                Message=digest,
+                MessageType=message_type,
+                SigningAlgorithm=other,
+            )
+            assert refused[1] == 400 and refused[0] in (
+                "ValidationException",
+                "UnsupportedOperationException",
+            )
+    elif algorithm != "ML_DSA_SHAKE_256":
         size = {"256": 32, "384": 48, "512": 64}[algorithm[-3:]]
         digest = hashlib.new(f"sha{algorithm[-3:]}", MESSAGE).digest()
         assert len(digest) == size
@@ -591,6 +607,7 @@ def test_sign_and_verify(kms: Any, spec: str, algorithm: str) -> None:
         ("ecdsa-p521", "ECDSA_SHA_512"),
         ("ecdsa-secp256k1", "ECDSA_SHA_256"),
         ("ml-dsa-65", "ML_DSA_SHAKE_256"),
+        ("ed25519", "ED25519_SHA_512"),
     ],
 )
 def test_verify_local_signatures(server: Server, kms: Any, key_type: str, algorithm: str) -> None:
@@ -605,6 +622,8 @@ def test_verify_local_signatures(server: Server, kms: Any, key_type: str, algori
     secret = base64.b64decode(exported.json()["secret"])
     if key_type == "ecdsa-secp256k1":
         private: Any = ec.derive_private_key(int.from_bytes(secret), ec.SECP256K1())
+    elif key_type == "ed25519":
+        private = ed25519.Ed25519PrivateKey.from_private_bytes(secret)
     else:
         private = serialization.load_der_private_key(secret, None)
     local = _local_sign(private, algorithm, MESSAGE)

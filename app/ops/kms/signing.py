@@ -4,8 +4,8 @@ VerifyMac (`app.ops.mac`).
 
 AWS's signing algorithms are the native options: ECDSA_SHA_* a DER signature over the hash
 (the curve's own, as AWS allows one per curve), RSASSA_PSS_SHA_* PSS with MGF1 and a salt as
-long as the digest, RSASSA_PKCS1_V1_5_SHA_* PKCS#1 v1.5, ML_DSA_SHAKE_256 FIPS 204's pure
-ML-DSA with an empty context. MessageType DIGEST signs the digest given (as long as the hash's
+long as the digest, RSASSA_PKCS1_V1_5_SHA_* PKCS#1 v1.5, ED25519_SHA_512 pure Ed25519 (RFC 8032;
+not Ed25519ph), ML_DSA_SHAKE_256 FIPS 204's pure ML-DSA with an empty context. MessageType DIGEST signs the digest given (as long as the hash's
 output), EXTERNAL_MU an ML-DSA message representative (64 bytes). A signature or MAC that does
 not verify is KMSInvalidSignatureException or KMSInvalidMacException, as AWS answers it.
 """
@@ -43,6 +43,8 @@ SigningAlgorithmField = Literal[
     "ED25519_SHA_512",
     "ED25519_PH_SHA_512",
 ]
+# AWS's algorithms this service does not make, for keys it makes (SM2DSA's keys it does not).
+NOT_MADE = ("ED25519_PH_SHA_512",)
 MacAlgorithmField = Literal["HMAC_SHA_224", "HMAC_SHA_256", "HMAC_SHA_384", "HMAC_SHA_512"]
 # The hash of each algorithm that names one, as the native options name it.
 _HASHES = {"SHA_224": "sha224", "SHA_256": "sha256", "SHA_384": "sha384", "SHA_512": "sha512"}
@@ -60,6 +62,10 @@ def sign_options(algorithm: str, message_type: str) -> GivenOptions:
         raise validation(
             f"MessageType EXTERNAL_MU is valid only with ML_DSA_SHAKE_256, not {algorithm}"
         )
+    if algorithm == "ED25519_SHA_512":
+        if message_type == "DIGEST":
+            raise validation("MessageType DIGEST is not valid with ED25519_SHA_512: use RAW")
+        return GivenOptions()
     hash = _HASHES[algorithm[-7:]]
     digest = message_type == "DIGEST"
     if algorithm.startswith("ECDSA_"):
@@ -85,6 +91,8 @@ async def _signing_key(
 ) -> tuple[SigningKey, GivenOptions]:
     material = await _material(call, request.KeyId, native, access)
     spec = usable(call, material, specs.SIGN_VERIFY)
+    if request.SigningAlgorithm in NOT_MADE:
+        raise unsupported(f"{request.SigningAlgorithm} is not supported by this service")
     _has_algorithm(spec, specs.SIGN_VERIFY, request.SigningAlgorithm, "SigningAlgorithm")
     options = sign_options(request.SigningAlgorithm, request.MessageType)
     dry_run(request.DryRun)
@@ -153,9 +161,7 @@ async def get_public_key(call: KmsCall, request: GetPublicKeyRequest) -> dict[st
     )
     assert isinstance(public, bytes)
     member = "EncryptionAlgorithms" if usage == specs.ENCRYPT_DECRYPT else "SigningAlgorithms"
-    # The deprecated CustomerMasterKeySpec names no spec newer than it (ML-DSA).
-    legacy = {} if spec.startswith("ML_DSA_") else {"CustomerMasterKeySpec": spec}
-    return legacy | {
+    return specs.legacy_spec(spec) | {
         "KeyId": call.arn(material.name),
         "PublicKey": b64(public),
         "KeySpec": spec,

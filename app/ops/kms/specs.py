@@ -4,6 +4,7 @@ SYMMETRIC_DEFAULT             aes256-gcm        ENCRYPT_DECRYPT
 RSA_2048, RSA_3072, RSA_4096  rsa-2048, ...     ENCRYPT_DECRYPT or SIGN_VERIFY
 ECC_NIST_P256, _P384, _P521   ecdsa-p256, ...   SIGN_VERIFY
 ECC_SECG_P256K1               ecdsa-secp256k1   SIGN_VERIFY
+ECC_NIST_EDWARDS25519         ed25519           SIGN_VERIFY
 HMAC_224 to HMAC_512          hmac              GENERATE_VERIFY_MAC
 ML_DSA_44, _65, _87           ml-dsa-44, ...    SIGN_VERIFY
 """
@@ -51,6 +52,8 @@ SPECS: dict[str, Spec] = {
         for bits in (256, 384, 521)
     },
     "ECC_SECG_P256K1": Spec("ecdsa-secp256k1", (SIGN_VERIFY,), {SIGN_VERIFY: ["ECDSA_SHA_256"]}),
+    # Pure Ed25519 only: Ed25519ph (ED25519_PH_SHA_512) is not made here.
+    "ECC_NIST_EDWARDS25519": Spec("ed25519", (SIGN_VERIFY,), {SIGN_VERIFY: ["ED25519_SHA_512"]}),
     **{
         f"HMAC_{bits}": Spec(
             "hmac", (GENERATE_VERIFY_MAC,), {GENERATE_VERIFY_MAC: [f"HMAC_SHA_{bits}"]}
@@ -105,6 +108,13 @@ def usages_of(info: Typed) -> tuple[str, ...]:
     return () if spec is None else SPECS[spec].usages
 
 
+def legacy_spec(spec: str) -> dict[str, str]:
+    """The deprecated `CustomerMasterKeySpec` member, for the specs it names: none newer than
+    its deprecation (ML-DSA, Ed25519)."""
+    newer = spec.startswith("ML_DSA_") or spec == "ECC_NIST_EDWARDS25519"
+    return {} if newer else {"CustomerMasterKeySpec": spec}
+
+
 def disabled(params: dict[str, Any]) -> bool:
     return bool(params.get("disabled"))
 
@@ -133,7 +143,7 @@ def metadata(info: KeyInfo, arn: str, settings: Settings) -> dict[str, Any]:
     }
     if spec_usage is not None:
         spec, usage = spec_usage
-        answer |= {"KeyUsage": usage, "KeySpec": spec, "CustomerMasterKeySpec": spec}
+        answer |= {"KeyUsage": usage, "KeySpec": spec, **legacy_spec(spec)}
         for served in usages_of(info):
             answer[_ALGORITHM_MEMBER[served]] = SPECS[spec].algorithms[served]
     if info.deletion_date is not None:

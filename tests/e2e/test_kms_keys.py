@@ -99,7 +99,7 @@ def test_create_key_refusals(server: Server, kms: Any) -> None:
     reserved = [{"TagKey": "aws:owner", "TagValue": "x"}]
     assert code(kms.create_key, Tags=reserved)[0] == "TagException"
     unvalidated = kms_client(server, credentials(server), validate=False)
-    assert code(unvalidated.create_key, KeySpec="SM2")[0] == "ValidationException"
+    assert code(unvalidated.create_key, KeySpec="NOT_A_SPEC")[0] == "ValidationException"
     # A token without `create` makes no key.
     reader = kms_client(server, credentials(server, operations=["read"]))
     assert code(reader.create_key) == ("AccessDeniedException", 400)
@@ -142,6 +142,40 @@ def test_an_alias_never_takes_the_name_of_a_key_to_come(server: Server) -> None:
         assert "alias/payments-to-come" in answer.json()["detail"]
     described = narrow.describe_key(KeyId="alias/payments-to-come")["KeyMetadata"]
     assert described["KeyId"] == "squat-mine"
+
+
+def test_a_description_changes_on_a_key_createkey_made(server: Server, kms: Any) -> None:
+    made = kms.create_key(Description="before")["KeyMetadata"]["KeyId"]
+    assert kms.update_key_description(KeyId=made, Description="after")
+    assert kms.describe_key(KeyId=made)["KeyMetadata"]["Description"] == "after"
+    assert kms.describe_key(KeyId=made)["KeyMetadata"]["KeySpec"] == "SYMMETRIC_DEFAULT"
+    with server.client() as http:
+        assert http.post("/v1/keys", json={"name": "no-kms-description", "type": "hmac"}).is_success
+    assert code(kms.update_key_description, KeyId="no-kms-description", Description="x") == (
+        "UnsupportedOperationException",
+        400,
+    )
+
+
+@pytest.mark.parametrize(
+    ("action", "members"),
+    [("get_key_policy", {"KeyId": "k"}), ("list_grants", {"KeyId": "k"})],
+)
+def test_an_action_of_aws_not_served_says_so(kms: Any, action: str, members: Any) -> None:
+    """Key policies and grants are AWS's: here a token's scope decides (not an unknown action)."""
+    with pytest.raises(ClientError) as exc:
+        getattr(kms, action)(**members)
+    assert error_of(exc) == ("UnsupportedOperationException", 400)
+    assert "scope" in exc.value.response["Error"]["Message"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "usage"),
+    [("SM2", "SIGN_VERIFY"), ("ML_KEM_768", None), ("ECC_NIST_P256", "KEY_AGREEMENT")],
+)
+def test_a_key_spec_of_aws_not_made_says_so(kms: Any, spec: str, usage: str | None) -> None:
+    members = {"KeySpec": spec} | ({"KeyUsage": usage} if usage else {})
+    assert code(kms.create_key, **members) == ("UnsupportedOperationException", 400)
 
 
 def test_list_keys_pages(server: Server) -> None:

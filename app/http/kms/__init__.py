@@ -39,8 +39,8 @@ from app.http.problems import BodyMemoryFull, BodyTooLarge
 from app.ops import Services
 from app.ops.audit import AuditNote
 from app.ops.errors import first_errors, unauthorized
-from app.ops.kms.actions import Action, KmsCall, declared
-from app.ops.kms.errors import KmsError, access_denied, kms_error, validation
+from app.ops.kms.actions import NOT_SERVED, Action, KmsCall, declared
+from app.ops.kms.errors import KmsError, access_denied, kms_error, unsupported, validation
 from app.ops.work import compute, in_thread
 
 AMZ_JSON = "application/x-amz-json-1.1"
@@ -156,6 +156,9 @@ def _action(request: Request, actions: dict[str, Action]) -> Action:
         else None
     )
     if found is None:
+        why = NOT_SERVED.get(target.removeprefix(TARGET_PREFIX))
+        if why is not None:
+            raise unsupported(f"{target} is not supported by this service: {why}")
         raise KmsError("UnknownOperationException", f"Unknown operation {target[:128]!r}")
     media = (header(request.scope, b"content-type") or b"").decode("latin-1").split(";")[0].strip()
     if media not in (AMZ_JSON, "application/x-amz-json-1.0"):

@@ -92,6 +92,48 @@ class Action:
 
 
 ACTIONS: dict[str, Action] = {}
+# AWS KMS's actions this service does not serve, and why: UnsupportedOperationException, where
+# an action no KMS has is UnknownOperationException.
+_BY_SCOPE = "who may use a key is its tokens' scope and policies, not a key policy or grant"
+NOT_SERVED = {
+    **dict.fromkeys(
+        (
+            "GetKeyPolicy",
+            "PutKeyPolicy",
+            "ListKeyPolicies",
+            "CreateGrant",
+            "ListGrants",
+            "ListRetirableGrants",
+            "RetireGrant",
+            "RevokeGrant",
+        ),
+        _BY_SCOPE,
+    ),
+    **dict.fromkeys(
+        (
+            "ConnectCustomKeyStore",
+            "CreateCustomKeyStore",
+            "DeleteCustomKeyStore",
+            "DescribeCustomKeyStores",
+            "DisconnectCustomKeyStore",
+            "UpdateCustomKeyStore",
+        ),
+        "there are no custom key stores: the service's root key wraps every key",
+    ),
+    **dict.fromkeys(
+        ("GetParametersForImport", "ImportKeyMaterial", "DeleteImportedKeyMaterial"),
+        "key material comes in through the native API (POST /v1/keys/import)",
+    ),
+    **dict.fromkeys(("ReplicateKey", "UpdatePrimaryRegion"), "keys are not multi-Region"),
+    **dict.fromkeys(
+        ("Encapsulate", "Decapsulate", "DeriveSharedSecret"),
+        "there are no ML-KEM or key agreement keys",
+    ),
+    **dict.fromkeys(
+        ("ListKeyRotations", "GetKeyLastUsage"),
+        "a key's versions and uses are in the native API and the audit trail",
+    ),
+}
 _ACTION_NAME = re.compile(r"^[A-Z][A-Za-z]+$")
 
 

@@ -1,5 +1,5 @@
 """KMS's key actions on the service's keys, through `app.ops.keys`: CreateKey, DescribeKey,
-ListKeys, EnableKey and DisableKey.
+ListKeys, EnableKey, DisableKey and UpdateKeyDescription.
 
 A key CreateKey makes is named by a fresh UUID, its KeyId, and keeps its KMS description in its
 parameters (`kms`: key spec, key usage, description; `tags`); a key made through the native API
@@ -20,6 +20,7 @@ from app.ops.kms.actions import GrantTokenList, KeyIdField, KmsCall, KmsRequest,
 from app.ops.kms.errors import KmsError, unsupported, validation
 from app.ops.kms.tags import TagList, checked_tags
 from app.ops.work import in_thread
+from app.store import KeyStore
 
 # ListKeys' page: AWS's default and bounds.
 DEFAULT_PAGE = 100
@@ -57,6 +58,11 @@ def _spec_and_usage(request: CreateKeyRequest) -> tuple[str, str]:
         )
     spec_name = request.KeySpec or request.CustomerMasterKeySpec or "SYMMETRIC_DEFAULT"
     spec = specs.SPECS.get(spec_name)
+    if spec_name in specs.NOT_MADE or request.KeyUsage == "KEY_AGREEMENT":
+        raise unsupported(
+            f"KeySpec {spec_name} with KeyUsage {request.KeyUsage or 'its default'} is not "
+            f"supported by this service: its specs are {', '.join(specs.SPECS)}"
+        )
     if spec is None:
         raise validation(
             f"1 validation error detected: Value '{spec_name[:64]}' at 'keySpec' failed to "
@@ -149,3 +155,31 @@ async def disable_key(call: KmsCall, request: KeyIdRequest) -> dict[str, Any]:
 
 def pending_deletion(arn: str) -> KmsError:
     return KmsError("KMSInvalidStateException", f"{arn} is pending deletion.")
+
+
+class UpdateKeyDescriptionRequest(KmsRequest):
+    KeyId: KeyIdField
+    Description: Annotated[str, Field(max_length=8192)]
+
+
+def _describe(store: KeyStore, name: str, arn: str, description: str) -> None:
+    """Set a CreateKey key's description under its row lock (a key made outside KMS has none
+    to change: UnsupportedOperationException)."""
+    with store.transaction() as held:
+        info = held.keys.get(name)
+        if info.state == "pending-deletion":
+            raise pending_deletion(arn)
+        made = info.params.get("kms")
+        if made is None:
+            raise unsupported(f"{arn} was not made by CreateKey: it has no KMS description")
+        held.keys.set_params(name, {"kms": {**made, "description": description}})
+
+
+@action("UpdateKeyDescription")
+async def update_key_description(
+    call: KmsCall, request: UpdateKeyDescriptionRequest
+) -> dict[str, Any]:
+    name = await call.key(request.KeyId, "keys_patch_key", Operation.CONFIGURE, change=True)
+    call.note.details["description"] = "changed"
+    await in_thread(_describe, call.services.store, name, call.arn(name), request.Description)
+    return {}

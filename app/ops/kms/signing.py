@@ -5,9 +5,10 @@ VerifyMac (`app.ops.mac`).
 AWS's signing algorithms are the native options: ECDSA_SHA_* a DER signature over the hash
 (the curve's own, as AWS allows one per curve), RSASSA_PSS_SHA_* PSS with MGF1 and a salt as
 long as the digest, RSASSA_PKCS1_V1_5_SHA_* PKCS#1 v1.5, ED25519_SHA_512 pure Ed25519 (RFC 8032;
-not Ed25519ph), ML_DSA_SHAKE_256 FIPS 204's pure ML-DSA with an empty context. MessageType DIGEST signs the digest given (as long as the hash's
-output), EXTERNAL_MU an ML-DSA message representative (64 bytes). A signature or MAC that does
-not verify is KMSInvalidSignatureException or KMSInvalidMacException, as AWS answers it.
+not Ed25519ph), ML_DSA_SHAKE_256 FIPS 204's pure ML-DSA with an empty context. MessageType
+DIGEST signs the digest given (as long as the hash's output), EXTERNAL_MU an ML-DSA message
+representative (64 bytes). A signature or MAC that does not verify is
+KMSInvalidSignatureException or KMSInvalidMacException, as AWS answers it.
 """
 
 from typing import Annotated, Any, Literal

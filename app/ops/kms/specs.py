@@ -67,6 +67,8 @@ SPECS: dict[str, Spec] = {
         for level in (44, 65, 87)
     },
 }
+# AWS's key specs this service does not make.
+NOT_MADE = ("SM2", "ML_KEM_512", "ML_KEM_768", "ML_KEM_1024")
 # A native key's spec: the first spec of its type (HMAC keys are HMAC_256's); its KeyUsage, the
 # spec's first (AWS's default), though it serves them all (`usages_of`).
 _BY_NATIVE: dict[str, str] = {}

@@ -9,7 +9,7 @@ layer would never act, FastAPI's telemetry is off and the body limit is ObserveM
 Inside it, the exception middleware (the problem handlers), then the declared hot key
 operations, found by their path's two fixed segments rather than by trying routes one by one,
 and AWS KMS's `POST /` (`app.http.kms`); a Vault namespace other than the root is refused
-(`app.http.vault.RootNamespaceOnly`), the auth methods' paths are given their mount
+(`app.http.vault_paths.RootNamespaceOnly`), the auth methods' paths are given their mount
 (`app.http.auth_mounts.AuthMountRouting`), then the answers of Vault's routes are wrapped when
 asked (`app.http.wrapping.ResponseWrapper`) and Vault's Transit paths given their mount
 (`app.http.transit.TransitMounts`);
@@ -26,7 +26,7 @@ from app.http.framework import PATH_PARAMS, LeanApp, route_path, route_scope
 from app.http.kms import KmsRoute
 from app.http.operation import KeyOperationRoute
 from app.http.transit import TransitMounts
-from app.http.vault import RootNamespaceOnly
+from app.http.vault_paths import RootNamespaceOnly
 from app.http.wrapping import ResponseWrapper
 
 

@@ -19,7 +19,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.http.deps import Access, audit_note, principal_of, require_admin_operation, services
 from app.http.framework import PATH_PARAMS, route_path, route_scope
-from app.http.vault import at_vault_path, slash_refusal, vault_error, vault_token
+from app.http.vault import at_vault_path, vault_error, vault_token
+from app.http.vault_paths import slash_refusal
 from app.ops import Services
 from app.ops.errors import forbidden, invalid_input
 from app.ops.grants import AdminOperation, Operation, Principal

@@ -25,13 +25,14 @@ from fastapi import APIRouter, Query, Request, Response, Security
 from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader
 from pydantic import BaseModel, ConfigDict, ValidationError
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope
 
 from app.http.body import EXTRA_SCHEMA_MODELS, JsonAnswer, body_bytes, header, invalid_request
 from app.http.deps import admin_access, audit_note, bearer, bearer_token, principal_of, services
 from app.http.framework import ROUTE, HandlerRoute
 from app.ops.errors import Problem, invalid_input
 from app.ops.grants import AdminOperation, Principal
+from app.ops.vault_fields import nulls_as_zeros
 from app.ops.work import compute
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -167,46 +168,6 @@ def vault_error(problem: Problem, headers: dict[str, str] | None = None) -> Json
     return JsonAnswer({"errors": errors}, status_code=status, headers=headers)
 
 
-# What X-Vault-Namespace may say here: the root namespace, the only one this service has.
-ROOT_NAMESPACES = ("", "/", "root", "root/")
-
-
-class RootNamespaceOnly:
-    """A request under /v1/ for a Vault namespace other than the root is 404, before anything
-    else, as Vault answers a namespace it does not have: never run in the root namespace for
-    a client that meant another, whose keys it would then use."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and str(scope["path"]).startswith("/v1/"):
-            namespace = header(scope, b"x-vault-namespace")
-            if namespace is not None and namespace.decode("latin-1").strip() not in ROOT_NAMESPACES:
-                answer = vault_error(Problem(404, "not-found", "Not found", "namespace not found"))
-                await answer(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-def slash_refusal(scope: Scope) -> Problem | None:
-    """Vault's reading of a path of its own that ends in '/': a listing (`LIST`, which the
-    server reads as GET with list=true) is of the path without it, which the scope is given;
-    a write is 400 and anything else 404, as OpenBao answers them (Starlette would redirect,
-    and a client that follows would write at the other path)."""
-    if scope["method"] in ("POST", "PUT", "PATCH"):
-        return Problem(400, "invalid-request", "Invalid request", _WRITE_TO_SLASH)
-    if scope["method"] == "GET" and _LISTING.search(scope.get("query_string", b"")):
-        scope["path"] = str(scope["path"]).rstrip("/")
-        scope["raw_path"] = scope["path"].encode()
-        return None
-    return Problem(404, "not-found", "Not found", "unsupported path")
-
-
-_WRITE_TO_SLASH = "cannot write to a path ending in '/'"
-_LISTING = re.compile(rb"(?:^|&)list=(?:true|1|t|T|TRUE|True)(?:&|$)")
-
-
 def vault_token(scope: Scope) -> str | None:
     """The token of a request at Vault's paths: `X-Vault-Token`, else `Authorization: Bearer`."""
     value = header(scope, b"x-vault-token")
@@ -243,6 +204,8 @@ async def read_body(request: Request, model: type[ModelT]) -> ModelT:
         # A large body is parsed in a thread, as `read_json` parses one: 32 MB of JSON takes
         # the better part of a second.
         if content:
+            if b"null" in content:  # Vault reads a field's null as its zero value
+                content = await compute(len(content), nulls_as_zeros, content, model)
             read = await compute(len(content), reader.model_validate_json, content)
         else:
             read = reader.model_validate({})

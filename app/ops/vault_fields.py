@@ -6,11 +6,14 @@ booleans, durations (seconds, or Go durations: `"90s"`, `"1h30m"`) and lists (a 
 comma-separated string) are read here as Vault reads them; what Vault refuses is refused.
 """
 
+import functools
+import json
 import re
+import types
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BeforeValidator
+from pydantic import BaseModel, BeforeValidator
 
 # Go's duration units.
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -122,3 +125,46 @@ Duration = Annotated[int, BeforeValidator(duration_seconds)]
 Strings = Annotated[list[str], BeforeValidator(_strings)]
 VaultInt = Annotated[int, BeforeValidator(vault_integer)]
 VaultBool = Annotated[bool, BeforeValidator(vault_boolean)]
+
+
+# The fields Vault reads raw, for which a JSON null is no field at all (`batch_input`).
+_READ_RAW = frozenset({"batch_input"})
+_NO_ZERO = object()
+
+
+def _zero_of(annotation: Any) -> Any:
+    """The zero value Go's field decoding gives a JSON null of a field of this type: false, 0,
+    "", an empty list or map; `_NO_ZERO` for another type (a null is then validated as sent)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _zero_of(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        zeros = (_zero_of(arg) for arg in get_args(annotation) if arg is not type(None))
+        return next((zero for zero in zeros if zero is not _NO_ZERO), _NO_ZERO)
+    simple = {bool: False, int: 0, float: 0, str: "", list: [], dict: {}}
+    return simple.get(origin or annotation, _NO_ZERO)
+
+
+@functools.cache
+def zero_values(model: type[BaseModel]) -> dict[str, Any]:
+    """What a JSON null of each of `model`'s fields reads as: Vault's framework decodes it
+    weakly, as the field type's zero value, given (`min_decryption_version: null` is 0, which
+    is 1; `plaintext: null` is the empty plaintext)."""
+    zeros = {name: _zero_of(field.annotation) for name, field in model.model_fields.items()}
+    return {
+        name: zero for name, zero in zeros.items() if zero is not _NO_ZERO and name not in _READ_RAW
+    }
+
+
+def nulls_as_zeros(content: bytes, model: type[BaseModel]) -> bytes:
+    """The body with each top-level null of a field `model` takes as that field's zero value
+    (`zero_values`); a body that is not an object, or not JSON, as sent."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return content
+    zeros = zero_values(model)
+    if not isinstance(data, dict) or not any(v is None and k in zeros for k, v in data.items()):
+        return content
+    given = {k: zeros[k] if v is None and k in zeros else v for k, v in data.items()}
+    return json.dumps(given).encode()

@@ -16,7 +16,7 @@ from app.http.middleware import ObserveMiddleware
 from app.http.operation import KeyOperationRoute
 from app.http.stack import HotOperations
 from app.http.transit import TransitMounts
-from app.http.vault import RootNamespaceOnly
+from app.http.vault_paths import RootNamespaceOnly
 from app.http.wrapping import ResponseWrapper
 
 HOT_PATHS = [

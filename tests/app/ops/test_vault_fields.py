@@ -2,16 +2,23 @@
 past what a float holds is out of range like any other, a string of millions of items is refused
 before it is split, and integers and booleans are read as Go's strconv reads them."""
 
+import json
+
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 from app.ops.vault_fields import (
     MAX_SECONDS,
     MAX_STRINGS,
+    Duration,
     Strings,
+    VaultBool,
+    VaultInt,
     duration_seconds,
+    nulls_as_zeros,
     vault_boolean,
     vault_integer,
+    zero_values,
 )
 
 OUT_OF_RANGE = "a duration is from 0 to ten years"
@@ -123,3 +130,35 @@ def test_a_boolean_is_read_as_vault_reads_it(text: object, value: bool) -> None:
 def test_what_vault_does_not_read_as_a_boolean_is_refused(text: object) -> None:
     with pytest.raises(ValueError):
         vault_boolean(text)
+
+
+class Fields(BaseModel):
+    plaintext: str | None = None
+    prehashed: VaultBool = True
+    key_version: VaultInt | None = None
+    policies: Strings = ["default"]
+    ttl: Duration = 60
+    batch_input: list[dict[str, str]] | None = None
+    described: BaseModel | None = None
+
+
+def test_a_null_is_the_zero_value_of_its_fields_type() -> None:
+    """As Go's weak decoding reads a JSON null; `batch_input`, which Vault reads raw, is no
+    field at all when null, nor is one of a type with no zero."""
+    zeros = zero_values(Fields)
+    assert zeros == {
+        "plaintext": "",
+        "prehashed": False,
+        "key_version": 0,
+        "policies": [],
+        "ttl": 0,
+    }
+    body = b'{"plaintext": null, "batch_input": null, "unknown": null, "ttl": 5}'
+    assert json.loads(nulls_as_zeros(body, Fields)) == {
+        "plaintext": "",
+        "batch_input": None,
+        "unknown": None,
+        "ttl": 5,
+    }
+    for untouched in (b"null", b"[null]", b'{"a": nul', b'{"ttl": 1}', b'{"described": null}'):
+        assert nulls_as_zeros(untouched, Fields) is untouched

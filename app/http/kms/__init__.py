@@ -16,7 +16,8 @@ JSON object (`Content-Type: application/x-amz-json-1.1`) and is signed with SigV
 5. the action itself (`app.ops.kms`): the token's scope, the key, the native verb.
 
 Every answer is `application/x-amz-json-1.1`; an error is `{"__type", "message"}` with AWS's
-status (400 for most, 500 KMSInternalException, 503 DependencyTimeoutException). Each request
+status (400 for most, 403 MissingAuthenticationTokenException, 500 KMSInternalException, 503
+DependencyTimeoutException). Each request
 gets an audit record, as the native operation it ran with the action in its details.
 """
 
@@ -214,6 +215,10 @@ _OPENAPI: dict[str, Any] = {
         },
         "400": {
             "description": "AWS's error of the action or of the signature",
+            "content": {AMZ_JSON: {"schema": _ERROR}},
+        },
+        "403": {
+            "description": "MissingAuthenticationTokenException: no Authorization header",
             "content": {AMZ_JSON: {"schema": _ERROR}},
         },
         "500": {"description": "KMSInternalException", "content": {AMZ_JSON: {"schema": _ERROR}}},

@@ -31,31 +31,39 @@ _BLOCK = re.compile(
 )
 _COMMENT = re.compile(r"(#|//)[^\n]*")
 _CAPABILITIES = {"create", "read", "update", "patch", "delete", "list", "sudo", "deny"}
-_WRITE = {"create", "update"}
+# A Transit verb on an existing key takes `update`; `create` alone is the creation of a missing
+# key on its first encryption, which takes the admin token here.
+_USE = {"update"}
 # The capabilities that write on an admin path (`_grants_admin`).
 _ADMIN_WRITE = {"create", "update", "patch", "delete", "sudo"}
 # Transit's verbs at `transit/<verb>/<key>`: the capability they need and what they allow.
 _TRANSIT = {
-    "encrypt": (_WRITE, (Operation.ENCRYPT,)),
-    "decrypt": (_WRITE, (Operation.DECRYPT,)),
-    "sign": (_WRITE, (Operation.SIGN,)),
-    "verify": (_WRITE, (Operation.VERIFY,)),
-    "hmac": (_WRITE, (Operation.HMAC,)),
+    "encrypt": (_USE, (Operation.ENCRYPT,)),
+    "decrypt": (_USE, (Operation.DECRYPT,)),
+    "sign": (_USE, (Operation.SIGN,)),
+    "verify": (_USE, (Operation.VERIFY,)),
+    "hmac": (_USE, (Operation.HMAC,)),
     "keys": ({"read"}, (Operation.READ,)),
 }
+# A key name as a Vault policy globs it: literal, or with one `*` at the end (a prefix).
+_VAULT_KEY_GLOB = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\*?|\*")
 # Admin paths (a prefix and its `*`) and the admin operation they are.
 _ADMIN = {
-    "auth/token/create": AdminOperation.TOKENS,
-    "auth/token/accessors": AdminOperation.TOKENS,
-    "auth/token/lookup": AdminOperation.TOKENS,
-    "auth/token/revoke": AdminOperation.TOKENS,
-    "auth/token/renew": AdminOperation.TOKENS,
-    "auth/token/roles": AdminOperation.TOKENS,
+    "auth/token": AdminOperation.TOKENS,
     "sys/policies/acl": AdminOperation.POLICIES,
     "sys/policy": AdminOperation.POLICIES,
     "sys/auth": AdminOperation.AUTH,
     "sys/audit": AdminOperation.AUDIT,
     "sys/mounts": AdminOperation.SYS,
+}
+# The path that grants each admin operation: an admin operation is a whole family here, so a
+# block on part of one (`auth/token/create`) is refused rather than stored as all of it.
+_FAMILIES = {
+    AdminOperation.TOKENS: ("auth/token/*",),
+    AdminOperation.POLICIES: ("sys/policies/acl/*", "sys/policy/*"),
+    AdminOperation.AUTH: ("sys/auth/*",),
+    AdminOperation.AUDIT: ("sys/audit/*",),  # any path of it: reading is all it is
+    AdminOperation.SYS: ("sys/mounts/*",),
 }
 # What every token may do on itself: taken, adding nothing.
 _OWN = (
@@ -135,7 +143,15 @@ def _grants_admin(path: str, operation: AdminOperation, capabilities: set[str]) 
     Vault does not."""
     if not capabilities:
         return False
-    if operation == AdminOperation.AUDIT or capabilities & _ADMIN_WRITE:
+    if operation == AdminOperation.AUDIT:
+        return True
+    family = _FAMILIES[operation]
+    if path not in family:
+        raise invalid_input(
+            f'path "{path}": part of the admin operation {operation.value!r} does not map: '
+            f'here it is the whole family, which "{family[0]}" grants'
+        )
+    if capabilities & _ADMIN_WRITE:
         return True
     raise invalid_input(
         f'path "{path}": reading alone does not map: the admin operation {operation.value!r} '
@@ -143,10 +159,19 @@ def _grants_admin(path: str, operation: AdminOperation, capabilities: set[str]) 
     )
 
 
+_MAPS = (
+    f"only <Transit mount>/<verb>/<key name or prefix*> (verbs: {', '.join(_TRANSIT)}) and the "
+    "token, policy, auth, audit and mounts admin paths map onto this service's rules"
+)
+
+
 def _transit(path: str, capabilities: set[str]) -> tuple[str, str, tuple[Operation, ...]]:
     """A Transit mount's `<mount>/<verb>/<key names>`: the mount, the key-name pattern in it
     and the operations the capabilities give there."""
-    *parts, verb, key = path.split("/")
+    segments = path.split("/")
+    if len(segments) < 3:
+        raise invalid_input(f'path "{path}": {_MAPS}')
+    *parts, verb, key = segments
     mount = "/".join(parts)
     if verb == "rewrap":
         raise invalid_input(
@@ -154,11 +179,7 @@ def _transit(path: str, capabilities: set[str]) -> tuple[str, str, tuple[Operati
             f"does not give (grant {mount}/decrypt and {mount}/encrypt on the keys for it)"
         )
     if not _MOUNT.fullmatch(mount) or verb not in _TRANSIT:
-        raise invalid_input(
-            f'path "{path}": only <Transit mount>/<verb>/<key names> (verbs: '
-            f"{', '.join(_TRANSIT)}), the token, policy, auth, audit and mounts admin paths map "
-            "onto this service's rules"
-        )
+        raise invalid_input(f'path "{path}": {_MAPS}')
     needed, operations = _TRANSIT[verb]
     if verb == "keys" and capabilities - {"read", "list"}:
         raise invalid_input(
@@ -171,8 +192,11 @@ def _transit(path: str, capabilities: set[str]) -> tuple[str, str, tuple[Operati
             f'path "{path}": {", ".join(sorted(capabilities))} grants nothing here; '
             f"{mount}/{verb} takes {' or '.join(sorted(needed))}{hint}"
         )
-    if not re.match(KEY_PATTERN, key):
-        raise invalid_input(f'path "{path}": {key[:64]!r} is no key-name pattern')
+    if not _VAULT_KEY_GLOB.fullmatch(key) or not re.match(KEY_PATTERN, key):
+        raise invalid_input(
+            f'path "{path}": {key[:64]!r} is no key name or prefix: Vault globs only with a '
+            "trailing *, which is all that maps"
+        )
     return mount, key, operations
 
 
@@ -198,13 +222,12 @@ def render(document: dict[str, Any]) -> str:
             unsaid.append(f"{', '.join(pathless)} on the keys {' '.join(keys)}")
         if mount is None:
             unsaid.append(f"the keys {' '.join(keys)} by native name, in every mount")
-    admin_paths = {op: path for path, op in _ADMIN.items()}
     for operation in document.get("admin", ()):
-        path = admin_paths.get(AdminOperation(operation))
-        if path is None:
+        family = _FAMILIES.get(AdminOperation(operation))
+        if family is None:
             unsaid.append(f"the admin operation {operation}")
             continue
-        blocks.append(_block(f"{path}/*", ["create", "read", "update", "delete", "list"]))
+        blocks.append(_block(family[0], ["create", "read", "update", "delete", "list"]))
     if unsaid:
         lines = "\n".join(f"#   {grant}" for grant in unsaid)
         blocks.append(f"# The policy also grants, with no path that says it:\n{lines}")

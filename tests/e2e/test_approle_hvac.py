@@ -535,7 +535,7 @@ def test_settings_given_as_strings_read_as_on_openbao(
 def _left_after_revoking(prefix: str, force: bool, client: hvac.Client, mount: str) -> list[bool]:
     """A login's token and a child of it, then a revocation of the leases under `prefix`
     (`{mount}`: the mount's path): which of the two are left."""
-    maker = 'path "auth/token/create" {\n  capabilities = ["create", "update"]\n}'
+    maker = 'path "auth/token/*" {\n  capabilities = ["create", "update"]\n}'
     client.sys.create_or_update_acl_policy(name="token-maker", policy=maker)
     role_id = role(client, mount, token_policies=["token-maker"])
     token = login(client, mount, role_id, secret(client, mount)["secret_id"])["auth"]

@@ -77,7 +77,7 @@ def _role(client: hvac.Client) -> Any:
 
 def _child_beyond_its_parent(client: hvac.Client) -> Any:
     """A token that may make tokens asks for a policy it does not carry."""
-    maker = 'path "auth/token/create" {\n  capabilities = ["create", "update"]\n}'
+    maker = 'path "auth/token/*" {\n  capabilities = ["create", "update"]\n}'
     client.sys.create_or_update_acl_policy(name="token-maker", policy=maker)
     parent = client.auth.token.create(policies=["token-maker"])["auth"]["client_token"]
     return as_token(client, parent).auth.token.create(policies=["orders"])
@@ -111,7 +111,7 @@ def _chosen_twice(client: hvac.Client) -> Any:
 
 
 def _chosen_by_a_token_that_is_not_root(client: hvac.Client) -> Any:
-    maker = 'path "auth/token/create" {\n  capabilities = ["create", "update"]\n}'
+    maker = 'path "auth/token/*" {\n  capabilities = ["create", "update"]\n}'
     client.sys.create_or_update_acl_policy(name="token-maker", policy=maker)
     parent = client.auth.token.create(policies=["token-maker"])["auth"]["client_token"]
     value = "chosen-" + secrets.token_hex(8)

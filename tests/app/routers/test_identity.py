@@ -255,14 +255,24 @@ def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
         ('path "transit/rewrap/x" { capabilities = ["update"] }', "rewrap does not map"),
         # A block that would grant nothing here, where Vault grants a listing or a read.
         ('path "transit/keys/" { capabilities = ["list"] }', "list grants nothing here"),
-        ('path "transit/encrypt/x" { capabilities = ["read"] }', "takes create or update"),
+        ('path "transit/encrypt/x" { capabilities = ["read"] }', "takes update"),
+        # `create` alone makes a missing key on a first encryption: the admin token's here.
+        ('path "transit/decrypt/x" { capabilities = ["create"] }', "takes update"),
+        # Vault globs only with a trailing *: anything else would grant more here.
+        ('path "transit/encrypt/k*1" { capabilities = ["update"] }', "trailing *"),
+        ('path "transit/encrypt/k?" { capabilities = ["update"] }', "trailing *"),
+        ('path "transit/encrypt/[a-z]1" { capabilities = ["update"] }', "trailing *"),
+        # Paths of one or two segments (a 500 once).
+        ('path "*" { capabilities = ["read"] }', "only <Transit mount>/<verb>"),
+        ('path "transit" { capabilities = ["read"] }', "only <Transit mount>/<verb>"),
         # Reading policies would be writing them here, and so granting anything.
         ('path "sys/policies/acl/*" { capabilities = ["read", "list"] }', "reading alone"),
-        (
-            'path "auth/token/lookup" { capabilities = ["update"] }\n'
-            'path "sys/auth/*" { capabilities = ["read"] }',
-            "reading alone",
-        ),
+        ('path "sys/auth/*" { capabilities = ["read"] }', "reading alone"),
+        # Part of an admin operation would be all of it here.
+        ('path "auth/token/create" { capabilities = ["update"] }', "whole family"),
+        ('path "auth/token/lookup" { capabilities = ["update"] }', "whole family"),
+        ('path "sys/policies/acl/scratch" { capabilities = ["update"] }', "whole family"),
+        ('path "sys/auth/approle" { capabilities = ["sudo"] }', "whole family"),
     ):
         refused = client.put("/v1/sys/policies/acl/p", json={"policy": text})
         assert refused.status_code == 400, refused.text
@@ -271,7 +281,7 @@ def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
         "/v1/sys/policies/acl/p",
         json={
             "policy": 'path "transit/encrypt/orders-*" { capabilities = ["update"] }\n'
-            'path "auth/token/create" { capabilities = ["update"] }'
+            'path "auth/token/*" { capabilities = ["create", "update"] }'
         },
     )
     assert written.status_code == 204, written.text

@@ -133,11 +133,17 @@ class Principal:
     def allows(self, operation: Operation, key_name: str | None) -> bool:
         return self.admin or any(rule.allows(operation, key_name) for rule in self.rules)
 
-    def patterns_for(self, operation: Operation) -> frozenset[str]:
-        """The key-name patterns of the keys it may do `operation` on (the admin: `*`)."""
+    def held_for(self, operation: Operation) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Each key-name pattern of the rules that give `operation`, with the prefixes its rule
+        excludes (a Transit mount's rule: the other mounts'); the admin: `*`, excluding none."""
         if self.admin:
-            return frozenset({"*"})
-        return frozenset(p for rule in self.rules if rule.gives(operation) for p in rule.patterns)
+            return (("*", ()),)
+        return tuple(
+            (pattern, rule.excluded)
+            for rule in self.rules
+            if rule.gives(operation)
+            for pattern in rule.patterns
+        )
 
     def may(self, operation: AdminOperation) -> bool:
         """Whether it may do the admin operation."""

@@ -217,10 +217,12 @@ def _scope_lacking(
     they would pass MAX_SCOPE_COMPARISON together."""
     open_ = []
     for operation in operations:
-        held = maker.patterns_for(Operation(operation))
-        if "*" not in held:
-            open_.append((operation, held, [p for p in patterns if p not in held]))
-    if sum(_weight(left) * _weight(held) for _, held, left in open_) > MAX_SCOPE_COMPARISON:
+        held = maker.held_for(Operation(operation))
+        if ("*", ()) not in held:
+            whole = {own for own, excluded in held if not excluded}
+            open_.append((operation, held, [p for p in patterns if p not in whole]))
+    weights = (_weight(left) * _weight(own for own, _ in held) for _, held, left in open_)
+    if sum(weights) > MAX_SCOPE_COMPARISON:
         raise forbidden(
             "the scope to give is too wide to check against the maker's: name fewer patterns, "
             "or give policies"
@@ -229,8 +231,22 @@ def _scope_lacking(
         f"{operation} on {pattern!r}"
         for operation, held, left in open_
         for pattern in left
-        if not any(covers(own, pattern) for own in held)
+        if not any(
+            covers(own, pattern) and not _may_reach(pattern, excluded) for own, excluded in held
+        )
     ]
+
+
+def _may_reach(pattern: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether `pattern` may match a name that starts with one of `prefixes` (cautious: a
+    wildcard before the prefix ends may): a rule that excludes another mount's keys gives no
+    pattern that reaches them, by any way of writing it."""
+    wild = min((i for i, c in enumerate(pattern) if c in "*?["), default=len(pattern))
+    head = pattern[:wild]
+    exact = wild == len(pattern)
+    return any(
+        head.startswith(prefix) or (not exact and prefix.startswith(head)) for prefix in prefixes
+    )
 
 
 def _weight(patterns: Iterable[str]) -> int:

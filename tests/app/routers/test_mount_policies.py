@@ -140,3 +140,49 @@ def test_a_mount_reaches_none_of_a_nested_mounts_keys(client: TestClient) -> Non
     created = client.post("/v1/transit/keys/a.new", headers=vault(client))
     assert created.status_code == 400, created.text
     assert client.get("/v1/keys/a.new").status_code == 404
+
+
+def test_a_child_token_reaches_no_key_its_makers_mount_rule_excludes(
+    client: TestClient, app: FastAPI
+) -> None:
+    """A maker held to one mount's keys gives no inline scope that reaches another mount's,
+    however the pattern is written; within its mount it gives what it has."""
+    mount(client, "payments")
+    mount(client, "payments.eu")
+    policies = {
+        "in-transit": {"keys": ["*"], "operations": ["encrypt", "decrypt"], "mount": "transit"},
+        "in-payments": {"keys": ["*"], "operations": ["encrypt"], "mount": "payments"},
+    }
+    for name, rule in policies.items():
+        written = client.post(f"/v1/policies/{name}", json={"rules": [rule], "admin": ["tokens"]})
+        assert written.status_code == 200, written.text
+    cases = {
+        "in-transit": {
+            "*": 403,
+            "p*": 403,
+            "payments.*": 403,
+            "payments.card": 403,
+            "orders-*": 201,
+            "orders": 201,
+        },
+        "in-payments": {
+            "payments.*": 403,
+            "payments.eu.*": 403,
+            "payments.e*": 403,
+            "payments.card": 201,
+            "payments.c*": 201,
+            "*": 403,
+        },
+    }
+    for policy, asked in cases.items():
+        made = client.post("/v1/tokens", json={"policies": [policy]})
+        assert made.status_code == 201, made.text
+        bearer = {"Authorization": f"Bearer {made.json()['token']}"}
+        operation = "decrypt" if policy == "in-transit" else "encrypt"
+        for pattern, status in asked.items():
+            child = client.post(
+                "/v1/tokens",
+                headers=bearer,
+                json={"keys": [pattern], "operations": [operation]},
+            )
+            assert child.status_code == status, (policy, pattern, child.text)

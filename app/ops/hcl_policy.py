@@ -194,8 +194,8 @@ def _transit(path: str, capabilities: set[str]) -> tuple[str, str, tuple[Operati
         )
     if not _VAULT_KEY_GLOB.fullmatch(key) or not re.match(KEY_PATTERN, key):
         raise invalid_input(
-            f'path "{path}": {key[:64]!r} is no key name or prefix: Vault globs only with a '
-            "trailing *, which is all that maps"
+            f'path "{path}": {key[:64]!r} does not map: a key name, or a prefix and a trailing '
+            "*, the one glob of Vault's"
         )
     return mount, key, operations
 

@@ -48,10 +48,12 @@ SUPPORTED_ALGS = (
     "ES512",
     "EdDSA",
 )
-# Vault's defaults for a leeway given as 0; -1 turns it off.
+# The leeways of a role that gives none (or 0), as OpenBao applies them: 60 s of clock skew
+# and nothing more for `exp` and `nbf` (a token expired 65 s ago is refused there); -1 turns
+# a leeway off.
 DEFAULT_CLOCK_SKEW_LEEWAY = 60
-DEFAULT_EXPIRATION_LEEWAY = 150
-DEFAULT_NOT_BEFORE_LEEWAY = 150
+DEFAULT_EXPIRATION_LEEWAY = 0
+DEFAULT_NOT_BEFORE_LEEWAY = 0
 MAX_PUBKEYS = 100
 MAX_BOUND_VALUES = 256
 MAX_MAPPINGS = 64

@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -31,6 +31,7 @@ from app.ops.lifecycle import EXPIRED_PER_PASS
 from app.ops.policies import KEY_PATTERN, checked_patterns
 from app.store import KeyStore, TokenRecord
 from app.store.patterns import covers
+from app.store.tokens import MAX_DEPTH
 
 MAX_TTL = 10 * 365 * 86400
 # The slowest rate a token may be given, one request a day: a slower one would answer its 429s
@@ -192,6 +193,8 @@ def create(
         raise invalid_input("a token needs policies, or keys and operations")
     if bool(terms.key_patterns) != bool(terms.operations):
         raise invalid_input("keys and operations go together")
+    if maker.token_id is not None:
+        terms = _within_maker(store, maker.token_id, terms, orphan)
     # A token carries the identity of the chain it was made in: the admin's, or a login's.
     made_by = "token:admin" if maker.token_id is None else maker.identity
     identity = Identity("token", "token", "", made_by)
@@ -199,6 +202,33 @@ def create(
     if not terms.bound_cidrs and maker.bound_networks:
         terms = replace(terms, bound_cidrs=[str(network) for network in maker.bound_networks])
     return mint(store, limits, identity, terms, parent, path)
+
+
+def _within_maker(store: KeyStore, maker_id: str, terms: TokenTerms, orphan: bool) -> TokenTerms:
+    """The terms of a token a stored token makes, held within its maker's life: a maker with
+    a use count makes none (as Vault refuses it), the token ends when the maker would (its
+    explicit maximum), at its maker's rate at most, and, a child, no deeper than a revocation
+    of the chain reaches (MAX_DEPTH)."""
+    record = store.tokens.by_id(maker_id)
+    if record is None:
+        raise forbidden("the token is unknown, revoked or expired")
+    if record.uses_left is not None:
+        raise invalid_input("restricted use token cannot generate child tokens")
+    if not orphan and store.tokens.ancestors(maker_id) >= MAX_DEPTH:
+        raise invalid_input(f"a chain of tokens is at most {MAX_DEPTH} deep")
+    changes: dict[str, Any] = {}
+    if record.expires_at is not None:
+        left = int(record.expires_at - store.clock.now())  # whole seconds: never past it
+        if left < 1:
+            raise forbidden("the token expires before it could make another")
+        explicit = terms.explicit_max_seconds
+        changes["explicit_max_seconds"] = left if not explicit else min(explicit, left)
+    if record.rate_per_second is not None:
+        rate = terms.rate_per_second
+        changes["rate_per_second"] = (
+            record.rate_per_second if rate is None else min(rate, record.rate_per_second)
+        )
+    return replace(terms, **changes)
 
 
 def policies_lacking(maker: Principal, policies: Iterable[str]) -> list[str]:

@@ -87,6 +87,22 @@ class TokenRepository:
         row = self._session.read_row(f"SELECT {COLUMNS} FROM tokens WHERE id = ?", (token_id,))
         return None if row is None else token_of(row)
 
+    def ancestors(self, token_id: str) -> int:
+        """How many tokens stand above `token_id` and it (its parent's, its parent's parent's,
+        ...), counted up to MAX_DEPTH + 1: a revocation reaches MAX_DEPTH levels down."""
+        count, current = 0, token_id
+        with self._session.transaction(write=False) as cursor:
+            while count <= MAX_DEPTH:
+                cursor.execute("SELECT parent_id FROM tokens WHERE id = ?", (current,))
+                row = cursor.fetchone()
+                if row is None:
+                    return count
+                count += 1
+                if row[0] is None:
+                    return count
+                current = row[0]
+        return count
+
     def page(self, after: str | None, limit: int) -> tuple[Sequence[TokenRecord], bool]:
         """Up to `limit` tokens with an id past `after` (from the first when None), in id
         order, ending early at PAGE_BYTES of their patterns, policies and metadata; and whether

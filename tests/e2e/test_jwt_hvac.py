@@ -306,6 +306,22 @@ def _expired(issuer: Issuer) -> dict[str, Any]:
     return good_claims(issuer, iat=now - 7200, nbf=now - 7200, exp=now - 3600)
 
 
+def _expired_by(seconds: int) -> Callable[[Issuer], dict[str, Any]]:
+    def claims(issuer: Issuer) -> dict[str, Any]:
+        now = int(time.time())
+        return good_claims(issuer, iat=now - 3600, nbf=now - 3600, exp=now - seconds)
+
+    return claims
+
+
+def _valid_from(seconds: int) -> Callable[[Issuer], dict[str, Any]]:
+    def claims(issuer: Issuer) -> dict[str, Any]:
+        now = int(time.time())
+        return good_claims(issuer, iat=now, nbf=now + seconds, exp=now + 3600)
+
+    return claims
+
+
 def _in_the_future(issuer: Issuer) -> dict[str, Any]:
     now = int(time.time())
     return good_claims(issuer, iat=now + 3600, nbf=now + 3600, exp=now + 7200)
@@ -349,6 +365,12 @@ CASES: dict[str, Case] = {
     ),
     "jwt_login expired": _login_with(_expired),
     "jwt_login not yet valid": _login_with(_in_the_future),
+    # The default leeways' edges: 60 s of skew, nothing more.
+    "jwt_login expired 40 s ago": _login_with(_expired_by(40)),
+    "jwt_login expired 90 s ago": _login_with(_expired_by(90)),
+    "jwt_login expired 180 s ago": _login_with(_expired_by(180)),
+    "jwt_login valid in 40 s": _login_with(_valid_from(40)),
+    "jwt_login valid in 90 s": _login_with(_valid_from(90)),
     "jwt_login signed by another key": _login_with_another_key,
     "jwt_login claim outside bound_claims": _login_with(
         lambda issuer: good_claims(issuer, repository="evil/app"),

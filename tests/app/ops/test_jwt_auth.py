@@ -86,13 +86,20 @@ def test_the_four_refusals(issuer: Issuer, keys: IssuerKeys) -> None:
 def test_times_with_leeway(issuer: Issuer, keys: IssuerKeys) -> None:
     config = jwks_config(issuer, keys)
     now = time.time()
-    # Expired 100 s ago: inside the default leeway (60 s skew + 150 s), refused without it.
-    late = issuer.sign(good(issuer, exp=int(now) - 100))
+    # Expired 50 s ago: inside the default leeway (60 s of skew, as OpenBao's), refused
+    # without it; 65 s ago, refused as by OpenBao.
+    late = issuer.sign(good(issuer, exp=int(now) - 50))
     assert verify(late, config, ROLE, keys, now).user
     strict = role_of(ROLE, {"clock_skew_leeway": -1, "expiration_leeway": -1})
     assert "expired" in refusal(lambda: verify(late, config, strict, keys, now))
-    early = issuer.sign(good(issuer, nbf=int(now) + 100))
+    later = issuer.sign(good(issuer, exp=int(now) - 65))
+    assert "expired" in refusal(lambda: verify(later, config, ROLE, keys, now))
+    wider = role_of(ROLE, {"expiration_leeway": 150})
+    assert verify(issuer.sign(good(issuer, exp=int(now) - 200)), config, wider, keys, now).user
+    early = issuer.sign(good(issuer, nbf=int(now) + 50))
     assert verify(early, config, ROLE, keys, now).user
+    earlier = issuer.sign(good(issuer, nbf=int(now) + 65))
+    assert "nbf" in refusal(lambda: verify(earlier, config, ROLE, keys, now))
     assert "nbf" in refusal(
         lambda: verify(early, config, strict | {"not_before_leeway": -1}, keys, now)
     )

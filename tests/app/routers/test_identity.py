@@ -259,9 +259,9 @@ def test_hcl_outside_the_subset_is_a_clear_400(client: TestClient) -> None:
         # `create` alone makes a missing key on a first encryption: the admin token's here.
         ('path "transit/decrypt/x" { capabilities = ["create"] }', "takes update"),
         # Vault globs only with a trailing *: anything else would grant more here.
-        ('path "transit/encrypt/k*1" { capabilities = ["update"] }', "trailing *"),
-        ('path "transit/encrypt/k?" { capabilities = ["update"] }', "trailing *"),
-        ('path "transit/encrypt/[a-z]1" { capabilities = ["update"] }', "trailing *"),
+        ('path "transit/encrypt/k*1" { capabilities = ["update"] }', "a trailing *"),
+        ('path "transit/encrypt/k?" { capabilities = ["update"] }', "a trailing *"),
+        ('path "transit/encrypt/[a-z]1" { capabilities = ["update"] }', "a trailing *"),
         # Paths of one or two segments (a 500 once).
         ('path "*" { capabilities = ["read"] }', "only <Transit mount>/<verb>"),
         ('path "transit" { capabilities = ["read"] }', "only <Transit mount>/<verb>"),

@@ -405,6 +405,14 @@ def policy_decision(body: KeyPatch) -> PolicyDecision:
     return decide
 
 
+def check_rotation_period(body: KeyPatch, shortest: int) -> None:
+    """422 for an `auto_rotate_seconds` other than 0 below `shortest`
+    (CIPHERD_MIN_AUTO_ROTATE_SECONDS), checked before anything is changed."""
+    period = body.auto_rotate_seconds
+    if period and period < shortest:
+        raise invalid_input(f"auto_rotate_seconds: 0 (off) or at least {shortest}, not {period}")
+
+
 def change_policy(store: KeyStore, keyring: Keyring | None, name: str, body: KeyPatch) -> KeyOut:
     """Apply a policy change (`KeyPatch`), decided under the key's row lock: all of it in one
     transaction, or none of it."""

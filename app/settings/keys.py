@@ -32,6 +32,14 @@ class KeySettings(BaseModel):
         description="How often each process destroys keys whose deletion date has come and "
         "rotates keys whose `auto_rotate_seconds` has passed.",
     )
+    min_auto_rotate_seconds: int = Field(
+        3600,
+        ge=1,
+        le=10 * 365 * 86400,
+        description="The shortest `auto_rotate_seconds` a key may have (Vault's floor, an "
+        "hour): each rotation adds a version that the key keeps, so a shorter period would "
+        "grow it without bound.",
+    )
     bare_payload_versions: int = Field(
         8,
         ge=1,

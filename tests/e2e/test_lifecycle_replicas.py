@@ -81,7 +81,10 @@ def test_a_window_that_ends_while_the_service_is_down_is_kept(
 def test_automatic_rotation_is_once_per_period_across_replicas_and_workers(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    env = _env(postgres_url) | {"CIPHERD_MAINTENANCE_SECONDS": "0.2"}
+    env = _env(postgres_url) | {
+        "CIPHERD_MAINTENANCE_SECONDS": "0.2",
+        "CIPHERD_MIN_AUTO_ROTATE_SECONDS": "1",
+    }
     period = 2
     with (
         running(tmp_path / "a", env=env, workers_count=2) as first,

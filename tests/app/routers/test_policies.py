@@ -24,6 +24,7 @@ def admin(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestClient
         admin_token=ADMIN_TOKEN,
         database_url=url,
         maintenance_seconds=0.2,
+        min_auto_rotate_seconds=1,  # rotations seen within the test
     )
     headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     with TestClient(create_app(settings), headers=headers) as client:
@@ -178,3 +179,14 @@ def test_automatic_rotation(admin: TestClient) -> None:
     latest = admin.get("/v1/keys/k").json()["latest_version"]
     time.sleep(1.5)
     assert admin.get("/v1/keys/k").json()["latest_version"] == latest
+
+
+def test_automatic_rotation_is_no_more_often_than_hourly(client: TestClient) -> None:
+    """Each rotation adds a version the key keeps: a period under an hour (the default of
+    CIPHERD_MIN_AUTO_ROTATE_SECONDS) would grow it without bound."""
+    client.post("/v1/keys", json={"name": "k", "type": "aez"})
+    refused = client.patch("/v1/keys/k", json={"auto_rotate_seconds": 1})
+    assert refused.status_code == 422, refused.text
+    assert "at least 3600" in refused.json()["detail"]
+    for period in (3600, 0):
+        assert client.patch("/v1/keys/k", json={"auto_rotate_seconds": period}).status_code == 200

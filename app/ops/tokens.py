@@ -14,7 +14,15 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    field_validator,
+)
 
 from app.ops.errors import Problem, forbidden, invalid_input
 from app.ops.grants import DEFAULT_POLICY, AdminOperation, Operation, Principal
@@ -48,6 +56,7 @@ Metadata = dict[Annotated[str, Field(max_length=128)], Annotated[str, Field(max_
 # What `POST /v1/tokens` and `cipherd tokens create` take (a docstring would reach the OpenAPI
 # document as the schema's description).
 class TokenCreate(BaseModel):
+    # Strict, as the rest of the native API: `"ttl_seconds": true` is no TTL of 1 s.
     model_config = ConfigDict(extra="forbid")
 
     description: str = Field(
@@ -63,19 +72,19 @@ class TokenCreate(BaseModel):
     policies: list[Annotated[str, Field(pattern=POLICY_NAME)]] = Field(
         default_factory=list, max_length=64, description="named policies the token carries"
     )
-    no_default_policy: bool = Field(False, description="without the `default` policy")
-    ttl_seconds: int | None = Field(None, ge=1, le=MAX_TTL, description="default: no expiry")
-    max_ttl_seconds: int | None = Field(
+    no_default_policy: StrictBool = Field(False, description="without the `default` policy")
+    ttl_seconds: StrictInt | None = Field(None, ge=1, le=MAX_TTL, description="default: no expiry")
+    max_ttl_seconds: StrictInt | None = Field(
         None, ge=1, le=MAX_TTL, description="renewals never take it past this from its creation"
     )
-    period_seconds: int | None = Field(
+    period_seconds: StrictInt | None = Field(
         None, ge=1, le=MAX_TTL, description="periodic: each renewal gives it this life again"
     )
-    renewable: bool = True
-    num_uses: int | None = Field(None, ge=1, le=1_000_000, description="default: any number")
+    renewable: StrictBool = True
+    num_uses: StrictInt | None = Field(None, ge=1, le=1_000_000, description="default: any number")
     metadata: Metadata = Field(default_factory=dict, max_length=64)
-    orphan: bool = Field(False, description="not revoked with the token that made it")
-    rate_per_second: float | None = Field(
+    orphan: StrictBool = Field(False, description="not revoked with the token that made it")
+    rate_per_second: StrictFloat | None = Field(
         None,
         ge=MIN_RATE_PER_SECOND,
         le=1_000_000,
@@ -84,7 +93,7 @@ class TokenCreate(BaseModel):
         "worth, at least one, at once), at least one a day; past it 429 with Retry-After; "
         "default: no limit",
     )
-    aws_credentials: bool = Field(
+    aws_credentials: StrictBool = Field(
         False,
         description="also answer an AWS access key pair that signs requests to the KMS API "
         "(POST /) as this token",

@@ -56,3 +56,18 @@ def test_a_chain_is_no_deeper_than_a_revocation_reaches(client: TestClient) -> N
     for token in (chain[1], chain[-1]):
         answer = client.get("/v1/tokens/self", headers={"Authorization": f"Bearer {token}"})
         assert answer.status_code == 401
+
+
+def test_a_tokens_numbers_and_switches_are_read_strictly(client: TestClient) -> None:
+    """`"ttl_seconds": true` is no TTL of one second, nor `"1"` a number."""
+    base = {"keys": ["orders-*"], "operations": ["encrypt"]}
+    for field, value in (
+        ("ttl_seconds", True),
+        ("ttl_seconds", "1"),
+        ("rate_per_second", True),
+        ("num_uses", "2"),
+        ("orphan", "true"),
+    ):
+        answer = client.post("/v1/tokens", json={**base, field: value})
+        assert answer.status_code == 422, (field, value, answer.text)
+    assert client.post("/v1/tokens", json={**base, "rate_per_second": 3}).status_code == 201

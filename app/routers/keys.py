@@ -22,6 +22,7 @@ from app.http.deps import (
 from app.http.operation import operation_id
 from app.http.schemas import Base64Bytes, PageSize
 from app.ops import backup, jwt, keys
+from app.ops.errors import forbidden
 from app.ops.grants import AdminOperation, Operation, Principal
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyOut, KeyTypeName
 from app.ops.keytypes import PublicFormat
@@ -157,6 +158,12 @@ async def import_key(
     note.key = body.name
     if body.backup is not None:
         note.details["form"] = "backup"
+        # Before the backup is opened: a caller who could restore none makes no decryption
+        # happen, nor learns the name inside.
+        if not (
+            principal.may(AdminOperation.BACKUP) or principal.allows(Operation.CREATE, body.name)
+        ):
+            raise forbidden("importing a backup needs the admin operation 'backup', or create")
         document, signer = await in_thread(
             backup.open_backup, services.store, services.settings, body.backup
         )

@@ -363,3 +363,24 @@ def test_a_key_without_a_policy_may_be_renamed_and_keeps_its_ledger(tmp_path: Pa
             one.get("/v1/keys/q2/public").json()["public_key"]
             == (one.get("/v1/keys/q/public").json()["public_key"])
         )
+
+
+def test_a_backup_is_not_opened_for_a_caller_who_could_restore_none(tmp_path: Path) -> None:
+    """A token with neither `backup` nor any `create` is refused before the backup is
+    decrypted, and learns nothing of the key inside."""
+    with instance(tmp_path, "a") as a:
+        body = {"name": "secret-name", "type": "aez", "allow_backup": True}
+        assert a.post("/v1/keys", json=body).status_code == 201
+        to = {"wrapping_key": b64(wrapping(a)["public_key"])}
+        blob = a.post("/v1/keys/secret-name/backup", json=to).json()["backup"]
+        for operations in (["encrypt", "decrypt"], ["read"]):
+            made = a.post("/v1/tokens", json={"keys": ["*"], "operations": operations})
+            token = made.json()["token"]
+            answer = a.post(
+                "/v1/keys/import",
+                json={"backup": blob},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            assert answer.status_code == 403, answer.text
+            assert "secret-name" not in answer.text
+            assert "'backup', or create" in answer.json()["detail"]

@@ -135,8 +135,6 @@ async def transit_call(
         note.key = native
     service = services(request)
     principal = await principal_of(request.scope, service.auth, vault_token(request.scope))
-    if "." in native.removeprefix(mount.key_prefix):  # every prefix ends in "."
-        await _refuse_nested(service.mounts, mount, native)
     call = TransitCall(service, principal, mount, native)
     if access is None:
         if not principal.admin:
@@ -145,14 +143,17 @@ async def transit_call(
         require_admin_operation(principal, access)
     else:
         call.allow(access)
+    await refuse_nested(service.mounts, mount, native)  # allowed only: it names a mount
     if change:
         await service.audit.admit_change(note)
     return call
 
 
-async def _refuse_nested(mounts: Mounts, mount: SecretMount, native: str) -> None:
+async def refuse_nested(mounts: Mounts, mount: SecretMount, native: str) -> None:
     """400 for a name under another mount's prefix (`transit/keys/payments.orders` is the key
     `orders` of the mount `payments`): a mount reaches its own keys only."""
+    if "." not in native.removeprefix(mount.key_prefix):  # every prefix ends in "."
+        return
     by_prefix = {m.key_prefix: m for m in (await mounts.current_table()).values()}
     for prefix in nested_prefixes(mount, by_prefix):
         if native.startswith(prefix):

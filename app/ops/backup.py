@@ -333,7 +333,7 @@ def restore(
         min_decryption_version=numbers[0],
     )
     with _within("backup.policies"):
-        columns = policy_decision(document.policies)(proposed)
+        columns = policy_decision(document.policies, settings.min_auto_rotate_seconds)(proposed)
     ledger = _replayed_ledger(key.type, params, numbers, document.ledger)
     policies = KeyPolicies(
         deletion_protection=key.deletion_protection,

@@ -367,9 +367,11 @@ class KeyPatch(BaseModel):
     )
 
 
-def policy_decision(body: KeyPatch) -> PolicyDecision:
+def policy_decision(body: KeyPatch, shortest_rotation: int = 0) -> PolicyDecision:
     """The columns `body` sets, checked against the key as it is: under its row lock for a
-    PATCH, as a backup brings it for an import."""
+    PATCH, as a backup brings it for an import. An `auto_rotate_seconds` other than 0 is at
+    least `shortest_rotation` (CIPHERD_MIN_AUTO_ROTATE_SECONDS): each rotation adds a version
+    the key keeps."""
 
     def decide(key: KeyInfo) -> dict[str, Any]:
         changes: dict[str, Any] = {}
@@ -392,8 +394,13 @@ def policy_decision(body: KeyPatch) -> PolicyDecision:
                 f"min_encryption_version: 0 or from min_decryption_version ({min_dec}) to the "
                 f"latest version ({key.latest_version}), not {min_enc}"
             )
-        if body.auto_rotate_seconds is not None:
-            changes["auto_rotate_seconds"] = body.auto_rotate_seconds or None
+        period = body.auto_rotate_seconds
+        if period is not None:
+            if 0 < period < shortest_rotation:
+                raise invalid_input(
+                    f"auto_rotate_seconds: 0 (off) or at least {shortest_rotation}, not {period}"
+                )
+            changes["auto_rotate_seconds"] = period or None
         if body.deletion_protection is not None:
             changes["deletion_protection"] = body.deletion_protection
         if body.exportable is not None:
@@ -405,15 +412,13 @@ def policy_decision(body: KeyPatch) -> PolicyDecision:
     return decide
 
 
-def check_rotation_period(body: KeyPatch, shortest: int) -> None:
-    """422 for an `auto_rotate_seconds` other than 0 below `shortest`
-    (CIPHERD_MIN_AUTO_ROTATE_SECONDS), checked before anything is changed."""
-    period = body.auto_rotate_seconds
-    if period and period < shortest:
-        raise invalid_input(f"auto_rotate_seconds: 0 (off) or at least {shortest}, not {period}")
-
-
-def change_policy(store: KeyStore, keyring: Keyring | None, name: str, body: KeyPatch) -> KeyOut:
+def change_policy(
+    store: KeyStore,
+    keyring: Keyring | None,
+    name: str,
+    body: KeyPatch,
+    shortest_rotation: int = 0,
+) -> KeyOut:
     """Apply a policy change (`KeyPatch`), decided under the key's row lock: all of it in one
     transaction, or none of it."""
     with store.transaction() as held:
@@ -421,7 +426,7 @@ def change_policy(store: KeyStore, keyring: Keyring | None, name: str, body: Key
             current = held.keys.get(name)
             if KEY_TYPES[current.type].family != "fe":
                 raise invalid_input(f"fe_policy: only FE key types take one, not {current.type}")
-        info = held.keys.set_policy(name, policy_decision(body))
+        info = held.keys.set_policy(name, policy_decision(body, shortest_rotation))
         if body.fe_policy is not None:
             policy = checked_fe_policy(body.fe_policy, info.type, info.params["dimension"])
             info = held.keys.set_params(name, {"fe_policy": policy})

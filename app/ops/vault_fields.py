@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator
+from pydantic_core import from_json
 
 # Go's duration units.
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -156,11 +157,19 @@ def zero_values(model: type[BaseModel]) -> dict[str, Any]:
     }
 
 
+# A member whose value is null, somewhere in a body: base64, which large bodies are mostly,
+# holds no quote or colon, so a body without one is passed on unparsed.
+_NULL_MEMBER = re.compile(rb'"\s*:\s*null\s*[,}]')
+
+
 def nulls_as_zeros(content: bytes, model: type[BaseModel]) -> bytes:
     """The body with each top-level null of a field `model` takes as that field's zero value
-    (`zero_values`); a body that is not an object, or not JSON, as sent."""
+    (`zero_values`); a body that is not an object, not JSON or nested past pydantic's limit
+    (its own parse then refuses it), as sent."""
+    if not _NULL_MEMBER.search(content):
+        return content
     try:
-        data = json.loads(content)
+        data = from_json(content)
     except ValueError:
         return content
     zeros = zero_values(model)

@@ -286,8 +286,10 @@ async def patch_key(
 ) -> KeyOut:
     body = await read_json(request, keys.KeyPatch)  # after the token check
     audit_note(request.scope).details.update(body.model_dump(exclude_none=True, mode="json"))
-    keys.check_rotation_period(body, services.settings.min_auto_rotate_seconds)
-    return await in_thread(keys.change_policy, services.store, services.keyring, name, body)
+    shortest = services.settings.min_auto_rotate_seconds
+    return await in_thread(
+        keys.change_policy, services.store, services.keyring, name, body, shortest
+    )
 
 
 @router.post(

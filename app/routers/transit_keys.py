@@ -10,7 +10,7 @@ from fastapi import Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict
 
 from app.http.deps import audit_note
-from app.http.transit import TransitCall, transit_call
+from app.http.transit import TransitCall, refuse_nested, transit_call
 from app.http.vault import answer, keys_of, listing, no_content, read_body, vault_body, vault_router
 from app.ops import keys as native_keys
 from app.ops.grants import AdminOperation, Operation
@@ -194,6 +194,7 @@ async def _restore(request: Request, name: str | None) -> Response:
     if name is None:
         call.name = checked_name(native_name(call.mount, body.name or backup.backup_name(policy)))
         audit_note(request.scope).key = call.name
+        await refuse_nested(call.services.mounts, call.mount, call.name)
     await in_thread(backup.restore, call.services.store, call.name, policy, {})
     return no_content()
 

@@ -28,7 +28,7 @@ from app.ops import keys
 from app.ops.errors import Problem
 from app.ops.keytypes import KEY_TYPES, stored_key
 from app.ops.transit import hmac_keys
-from app.ops.transit.keys import min_available_version
+from app.ops.transit.keys import MIN_AUTO_ROTATE_SECONDS, min_available_version
 from app.ops.transit.types import native_type, transit_type
 from app.ops.vault_fields import MAX_SECONDS, vault_time
 from app.store import KeyInfo, KeyPolicies, KeyStore, RestoredVersion
@@ -340,8 +340,8 @@ def _material(native: str, entry: dict[str, Any], version: int) -> tuple[bytes, 
 def _policies(policy: dict[str, Any], latest: int) -> KeyPolicies:
     """The key's policies from the backup's, each checked to be one the store can hold."""
     period = _count(policy, "auto_rotate_period") // _NANOSECONDS
-    if period > MAX_SECONDS:
-        raise bad_backup("auto_rotate_period is more than ten years")
+    if period > MAX_SECONDS or 0 < period < MIN_AUTO_ROTATE_SECONDS:
+        raise bad_backup("auto_rotate_period is under an hour or more than ten years")
     min_decryption = _count(policy, "min_decryption_version")
     if min_decryption > latest:
         raise bad_backup("min_decryption_version is past the latest version")

@@ -160,5 +160,15 @@ def test_a_null_is_the_zero_value_of_its_fields_type() -> None:
         "unknown": None,
         "ttl": 5,
     }
-    for untouched in (b"null", b"[null]", b'{"a": nul', b'{"ttl": 1}', b'{"described": null}'):
+    deep = b'{"plaintext": null, "x": ' + b"[" * 1000 + b"]" * 1000 + b"}"
+    in_base64 = b'{"plaintext": "bnVsbA==null"}'
+    for untouched in (
+        b"null",
+        b"[null]",
+        b'{"a": nul',
+        b'{"ttl": 1}',
+        b'{"described": null}',
+        deep,  # past the parser's depth: as sent, for pydantic's own parse to refuse
+        in_base64,
+    ):
         assert nulls_as_zeros(untouched, Fields) is untouched

@@ -138,6 +138,8 @@ def _forgeries(recipient: bytes) -> dict[str, dict[str, Any]]:
         "created_at-far-ahead": with_version(1, created_at=time.time() + 10 * 86400),
         "created_at-negative": with_version(1, created_at=-1),
         "auto_rotate_seconds-negative": with_policies(auto_rotate_seconds=-5),
+        # Under CIPHERD_MIN_AUTO_ROTATE_SECONDS: a version every maintenance pass.
+        "auto_rotate_seconds-a-second": with_policies(auto_rotate_seconds=1),
         "min_decryption_version-above-latest": with_policies(min_decryption_version=3),
         "min_decryption_version-below-oldest": document(
             recipient,

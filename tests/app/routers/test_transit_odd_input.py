@@ -201,6 +201,7 @@ CORRUPTIONS = {
     "auto_rotate_period text": (set_policy("auto_rotate_period", "xyzzy"), "auto_rotate_period"),
     "auto_rotate_period huge": (set_policy("auto_rotate_period", 10**400), "auto_rotate_period"),
     "auto_rotate_period negative": (set_policy("auto_rotate_period", -(10**12)), "auto_rotate"),
+    "auto_rotate_period a second": (set_policy("auto_rotate_period", 10**9), "under an hour"),
     "min_decryption_version text": (
         set_policy("min_decryption_version", "xyzzy"),
         "min_decryption_version",

@@ -155,7 +155,7 @@ async def refuse_nested(mounts: Mounts, mount: SecretMount, native: str) -> None
     if "." not in native.removeprefix(mount.key_prefix):  # every prefix ends in "."
         return
     by_prefix = {m.key_prefix: m for m in (await mounts.current_table()).values()}
-    for prefix in nested_prefixes(mount, by_prefix):
+    for prefix in nested_prefixes(mount.key_prefix, by_prefix):
         if native.startswith(prefix):
             raise invalid_input(
                 f"key name {native.removeprefix(mount.key_prefix)!r} is the mount "

@@ -46,13 +46,7 @@ from app.ops.ratelimit import RateLimits
 from app.ops.token_values import hash_token
 from app.ops.transit.mounts import ENGINE
 from app.ops.work import SharedBlockingRead, SharedRead
-from app.store import (
-    AuthState,
-    AwsCredential,
-    KeyStore,
-    StoreUnavailableError,
-    TokenRecord,
-)
+from app.store import AuthState, AwsCredential, KeyStore, StoreUnavailableError, TokenRecord
 
 MAX_CACHED_TOKENS = 10_000
 MAX_CACHED_POLICIES = 10_000

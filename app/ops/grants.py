@@ -11,6 +11,7 @@ from typing import Any
 from app.ops.cidrs import Network, address_within
 from app.ops.errors import Problem
 from app.ops.globs import matcher
+from app.ops.transit.mounts import nested_prefixes
 from app.store import PolicyRecord
 
 ROOT_POLICY, DEFAULT_POLICY = "root", "default"
@@ -89,7 +90,7 @@ class MountPrefixes:
         prefix = self.by_path.get(mount)
         if prefix is None:
             return None
-        nested = tuple(sorted(p for p in self.every if p != prefix and p.startswith(prefix)))
+        nested = tuple(sorted(nested_prefixes(prefix, self.every)))
         return Rule(tuple(prefix + glob for glob in globs), operations, nested)
 
 

@@ -46,8 +46,7 @@ DEFAULT = SecretMount(
     description="the service's own keys, as Vault's Transit secrets engine",
     created_at=0.0,
 )
-# A mount path: segments of letters, digits, '-', '_' and '.', separated by '/'.
-# A mount's path: at most four segments of letters, digits, '-', '_' and '.'.
+# A mount's path: at most four segments of letters, digits, '-', '_' and '.', separated by '/'.
 PATH_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,47}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,47}){0,3}"
 _PATH = re.compile(PATH_PATTERN)
 
@@ -197,17 +196,18 @@ def native_name(mount: SecretMount, name: str) -> str:
     return mount.key_prefix + name
 
 
-def nested_prefixes(mount: SecretMount, prefixes: Iterable[str]) -> tuple[str, ...]:
-    """The other mounts' prefixes that start with this one's (every other for `transit`'s,
-    which is empty): the native names under them are those mounts' keys, not this one's."""
-    own = mount.key_prefix
+def nested_prefixes(own: str, prefixes: Iterable[str]) -> tuple[str, ...]:
+    """The other mounts' prefixes that start with the prefix `own` (every other for
+    `transit`'s, which is empty): the native names under them are those mounts' keys, not its
+    own."""
     return tuple(p for p in prefixes if p != own and p.startswith(own))
 
 
 def transit_names(mount: SecretMount, names: Iterable[str], others: Sequence[str]) -> list[str]:
     """The mount's key names among native `names`: those with its prefix and none of the
     other mounts' within it (`others`), without its prefix."""
-    own, nested = mount.key_prefix, nested_prefixes(mount, others)
+    own = mount.key_prefix
+    nested = nested_prefixes(own, others)
     return [n.removeprefix(own) for n in names if n.startswith(own) and not n.startswith(nested)]
 
 

@@ -10,7 +10,7 @@ from pydantic import Field
 from app.ops.grants import Operation
 from app.ops.kms import keyids
 from app.ops.kms.actions import KeyIdField, KmsCall, KmsRequest, action
-from app.ops.kms.errors import KmsError, invalid_state, not_found, validation
+from app.ops.kms.errors import KmsError, not_found, pending_deletion, validation
 from app.ops.work import in_thread
 from app.store import KeyExistsError, KmsAlias
 
@@ -38,7 +38,7 @@ async def _target(call: KmsCall, target_key_id: str) -> str:
     name = await call.key(target_key_id, "keys_patch_key", Operation.CONFIGURE)
     info = await in_thread(call.services.store.keys.get, name)
     if info.state == "pending-deletion":
-        raise invalid_state(f"{call.arn(name)} is pending deletion.")
+        raise pending_deletion(call.arn(name))
     return name
 
 

@@ -28,8 +28,8 @@ def not_found(message: str) -> KmsError:
     return KmsError("NotFoundException", message)
 
 
-def invalid_state(message: str) -> KmsError:
-    return KmsError("KMSInvalidStateException", message)
+def pending_deletion(arn: str) -> KmsError:
+    return KmsError("KMSInvalidStateException", f"{arn} is pending deletion.")
 
 
 def validation(message: str) -> KmsError:

@@ -17,7 +17,7 @@ from app.ops.grants import Operation
 from app.ops.keys import KeyCreate, KeyPatch
 from app.ops.kms import specs
 from app.ops.kms.actions import GrantTokenList, KeyIdField, KmsCall, KmsRequest, action
-from app.ops.kms.errors import KmsError, unsupported, validation
+from app.ops.kms.errors import pending_deletion, unsupported, validation
 from app.ops.kms.tags import TagList, checked_tags
 from app.ops.work import in_thread
 from app.store import KeyStore
@@ -151,10 +151,6 @@ async def enable_key(call: KmsCall, request: KeyIdRequest) -> dict[str, Any]:
 @action("DisableKey")
 async def disable_key(call: KmsCall, request: KeyIdRequest) -> dict[str, Any]:
     return await _set_enabled(call, request.KeyId, False)
-
-
-def pending_deletion(arn: str) -> KmsError:
-    return KmsError("KMSInvalidStateException", f"{arn} is pending deletion.")
 
 
 class UpdateKeyDescriptionRequest(KmsRequest):

@@ -13,7 +13,7 @@ from app.ops.grants import Operation
 from app.ops.keys import KeyPatch
 from app.ops.kms import specs
 from app.ops.kms.actions import KeyIdField, KmsCall, KmsRequest, action
-from app.ops.kms.errors import KmsError, invalid_state, unsupported
+from app.ops.kms.errors import KmsError, pending_deletion, unsupported
 from app.ops.work import in_thread
 from app.store import KeyInfo
 
@@ -30,7 +30,7 @@ def _rotatable(call: KmsCall, info: KeyInfo, enabled: bool = True) -> None:
     if not enabled:
         return
     if info.state == "pending-deletion":
-        raise invalid_state(f"{call.arn(info.name)} is pending deletion.")
+        raise pending_deletion(call.arn(info.name))
     if specs.disabled(info.params):
         raise KmsError("DisabledException", f"{call.arn(info.name)} is disabled.")
 

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from app.ops.grants import Operation
 from app.ops.kms.actions import KeyIdField, KmsCall, KmsRequest, action
-from app.ops.kms.errors import KmsError, invalid_state
+from app.ops.kms.errors import KmsError, pending_deletion
 from app.ops.work import in_thread
 from app.store import KeyStore
 
@@ -41,7 +41,7 @@ def _retag(store: KeyStore, name: str, arn: str, added: list[Tag], removed: list
     with store.transaction() as held:
         info = held.keys.get(name)
         if info.state == "pending-deletion":
-            raise invalid_state(f"{arn} is pending deletion.")
+            raise pending_deletion(arn)
         tags = checked_tags(info.params.get("tags", {}), added)
         for key in removed:
             tags.pop(key, None)

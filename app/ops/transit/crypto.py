@@ -110,16 +110,21 @@ def user_error(detail: str) -> Problem:
     return Problem(400, "invalid-request", "Invalid request", detail)
 
 
+def _without_breaks(text: str) -> str:
+    """`text` without its line breaks, as Go's base64 decoders skip them (`base64` wraps its
+    output at 76 columns, a file read with `@` ends in one)."""
+    return text.replace("\r", "").replace("\n", "")
+
+
 def _base64(text: str) -> bytes:
-    """Standard base64 as Go decodes it: line breaks anywhere are skipped (`base64` wraps its
-    output at 76 columns, a file read with `@` ends in one); anything else not base64 raises
-    binascii.Error."""
+    """Standard base64 as Go decodes it, line breaks skipped; anything else not base64 raises
+    binascii.Error (or ValueError)."""
     try:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         if "\n" not in text and "\r" not in text:
-            raise binascii.Error(text[:0]) from None
-    return base64.b64decode(text.replace("\r", "").replace("\n", ""), validate=True)
+            raise
+    return base64.b64decode(_without_breaks(text), validate=True)
 
 
 def decoded(value: str | None, field: str) -> bytes:
@@ -170,7 +175,7 @@ def unprefixed(text: str | None, what: str, latest: int, jws: bool = False) -> t
 def _signature_bytes(body: str, jws: bool) -> bytes:
     """A signature's bytes as Vault reads them: standard base64, or unpadded base64url under
     JWS marshaling; other text is refused rather than read as an invalid signature."""
-    body = body.replace("\r", "").replace("\n", "")  # as Go's decoders skip them
+    body = _without_breaks(body)
     if not (_JWS_TEXT if jws else _BASE64_TEXT).fullmatch(body):
         raise user_error("invalid base64 signature value")
     if jws:

@@ -45,8 +45,6 @@ class SignOptions(GivenOptions):
 
 # Transit's marshaling algorithms -> the native signature formats.
 _FORMATS = {"asn1": "der", "jws": "compact"}
-
-
 _GO_INT = re.compile(r"[+-]?[0-9]{1,18}")
 
 

@@ -26,7 +26,7 @@ import re
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Generic, TypeVar, cast, get_type_hints
+from typing import Any, Generic, TypedDict, TypeVar, Unpack, cast, get_type_hints
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
@@ -285,6 +285,16 @@ def operation_id(route: APIRoute) -> str:
     return f"{route.tags[0]}_{route.name}" if route.tags else route.name
 
 
+class Options(TypedDict, total=False):
+    """What a declaration may say beyond its path, scope and summary (`Family.declare`)."""
+
+    raw: RawForm | None
+    batch: str | None
+    payload: str | None
+    keep_nulls: bool
+    hot: bool
+
+
 class Family(Generic[KeyT]):
     """The routes of one family of key operations (`/v1/ecies`, `/v1/aez`, ...), whose verbs run
     on the key `key(call)` resolves (`app.ops.versioned`)."""
@@ -332,7 +342,25 @@ class Family(Generic[KeyT]):
         return route
 
     def operation(
+        self, path: str, *, access: Access, summary: str, **options: Unpack[Options]
+    ) -> Callable[[Verb[KeyT, ItemT]], KeyOperation[KeyT, ItemT]]:
+        """Declare `def verb(key, item) -> answer` as the operation at `path` (`declare`), its
+        item and answer models read from its annotations."""
+
+        def declare(verb: Verb[KeyT, ItemT]) -> KeyOperation[KeyT, ItemT]:
+            hints = get_type_hints(verb)
+            item = hints[list(inspect.signature(verb).parameters)[1]]
+            return self.declare(
+                verb, item, hints["return"], path, access=access, summary=summary, **options
+            )
+
+        return declare
+
+    def declare(
         self,
+        verb: Verb[KeyT, ItemT],
+        item: type[ItemT],
+        answer: type[BaseModel],
         path: str,
         *,
         access: Access,
@@ -342,63 +370,57 @@ class Family(Generic[KeyT]):
         payload: str | None = None,
         keep_nulls: bool = False,
         hot: bool = False,
-    ) -> Callable[[Verb[KeyT, ItemT]], KeyOperation[KeyT, ItemT]]:
-        """Declare `def verb(key, item) -> answer` as the operation at `path`, its item and
-        answer models read from its annotations; and `path + "/raw"` for its raw form,
-        `path + "/batch"` (summary `batch`) for its batch form, whose models are derived and
-        named after the operation (`AezEncryptBatch`, `AezEncryptResult`, ...). `payload` names
-        the item's field whose envelope may name the key version; a batch result keeps its
-        null fields with `keep_nulls` (an FE result outside the bounds is null). `hot` sends its
-        requests straight to it (`app.http.stack.HotOperations`): single calls whose work is a
-        few microseconds, or whose toll over the same work in process is a promise (an FE
-        decryption), where the router's search and FastAPI's layers would be a measurable share.
+    ) -> KeyOperation[KeyT, ItemT]:
+        """Declare `verb`, on items `item` with answers `answer`, as the operation at `path`;
+        and `path + "/raw"` for its raw form, `path + "/batch"` (summary `batch`) for its batch
+        form, whose models are derived and named after the operation (`AezEncryptBatch`,
+        `AezEncryptResult`, ...). `payload` names the item's field whose envelope may name the
+        key version; a batch result keeps its null fields with `keep_nulls` (an FE result
+        outside the bounds is null). `hot` sends its requests straight to it
+        (`app.http.stack.HotOperations`): single calls whose work is a few microseconds, or
+        whose toll over the same work in process is a promise (an FE decryption), where the
+        router's search and FastAPI's layers would be a measurable share.
 
         `path` takes raw bytes too, as it always has; the document lists them under the raw
         form's path only, where generated clients type them as bytes (`raw_body`)."""
-
-        def declare(verb: Verb[KeyT, ItemT]) -> KeyOperation[KeyT, ItemT]:
-            hints = get_type_hints(verb)
-            item_name = list(inspect.signature(verb).parameters)[1]
-            operation = KeyOperation(self.key, verb, hints[item_name], hints["return"], payload)
-            name = verb.__name__
-            route = self._add(
-                path,
-                name,
+        operation = KeyOperation(self.key, verb, item, answer, payload)
+        name = verb.__name__
+        route = self._add(
+            path,
+            name,
+            access,
+            summary,
+            operation.answer,
+            _single(operation, access, raw),
+            json_body(operation.item),
+            hot=hot,
+        )
+        if raw is not None:
+            raw_route = self._add(
+                f"{path}/raw",
+                f"{name}_raw",
                 access,
-                summary,
-                operation.answer,
-                _single(operation, access, raw),
-                json_body(operation.item),
-                hot=hot,
+                f"{summary}: raw bytes",
+                None,
+                _single(operation, access, raw, raw_only=True),
+                raw_body(raw.body, raw.query),
+                binary_response(raw.answer),
             )
-            if raw is not None:
-                raw_route = self._add(
-                    f"{path}/raw",
-                    f"{name}_raw",
-                    access,
-                    f"{summary}: raw bytes",
-                    None,
-                    _single(operation, access, raw, raw_only=True),
-                    raw_body(raw.body, raw.query),
-                    binary_response(raw.answer),
-                )
-                route.query_names = raw_route.query_names = frozenset(raw.query.model_fields)
-            if batch is not None:
-                prefix = self.schema_prefix + _verb_title(path)
-                body = batch_request(f"{prefix}Batch", operation.item)
-                self.batch_of(
-                    operation,
-                    f"{path}/batch",
-                    f"{name}_batch",
-                    access=access,
-                    summary=batch,
-                    body=body,
-                    items=_items,
-                    keep_nulls=keep_nulls,
-                )
-            return operation
-
-        return declare
+            route.query_names = raw_route.query_names = frozenset(raw.query.model_fields)
+        if batch is not None:
+            prefix = self.schema_prefix + _verb_title(path)
+            body = batch_request(f"{prefix}Batch", operation.item)
+            self.batch_of(
+                operation,
+                f"{path}/batch",
+                f"{name}_batch",
+                access=access,
+                summary=batch,
+                body=body,
+                items=_items,
+                keep_nulls=keep_nulls,
+            )
+        return operation
 
     def batch_of(
         self,
@@ -455,6 +477,6 @@ def _verb_title(path: str) -> str:
     return "" if verb == "{name}" else verb.title()
 
 
-def _items(batch: Any) -> Sequence[BaseModel]:
-    items: Sequence[BaseModel] = batch.items
+def _items(batch: Any) -> Sequence[Any]:
+    items: Sequence[Any] = batch.items
     return items

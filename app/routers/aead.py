@@ -7,12 +7,10 @@ from pydantic import Field, StrictBool
 from app.http.operation import RawQuery
 from app.http.schemas import (
     Base64Bytes,
-    CiphertextAnswer,
     DatakeyAnswer,
     DatakeyRequest,
     EncryptionVersion,
     PayloadVersion,
-    PlaintextAnswer,
     RequestBody,
 )
 from app.http.sealing import SealingFamily
@@ -68,14 +66,6 @@ class AeadParamsQuery(RawQuery):
     )
 
 
-class AeadCiphertext(CiphertextAnswer):
-    pass
-
-
-class AeadPlaintext(PlaintextAnswer):
-    pass
-
-
 family = SealingFamily(
     "aead",
     lambda call: call.services.aead.key(call.name),
@@ -86,34 +76,17 @@ family = SealingFamily(
 router: APIRouter = family.router
 
 
-@family.encrypt(
-    "Encrypt with a server-held AES-GCM or ChaCha20-Poly1305 key",
-    batch="Encrypt many plaintexts with a server-held AEAD key",
-)
-def encrypt(key: AeadKey, item: AeadEncryptRequest) -> AeadCiphertext:
-    return AeadCiphertext.of(key.encrypt(item.plaintext, item, item.envelope, item.key_version))
+family.encrypt(AeadEncryptRequest, "Encrypt with a server-held AES-GCM or ChaCha20-Poly1305 key")
+family.decrypt(AeadDecryptRequest, "Decrypt with a server-held AES-GCM or ChaCha20-Poly1305 key")
 
 
-@family.decrypt(
-    "Decrypt with a server-held AES-GCM or ChaCha20-Poly1305 key",
-    batch="Decrypt many ciphertexts with a server-held AEAD key",
-)
-def decrypt(key: AeadKey, item: AeadDecryptRequest) -> AeadPlaintext:
-    return AeadPlaintext.of(key.decrypt(item.ciphertext, item, item.key_version))
-
-
-@family.datakey(
-    "A fresh data key and its ciphertext under a server-held AEAD key",
-    batch="Many data keys under a server-held AEAD key",
-)
+@family.datakey("A fresh data key and its ciphertext under a server-held AEAD key")
 def datakey(key: AeadKey, item: AeadDatakeyRequest) -> AeadDatakey:
     return AeadDatakey.of(*key.datakey(item.bytes, item), item)
 
 
-@family.rewrap(
+family.rewrap(
+    AeadRewrapRequest,
     "A ciphertext of an older version under the latest (same associated data and context), its "
     "plaintext kept in the service",
-    batch="Rewrap many ciphertexts under a server-held AEAD key's latest version",
 )
-def rewrap(key: AeadKey, item: AeadRewrapRequest) -> AeadCiphertext:
-    return AeadCiphertext.of(key.rewrap(item.ciphertext, item, item.key_version, item.envelope))

@@ -12,11 +12,9 @@ from pydantic import BaseModel, Field, StrictBool
 from app.http.operation import RawQuery
 from app.http.schemas import (
     Base64Bytes,
-    CiphertextAnswer,
     DatakeyRequest,
     EncryptionVersion,
     PayloadVersion,
-    PlaintextAnswer,
     RequestBody,
 )
 from app.http.sealing import SealingFamily
@@ -75,14 +73,6 @@ class AezParamsQuery(RawQuery):
     tau: Tau = 16
 
 
-class AezCiphertext(CiphertextAnswer):
-    pass
-
-
-class AezPlaintext(PlaintextAnswer):
-    pass
-
-
 family = SealingFamily(
     "aez",
     lambda call: call.services.aez.key(call.name),
@@ -93,26 +83,11 @@ family = SealingFamily(
 router: APIRouter = family.router
 
 
-@family.encrypt(
-    "Encrypt with a server-held AEZ key",
-    batch="Encrypt many plaintexts with a server-held AEZ key",
-)
-def encrypt(key: AezKey, item: AezEncryptRequest) -> AezCiphertext:
-    return AezCiphertext.of(key.encrypt(item.plaintext, item, item.envelope, item.key_version))
+family.encrypt(AezEncryptRequest, "Encrypt with a server-held AEZ key")
+family.decrypt(AezDecryptRequest, "Decrypt with a server-held AEZ key")
 
 
-@family.decrypt(
-    "Decrypt with a server-held AEZ key",
-    batch="Decrypt many ciphertexts with a server-held AEZ key",
-)
-def decrypt(key: AezKey, item: AezDecryptRequest) -> AezPlaintext:
-    return AezPlaintext.of(key.decrypt(item.ciphertext, item, item.key_version))
-
-
-@family.datakey(
-    "A fresh data key and its ciphertext under a server-held AEZ key",
-    batch="Many data keys under a server-held AEZ key",
-)
+@family.datakey("A fresh data key and its ciphertext under a server-held AEZ key")
 def datakey(key: AezKey, item: DatakeyRequest) -> AezDatakey:
     data_key, params, sealed = key.datakey(item.bytes)
     return AezDatakey(
@@ -124,10 +99,8 @@ def datakey(key: AezKey, item: DatakeyRequest) -> AezDatakey:
     )
 
 
-@family.rewrap(
+family.rewrap(
+    AezRewrapRequest,
     "A ciphertext of an older version under the latest (same nonce, AD and tau), its "
     "plaintext kept in the service",
-    batch="Rewrap many ciphertexts under a server-held AEZ key's latest version",
 )
-def rewrap(key: AezKey, item: AezRewrapRequest) -> AezCiphertext:
-    return AezCiphertext.of(key.rewrap(item.ciphertext, item, item.key_version, item.envelope))

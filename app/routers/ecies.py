@@ -11,12 +11,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from app.http.operation import RawQuery
 from app.http.schemas import (
     Base64Bytes,
-    CiphertextAnswer,
     DatakeyAnswer,
     DatakeyRequest,
     EncryptionVersion,
     PayloadVersion,
-    PlaintextAnswer,
     RequestBody,
 )
 from app.http.sealing import SealingFamily
@@ -104,14 +102,6 @@ class EciesPublicEncryptRequest(RequestBody):
     config: EciesConfig = EciesConfig()
 
 
-class EciesCiphertext(CiphertextAnswer):
-    pass
-
-
-class EciesPlaintext(PlaintextAnswer):
-    pass
-
-
 class EciesPublicCiphertext(BaseModel):
     ciphertext: Base64Bytes
 
@@ -122,40 +112,24 @@ family = SealingFamily(
     params=EciesOptionsQuery,
     bare=BARE,
     sealed="payload",
+    to_key=True,
 )
 router: APIRouter = family.router
 
 
-@family.encrypt(
-    "Encrypt to a server-held ECIES key",
-    batch="Encrypt many plaintexts to a server-held ECIES key",
-)
-def encrypt(key: EciesKey, item: EciesEncryptRequest) -> EciesCiphertext:
-    return EciesCiphertext.of(key.encrypt(item.plaintext, item, item.envelope, item.key_version))
+family.encrypt(EciesEncryptRequest, "Encrypt to a server-held ECIES key")
+family.decrypt(EciesDecryptRequest, "Decrypt with a server-held ECIES key")
 
 
-@family.decrypt(
-    "Decrypt with a server-held ECIES key",
-    batch="Decrypt many payloads with a server-held ECIES key",
-)
-def decrypt(key: EciesKey, item: EciesDecryptRequest) -> EciesPlaintext:
-    return EciesPlaintext.of(key.decrypt(item.ciphertext, item, item.key_version))
-
-
-@family.datakey(
-    "A fresh data key and its payload under a server-held ECIES key",
-    batch="Many data keys under a server-held ECIES key",
-)
+@family.datakey("A fresh data key and its payload under a server-held ECIES key")
 def datakey(key: EciesKey, item: DatakeyRequest) -> EciesDatakey:
     return EciesDatakey.of(*key.datakey(item.bytes, DEFAULT_FORM), item)
 
 
-@family.rewrap(
+family.rewrap(
+    EciesRewrapRequest,
     "A payload of an older version under the latest, its plaintext kept in the service",
-    batch="Rewrap many payloads under a server-held ECIES key's latest version",
 )
-def rewrap(key: EciesKey, item: EciesRewrapRequest) -> EciesCiphertext:
-    return EciesCiphertext.of(key.rewrap(item.ciphertext, item, item.key_version, item.envelope))
 
 
 @family.keyless(

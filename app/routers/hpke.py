@@ -8,16 +8,13 @@ from pydantic import BaseModel, Field, StrictBool
 from app.http.operation import RawQuery
 from app.http.schemas import (
     Base64Bytes,
-    CiphertextAnswer,
     EncryptionVersion,
     PayloadVersion,
-    PlaintextAnswer,
     RequestBody,
 )
 from app.http.sealing import SealingFamily
 from app.ops import hpke
 from app.ops.grants import Operation
-from app.ops.hpke import HpkeKey
 
 INFO = "RFC 9180's info, bound to the key schedule; decryption needs the same"
 AAD = "associated data, authenticated, not encrypted; decryption needs the same"
@@ -60,14 +57,6 @@ class HpkePublicEncryptRequest(HpkeParams):
     plaintext: Base64Bytes
 
 
-class HpkeCiphertext(CiphertextAnswer):
-    pass
-
-
-class HpkePlaintext(PlaintextAnswer):
-    pass
-
-
 class HpkePublicCiphertext(BaseModel):
     ciphertext: Base64Bytes = Field(description="enc ‖ ciphertext")
 
@@ -78,24 +67,15 @@ family = SealingFamily(
     params=HpkeParamsQuery,
     bare=BARE,
     sealed="payload",
+    to_key=True,
 )
 router: APIRouter = family.router
 
 
-@family.encrypt(
-    "Encrypt to a server-held HPKE key (RFC 9180 base mode, single shot)",
-    batch="Encrypt many plaintexts to a server-held HPKE key",
+family.encrypt(
+    HpkeEncryptRequest, "Encrypt to a server-held HPKE key (RFC 9180 base mode, single shot)"
 )
-def encrypt(key: HpkeKey, item: HpkeEncryptRequest) -> HpkeCiphertext:
-    return HpkeCiphertext.of(key.encrypt(item.plaintext, item, item.envelope, item.key_version))
-
-
-@family.decrypt(
-    "Decrypt with a server-held HPKE key",
-    batch="Decrypt many payloads with a server-held HPKE key",
-)
-def decrypt(key: HpkeKey, item: HpkeDecryptRequest) -> HpkePlaintext:
-    return HpkePlaintext.of(key.decrypt(item.ciphertext, item, item.key_version))
+family.decrypt(HpkeDecryptRequest, "Decrypt with a server-held HPKE key")
 
 
 @family.keyless(

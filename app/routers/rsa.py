@@ -7,14 +7,11 @@ from pydantic import Field, StrictBool
 from app.http.operation import RawQuery
 from app.http.schemas import (
     Base64Bytes,
-    CiphertextAnswer,
     EncryptionVersion,
     PayloadVersion,
-    PlaintextAnswer,
     RequestBody,
 )
 from app.http.sealing import SealingFamily
-from app.ops.rsa import RsaKey
 
 BARE = "false: the bare OAEP ciphertext, as long as the modulus"
 
@@ -34,14 +31,6 @@ class RsaDecryptRequest(RequestBody):
     key_version: PayloadVersion = None
 
 
-class RsaCiphertext(CiphertextAnswer):
-    pass
-
-
-class RsaPlaintext(PlaintextAnswer):
-    pass
-
-
 # OAEP's hash and label are fixed: a raw request's query names only the envelope and version.
 family = SealingFamily(
     "rsa",
@@ -53,17 +42,5 @@ family = SealingFamily(
 router: APIRouter = family.router
 
 
-@family.encrypt(
-    "Encrypt with a server-held RSA key (RSAES-OAEP, SHA-256)",
-    batch="Encrypt many plaintexts with a server-held RSA key",
-)
-def encrypt(key: RsaKey, item: RsaEncryptRequest) -> RsaCiphertext:
-    return RsaCiphertext.of(key.encrypt(item.plaintext, item, item.envelope, item.key_version))
-
-
-@family.decrypt(
-    "Decrypt with a server-held RSA key (RSAES-OAEP, SHA-256)",
-    batch="Decrypt many ciphertexts with a server-held RSA key",
-)
-def decrypt(key: RsaKey, item: RsaDecryptRequest) -> RsaPlaintext:
-    return RsaPlaintext.of(key.decrypt(item.ciphertext, item, item.key_version))
+family.encrypt(RsaEncryptRequest, "Encrypt with a server-held RSA key (RSAES-OAEP, SHA-256)")
+family.decrypt(RsaDecryptRequest, "Decrypt with a server-held RSA key (RSAES-OAEP, SHA-256)")

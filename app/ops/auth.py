@@ -26,6 +26,7 @@ import hmac
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from app.ops.cidrs import networks_of
 from app.ops.errors import Problem, forbidden, unauthorized
@@ -104,7 +105,9 @@ class Authenticator:
             raise unauthorized("the token is unknown, revoked or expired")
         principal, record = found  # the principal before a use is spent: it may refuse
         if record is not None and principal.reachable_from(address):
-            self.spend_use(record)
+            spent = self.spend_use(record)
+            if spent.uses_left == 0:
+                return replace(principal, last_use_of=spent)
         return principal
 
     def principal_named(self, token: str, state: AuthState) -> Principal | None:
@@ -175,10 +178,15 @@ class Authenticator:
             return None
         return ((credential, self._principal_with(credential.token, policies)),)
 
-    def spend_use(self, record: TokenRecord) -> None:
-        """Charge a token with a number of uses one of them (401 once they are spent)."""
-        if record.uses_left is not None and not self._store.tokens.use(record.id):
+    def spend_use(self, record: TokenRecord) -> TokenRecord:
+        """Charge a token with a number of uses one of them (401 once they are spent): its
+        record as the charge left it."""
+        if record.uses_left is None:
+            return record
+        left = self._store.tokens.use(record.id)
+        if left is None:
             raise unauthorized("the token is unknown, revoked or expired")
+        return replace(record, uses_left=left)
 
     def alive(self, record: TokenRecord) -> bool:
         return record.expires_at is None or record.expires_at > self._clock.now()

@@ -12,7 +12,7 @@ from app.ops.cidrs import Network, address_within
 from app.ops.errors import Problem
 from app.ops.globs import matcher
 from app.ops.transit.mounts import nested_prefixes
-from app.store import PolicyRecord
+from app.store import PolicyRecord, TokenRecord
 
 ROOT_POLICY, DEFAULT_POLICY = "root", "default"
 # The most key-name patterns a token carries, its own and its policies' (once per rule): as many
@@ -116,6 +116,10 @@ class Principal:
     policies: tuple[str, ...] = ()
     # The address blocks its token may be used from (none: any).
     bound_networks: tuple[Network, ...] = ()
+    # The token's record as this request's use left it, when that was its last: the token is
+    # revoked already (Vault revokes it as the request ends), yet the request still answers
+    # for it, as Vault's lookup-self and revoke-self do.
+    last_use_of: TokenRecord | None = None
 
     @property
     def id(self) -> str:

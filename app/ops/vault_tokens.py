@@ -225,7 +225,8 @@ def lookup_data(record: TokenRecord, now: float, token: str = "") -> dict[str, A
         "id": token,
         "issue_time": vault_time(record.created_at),
         "meta": record.metadata or None,
-        "num_uses": record.uses_left or 0,
+        # -1 for a token whose last use this is, revoked as the request ends (Vault's mark).
+        "num_uses": -1 if record.uses_left == 0 else record.uses_left or 0,
         "orphan": record.parent_id is None,
         "path": record.path,
         "policies": list(record.policies),

@@ -79,7 +79,10 @@ async def list_tokens(
 
 @router.get("/self", response_model=TokenOut, summary="The calling token (any token)")
 async def lookup_self(services: ServicesDep, caller: Caller) -> TokenOut:
-    return tokens.token_out(await in_thread(tokens.own, services.store, caller))
+    record = caller.last_use_of
+    if record is None:
+        record = await in_thread(tokens.own, services.store, caller)
+    return tokens.token_out(record)
 
 
 @router.post(
@@ -99,6 +102,9 @@ async def renew_self(request: Request, services: ServicesDep, caller: Caller) ->
     summary="Revoke the calling token and its children (any token)",
 )
 async def revoke_self(request: Request, services: ServicesDep, caller: Caller) -> None:
+    if caller.last_use_of is not None:  # revoked already, by this very use
+        note_token(audit_note(request.scope), "revoke", caller.last_use_of)
+        return
     record = await in_thread(tokens.own, services.store, caller)
     await services.audit.admit_change(audit_note(request.scope))
     revoked = await in_thread(tokens.revoke, services.store, record.id)

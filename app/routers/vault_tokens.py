@@ -136,7 +136,9 @@ async def lookup_self(request: Request) -> Response:
     now = store.clock.now()
     if principal.token_id is None:
         return await answer(request, vault_tokens.admin_lookup_data(now))
-    record = await in_thread(tokens.own, store, principal)
+    record = principal.last_use_of
+    if record is None:
+        record = await in_thread(tokens.own, store, principal)
     return await answer(
         request, vault_tokens.lookup_data(record, now, vault_token(request.scope) or "")
     )
@@ -228,6 +230,9 @@ async def revoke_self(request: Request) -> Response:
         raise invalid_input(
             "the admin token is revoked by rotating it (cipherd admin-token rotate)"
         )
+    if principal.last_use_of is not None:  # revoked already, by this very use
+        note_token(audit_note(request.scope), "revoke", principal.last_use_of)
+        return no_content()
     return await _revoke(request, await in_thread(tokens.own, services(request).store, principal))
 
 

@@ -131,10 +131,10 @@ class TokenRepository:
         return None if row is None else token_of(row)
 
     @moves_generation
-    def use(self, token_id: str) -> bool:
-        """Spend one of a use-limited token's uses: False if it is gone. A token is revoked
-        (with its children) in the transaction that spends its last use, so none is ever
-        stored with no use left."""
+    def use(self, token_id: str) -> int | None:
+        """Spend one of a use-limited token's uses: how many are left (None if it is gone). A
+        token is revoked (with its children) in the transaction that spends its last use, so
+        none is ever stored with no use left."""
         with self._session.transaction(write=True) as cursor:
             cursor.execute(
                 "UPDATE tokens SET uses_left = uses_left - 1 WHERE id = ? AND uses_left > 0",
@@ -143,11 +143,12 @@ class TokenRepository:
             cursor.execute("SELECT uses_left FROM tokens WHERE id = ?", (token_id,))
             row = cursor.fetchone()
             if row is None:
-                return False
-            if row[0] == 0:
+                return None
+            left: int = row[0]
+            if left == 0:
                 revoke_tree(cursor, [token_id])
                 advance(cursor)
-            return True
+            return left
 
     @moves_generation
     def delete(self, token_id: str) -> Sequence[str]:

@@ -151,6 +151,33 @@ def test_the_bao_command_makes_a_token_of_a_chosen_value(
         assert again.returncode == 2 and "duplicate ID" in again.stderr, (name, again.stderr)
 
 
+def test_a_use_limited_token_answers_for_itself_on_its_last_use(
+    servers: dict[str, tuple[str, str]],
+) -> None:
+    """A token's last use revokes it, yet that request still answers: lookup-self with
+    `num_uses` -1 (the revocation pending) and revoke-self with 204; the next use is a 403."""
+    seen = {}
+    for name, (url, token) in servers.items():
+        client = hvac.Client(url=url, token=token)
+        made = [client.auth.token.create(policies=["default"], num_uses=uses) for uses in (2, 1)]
+        looking, revoking = (entry["auth"]["client_token"] for entry in made)
+        lookups = [
+            httpx.get(f"{url}/v1/auth/token/lookup-self", headers={"X-Vault-Token": looking})
+            for _ in range(3)
+        ]
+        revoked = httpx.post(
+            f"{url}/v1/auth/token/revoke-self", headers={"X-Vault-Token": revoking}
+        )
+        after = httpx.get(f"{url}/v1/auth/token/lookup-self", headers={"X-Vault-Token": revoking})
+        seen[name] = (
+            [answer.status_code for answer in lookups],
+            [answer.json()["data"]["num_uses"] for answer in lookups[:2]],
+            revoked.status_code,
+            after.status_code,
+        )
+    assert seen["cipherd"] == seen["openbao"] == ([200, 200, 403], [1, -1], 204, 403)
+
+
 def test_an_encryption_that_would_make_a_key_takes_the_create_capability(
     servers: dict[str, tuple[str, str]],
 ) -> None:

@@ -14,11 +14,11 @@ from typing import Any
 
 from app.ops.admin_token import ADMIN_TOKEN_PREFIX
 from app.ops.auth_mounts import BUILT_IN
-from app.ops.errors import invalid_input
+from app.ops.errors import Problem, forbidden, invalid_input
 from app.ops.grants import DEFAULT_POLICY, ROOT_POLICY, check_pattern_count, compile_policy
 from app.ops.token_values import TOKEN_ID_PATTERN, TOKEN_PREFIX, hash_token, new_token
 from app.ops.wrapping import WRAP_TOKEN_PREFIX
-from app.store import KeyStore, TokenExistsError, TokenRecord
+from app.store import KeyStore, ParentTokenNotFoundError, TokenExistsError, TokenRecord
 
 # A policy name, as Vault allows them (and no '/', which would not fit in a path).
 POLICY_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$"
@@ -182,7 +182,16 @@ def mint(
         store.tokens.add(record, mounted)
     except TokenExistsError:
         raise invalid_input("cannot create a token with a duplicate ID") from None
+    except ParentTokenNotFoundError:
+        # The maker was revoked (or expired and freed) since it was checked: as if it had been
+        # before, rather than a child that its revocation, already done, would not reach.
+        raise maker_gone() from None
     return IssuedToken(token, record)
+
+
+def maker_gone() -> Problem:
+    """What a token that is no longer stored gets when it would make another."""
+    return forbidden("the token is unknown, revoked or expired")
 
 
 def chosen_token(value: str) -> str:

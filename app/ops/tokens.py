@@ -32,6 +32,7 @@ from app.ops.identity import (
     IssuedToken,
     TokenLimits,
     TokenTerms,
+    maker_gone,
     mint,
 )
 from app.ops.keys import timestamp
@@ -220,7 +221,7 @@ def _within_maker(store: KeyStore, maker_id: str, terms: TokenTerms, orphan: boo
     of the chain reaches (MAX_DEPTH)."""
     record = store.tokens.by_id(maker_id)
     if record is None:
-        raise forbidden("the token is unknown, revoked or expired")
+        raise maker_gone()
     if record.uses_left is not None:
         raise invalid_input("restricted use token cannot generate child tokens")
     if not orphan and store.tokens.ancestors(maker_id) >= MAX_DEPTH:

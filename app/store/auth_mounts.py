@@ -73,9 +73,11 @@ class AuthMountRepository:
         `MountNotFoundError` if no method is at `path`, `MountExistsError` if one is at `target`,
         under it or over it (`fixed`: the paths of those that have no row)."""
 
+        row_lock = self._session.dialect.row_lock
+
         def revoke_issued(cursor: Cursor) -> None:
             cursor.execute("SELECT id FROM tokens WHERE mount = ?", (path,))
-            revoke_tree(cursor, [token[0] for token in cursor.fetchall()])
+            revoke_tree(cursor, [token[0] for token in cursor.fetchall()], row_lock)
             advance(cursor)
 
         row = mount_migrations.move(
@@ -97,7 +99,9 @@ class AuthMountRepository:
             cursor.execute("DELETE FROM auth_roles WHERE mount = ?", (row[0],))
             cursor.execute("DELETE FROM auth_role_revisions WHERE mount = ?", (row[0],))
             cursor.execute("SELECT id FROM tokens WHERE mount = ?", (path,))
-            revoke_tree(cursor, [row[0] for row in cursor.fetchall()])
+            revoke_tree(
+                cursor, [row[0] for row in cursor.fetchall()], self._session.dialect.row_lock
+            )
             advance(cursor)
             return _mount(row)
 

@@ -119,6 +119,15 @@ class TokenExistsError(KeyStoreError):
     """A token of the same value is stored: only a value chosen by its maker can collide."""
 
 
+class ParentTokenNotFoundError(KeyStoreError, LookupError):
+    """The token a child was to be stored under is gone (revoked, or expired and freed): the
+    child is not stored, as its maker's revocation would not reach it."""
+
+    def __init__(self, parent_id: str) -> None:
+        super().__init__(f"no token with id {parent_id[:64]!r} to make a child of")
+        self.parent_id = parent_id
+
+
 class MountNotFoundError(KeyStoreError, LookupError):
     def __init__(self, path: str) -> None:
         super().__init__(f"no secrets engine is mounted at {path}/")

@@ -11,7 +11,7 @@ from typing import Any
 
 from app.store.auth_state import advance, moves_generation
 from app.store.database import Cursor, Session, delete_expired
-from app.store.errors import MountNotFoundError, TokenExistsError
+from app.store.errors import MountNotFoundError, ParentTokenNotFoundError, TokenExistsError
 from app.store.pages import read_weighed
 from app.store.records import TokenRecord
 
@@ -34,15 +34,21 @@ class TokenRepository:
         path of the auth method that issues it, which must still be there
         (`MountNotFoundError`): a move or a disable that revokes the method's tokens then waits
         for this one, or this one for it."""
+        share_lock = self._session.dialect.share_lock
         try:
             with self._session.transaction(write=True) as cursor:
                 if mounted is not None:
-                    share_lock = self._session.dialect.share_lock
                     cursor.execute(
                         "SELECT 1 FROM auth_mounts WHERE path = ?" + share_lock, (mounted,)
                     )
                     if cursor.fetchone() is None:
                         raise MountNotFoundError(mounted)
+                if token.parent_id is not None:
+                    cursor.execute(
+                        "SELECT 1 FROM tokens WHERE id = ?" + share_lock, (token.parent_id,)
+                    )
+                    if cursor.fetchone() is None:
+                        raise ParentTokenNotFoundError(token.parent_id)
                 cursor.execute(
                     f"INSERT INTO tokens ({COLUMNS}) VALUES ({', '.join('?' * 24)})",
                     (
@@ -146,7 +152,7 @@ class TokenRepository:
                 return None
             left: int = row[0]
             if left == 0:
-                revoke_tree(cursor, [token_id])
+                revoke_tree(cursor, [token_id], self._session.dialect.row_lock)
                 advance(cursor)
             return left
 
@@ -158,7 +164,7 @@ class TokenRepository:
             cursor.execute("SELECT 1 FROM tokens WHERE id = ?", (token_id,))
             if cursor.fetchone() is None:
                 return []
-            revoked = revoke_tree(cursor, [token_id])
+            revoked = revoke_tree(cursor, [token_id], self._session.dialect.row_lock)
             advance(cursor)
             return revoked
 
@@ -167,7 +173,9 @@ class TokenRepository:
         """Revoke one token and make its children orphans (Vault's revoke-orphan); False if
         there was no such token."""
         with self._session.transaction(write=True) as cursor:
-            cursor.execute("SELECT 1 FROM tokens WHERE id = ?", (token_id,))
+            # Held until the end, so that no child is stored under it meanwhile (`add`).
+            row_lock = self._session.dialect.row_lock
+            cursor.execute("SELECT 1 FROM tokens WHERE id = ?" + row_lock, (token_id,))
             if cursor.fetchone() is None:
                 return False
             cursor.execute("UPDATE tokens SET parent_id = NULL WHERE parent_id = ?", (token_id,))
@@ -188,7 +196,7 @@ class TokenRepository:
             roots = [row[0] for row in cursor.fetchall()]
             if not roots:
                 return []
-            revoked = revoke_tree(cursor, roots)
+            revoked = revoke_tree(cursor, roots, self._session.dialect.row_lock)
             advance(cursor)
             return revoked
 
@@ -206,14 +214,23 @@ class TokenRepository:
             return len(ids)
 
 
-def revoke_tree(cursor: Cursor, roots: list[str]) -> list[str]:
-    """Delete tokens `roots` and every descendant of theirs; the ids deleted."""
+def revoke_tree(cursor: Cursor, roots: list[str], row_lock: str) -> list[str]:
+    """Delete tokens `roots` and every descendant of theirs; the ids deleted.
+
+    Each level is locked (`row_lock`) before its children are read, as `add` holds a child's
+    parent until the child is stored: a child stored under one of them meanwhile was committed
+    before the lock was granted and is read with its level, and one stored after waits for this
+    transaction and then finds its parent gone. No child is left under a revoked token."""
     revoked, level = list(roots), list(roots)
+    if roots and row_lock:
+        cursor.execute(
+            f"SELECT id FROM tokens WHERE id IN ({', '.join('?' * len(roots))}){row_lock}", roots
+        )
     for _ in range(MAX_DEPTH):
         if not level:
             break
         marks = ", ".join("?" * len(level))
-        cursor.execute(f"SELECT id FROM tokens WHERE parent_id IN ({marks})", level)
+        cursor.execute(f"SELECT id FROM tokens WHERE parent_id IN ({marks}){row_lock}", level)
         level = [row[0] for row in cursor.fetchall()]
         revoked.extend(level)
     for start in range(0, len(revoked), 500):

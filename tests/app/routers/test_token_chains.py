@@ -5,8 +5,10 @@ than a revocation of the chain reaches."""
 from datetime import datetime
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
+from app.ops import tokens
 from app.store.tokens import MAX_DEPTH
 
 MAKER = {"rules": [{"keys": ["orders-*"], "operations": ["encrypt"]}], "admin": ["tokens"]}
@@ -56,6 +58,32 @@ def test_a_chain_is_no_deeper_than_a_revocation_reaches(client: TestClient) -> N
     for token in (chain[1], chain[-1]):
         answer = client.get("/v1/tokens/self", headers={"Authorization": f"Bearer {token}"})
         assert answer.status_code == 401
+
+
+def test_a_token_revoked_while_it_makes_a_child_makes_none(
+    admin_on_both_stores: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A maker revoked after its checks passed but before its child is stored: the child is
+    refused as the revoked maker itself would be, not stored under a parent that is gone
+    (which the revocation, already done, would never reach)."""
+    client = admin_on_both_stores
+    assert client.post("/v1/policies/maker", json=MAKER).status_code == 200
+    maker = made(client).json()
+    store = client.app.state.services.store  # type: ignore[attr-defined]
+    mint = tokens.mint
+
+    def revoked_first(*args: Any, **kwargs: Any) -> Any:
+        assert store.tokens.delete(maker["id"]) == [maker["id"]]
+        return mint(*args, **kwargs)
+
+    monkeypatch.setattr(tokens, "mint", revoked_first)
+    child = made(client, maker["token"])
+    assert child.status_code == 403, child.text
+    assert "unknown, revoked or expired" in child.json()["detail"]
+    monkeypatch.undo()
+    assert client.get("/v1/tokens").json()["tokens"] == []
+    late = made(client, maker["token"])  # and the maker itself is refused
+    assert late.status_code == 401, late.text
 
 
 def test_a_tokens_numbers_and_switches_are_read_strictly(client: TestClient) -> None:

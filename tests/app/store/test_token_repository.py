@@ -1,6 +1,10 @@
 """The token repository on SQLite and PostgreSQL: tokens kept by their hash, revoked with
 their children, renewed, spent use by use."""
 
+import random
+import threading
+import time
+
 import pytest
 
 from app.ops.token_values import hash_token
@@ -9,9 +13,11 @@ from app.store import (
     KeyStore,
     MountMigration,
     MountNotFoundError,
+    ParentTokenNotFoundError,
     TokenExistsError,
     TokenRecord,
 )
+from tests.app.store.stores import at_once, rows
 
 
 def test_tokens(store: KeyStore) -> None:
@@ -174,3 +180,64 @@ def test_a_login_s_token_needs_its_method_still_mounted(store: KeyStore) -> None
     with pytest.raises(MountNotFoundError):
         store.tokens.add(late, mounted="ci")
     assert store.tokens.page(None, 10)[0] == []  # the first went with the move
+
+
+def test_a_child_is_refused_once_its_parent_is_revoked(store: KeyStore) -> None:
+    """The parent is looked up in the transaction that stores the child: a maker revoked
+    after it was checked, but before its child was stored, makes none, and neither does a
+    token revoked with it."""
+    store.tokens.add(token("p" * 16))
+    store.tokens.add(token("c" * 16, "p" * 16))
+    assert sorted(store.tokens.delete("p" * 16)) == ["c" * 16, "p" * 16]
+    for parent in ("p" * 16, "c" * 16):
+        with pytest.raises(ParentTokenNotFoundError):
+            store.tokens.add(token("g" * 16, parent))
+    assert store.tokens.page(None, 10)[0] == []
+    store.tokens.add(token("o" * 16))  # an orphan needs no parent
+    assert [record.id for record in store.tokens.page(None, 10)[0]] == ["o" * 16]
+
+
+# The rounds of `test_no_child_outlives_the_revocation_it_raced`, and the children each maker
+# adds in one at most (it stops at the first refusal).
+RACE_ROUNDS = 15
+RACE_CHILDREN = 200
+
+
+def test_no_child_outlives_the_revocation_it_raced(store: KeyStore, store_url: str) -> None:
+    """Makers in three other processes add children and grandchildren to a token's tree as
+    fast as they can while it is revoked: what a maker stored before the revocation goes with
+    it, and what it tries after is refused. Nothing of the tree is left."""
+    barrier = threading.Barrier(4, timeout=60)
+    makers = iter(range(1, 4))
+    lock = threading.Lock()
+    refused = []
+
+    def act(each: KeyStore) -> None:
+        revoker = each is store
+        with lock:
+            maker = 0 if revoker else next(makers)
+        pick = random.Random(maker)
+        for round_ in range(RACE_ROUNDS):
+            root = f"{round_:03}-root"
+            if revoker:
+                store.tokens.add(token(root))
+            barrier.wait()
+            if revoker:
+                time.sleep(0.001 * (round_ % 5))
+                store.tokens.delete(root)
+            else:
+                parents = [root]
+                for index in range(RACE_CHILDREN):
+                    child = f"{round_:03}-{maker}-{index:04}"
+                    try:
+                        each.tokens.add(token(child, pick.choice(parents)))
+                    except ParentTokenNotFoundError:
+                        with lock:
+                            refused.append(child)
+                        break
+                    parents.append(child)
+            barrier.wait()
+
+    at_once(store, store_url, act)
+    assert rows(store, "SELECT id, parent_id FROM tokens") == []
+    assert refused  # the makers did meet the revocation

@@ -13,6 +13,7 @@ from app.ops.errors import Problem
 from app.ops.globs import matcher
 from app.ops.transit.mounts import nested_prefixes
 from app.store import PolicyRecord, TokenRecord
+from app.store.patterns import Scope
 
 ROOT_POLICY, DEFAULT_POLICY = "root", "default"
 # The most key-name patterns a token carries, its own and its policies' (once per rule): as many
@@ -137,6 +138,18 @@ class Principal:
 
     def allows(self, operation: Operation, key_name: str | None) -> bool:
         return self.admin or any(rule.allows(operation, key_name) for rule in self.rules)
+
+    def reach(self, operation: Operation) -> Scope | None:
+        """The key names `allows` gives `operation` on, as a listing asks the store to filter
+        by them: the patterns of the rules that give it, grouped by the prefixes their rules
+        exclude (None for the admin: every key)."""
+        if self.admin:
+            return None
+        groups: dict[tuple[str, ...], dict[str, None]] = {}
+        for rule in self.rules:
+            if rule.gives(operation):
+                groups.setdefault(rule.excluded, {}).update(dict.fromkeys(rule.patterns))
+        return [(tuple(patterns), excluded) for excluded, patterns in groups.items()]
 
     def held_for(self, operation: Operation) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """Each key-name pattern of the rules that give `operation`, with the prefixes its rule

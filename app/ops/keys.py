@@ -235,16 +235,19 @@ def readable_page(
     """Up to `limit` keys after `after` that the caller may read, and the `after` of the next
     page (None on the last).
 
-    The store filters by the token's patterns before it cuts the page, so `next` is always a
-    key of the page: cutting first would hand a narrow token the names of keys outside its
-    scope, and filtering here would read every row past a sparse page. One key more than the
-    page shows whether a next one exists. `allows` still decides each key.
+    The store filters by where the caller may read (`Principal.reach`: the patterns of the
+    rules that give `read`, less the prefixes a Transit mount's rule excludes) before it cuts
+    the page, so that a page reads `limit` + 1 rows, all of them readable, and `next` is a key
+    of the page: cutting first would hand a token the names of keys it may not read, and
+    dropping keys here would end the listing at a page they emptied, or read any number of
+    rows to fill it. The extra row shows whether a next page exists. `allows` still decides
+    each key: should it refuse one the store gave (the two agree), that key is left out and
+    `next` is still a key of the page (a page left empty ends the listing).
     """
-    rows = store.keys.list(after, limit + 1, principal.key_patterns)
-    page = [info for info in rows if principal.allows(Operation.READ, info.name)]
-    next_after = None
-    if len(page) > limit:
-        page, next_after = page[:limit], page[limit - 1].name
+    rows = store.keys.list(after, limit + 1, scope=principal.reach(Operation.READ))
+    more = len(rows) > limit
+    page = [info for info in rows[:limit] if principal.allows(Operation.READ, info.name)]
+    next_after = page[-1].name if more and page else None
     return [key_out(info, with_versions=False) for info in page], next_after
 
 

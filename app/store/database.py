@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.store.errors import KeyStoreError
-from app.store.patterns import GlobParts, usable
+from app.store.patterns import GlobParts, Scope, prefix_globs, usable
 
 # How long a write waits for a lock another process holds (its rotation of the same key, or for
 # SQLite any write) before it gives up with StoreUnavailableError, a 503 the client retries.
@@ -81,6 +81,22 @@ class Dialect:
         nothing, and so does a token without any."""
         globs = usable(patterns)
         return self.name_matches(globs) if globs else ("FALSE", [])
+
+    def name_within(self, scope: Scope) -> tuple[str, list[str]]:
+        """A condition, and its parameters, that `name` is within `scope`: matched by one of
+        its groups' globs, and starting with none of that group's excluded prefixes (nothing
+        for an empty scope)."""
+        conditions: list[str] = []
+        params: list[str] = []
+        for patterns, excluded in scope:
+            condition, args = self.name_matches_any(patterns)
+            outside = prefix_globs(excluded)
+            if outside:
+                excluding, excluded_args = self.name_matches(outside)
+                condition, args = f"({condition} AND NOT ({excluding}))", [*args, *excluded_args]
+            conditions.append(condition)
+            params.extend(args)
+        return ("(" + " OR ".join(conditions) + ")", params) if conditions else ("FALSE", [])
 
 
 class Session(ABC):

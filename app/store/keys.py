@@ -27,6 +27,7 @@ from app.store.errors import (
 )
 from app.store.keyring import Terms
 from app.store.kms_aliases import ALIAS_PREFIX
+from app.store.patterns import Scope
 from app.store.records import (
     ACTIVE,
     PENDING_DELETION,
@@ -182,10 +183,12 @@ class KeyRepository:
         after: str | None = None,
         limit: int | None = None,
         patterns: Sequence[str] | None = None,
+        scope: Scope | None = None,
     ) -> Sequence[KeyInfo]:
         """Metadata of the keys named after `after` (all when None) that match one of the glob
-        `patterns` (any key when None; see `app.store.patterns`), in name order, at most
-        `limit` of them (all when None); without the version list."""
+        `patterns` (any key when None; see `app.store.patterns`) and are within `scope` (any
+        key when None), in name order, at most `limit` of them (all when None); without the
+        version list."""
         # Keyset paging: a page starts after the last name of the previous one, so keys created
         # or deleted meanwhile shift nothing.
         conditions: builtins.list[str] = []
@@ -197,6 +200,10 @@ class KeyRepository:
             condition, pattern_params = self._session.dialect.name_matches_any(patterns)
             conditions.append(condition)
             params.extend(pattern_params)
+        if scope is not None:
+            condition, scope_params = self._session.dialect.name_within(scope)
+            conditions.append(condition)
+            params.extend(scope_params)
         query = f"SELECT {COLUMNS} FROM keys"
         if conditions:
             query += " WHERE " + " AND ".join(conditions)

@@ -7,6 +7,7 @@ from typing import Any
 from app.store.clock import Clock
 from app.store.database import Cursor, Session
 from app.store.errors import KeyExistsError, KeyNotFoundError
+from app.store.patterns import Scope
 from app.store.records import KmsAlias
 
 COLUMNS = "name, key_name, created_at, updated_at"
@@ -72,18 +73,22 @@ class KmsAliasRepository:
         limit: int,
         key_name: str | None = None,
         patterns: Sequence[str] | None = None,
+        scope: Scope | None = None,
     ) -> Sequence[KmsAlias]:
         """Up to `limit` aliases after `after`, by name; only `key_name`'s when given, only
         those of keys one of the glob `patterns` matches when given (a narrow token's: the
-        database skips the other tenants' aliases)."""
+        database skips the other tenants' aliases), and only those of keys within `scope`
+        when given."""
         query, args = f"SELECT {COLUMNS} FROM kms_aliases WHERE name > ?", [after or ""]
         if key_name is not None:
             query += " AND key_name = ?"
             args.append(key_name)
-        if patterns is not None:
-            condition, pattern_args = self._session.dialect.name_matches_any(patterns)
+        dialect = self._session.dialect
+        filters = [] if patterns is None else [dialect.name_matches_any(patterns)]
+        filters += [] if scope is None else [dialect.name_within(scope)]
+        for condition, condition_args in filters:
             query += f" AND key_name IN (SELECT name FROM keys WHERE {condition})"
-            args.extend(pattern_args)
+            args.extend(condition_args)
         with self._session.transaction(write=False) as cursor:
             cursor.execute(f"{query} ORDER BY name LIMIT ?", (*args, limit))
             return [_alias(row) for row in cursor.fetchall()]

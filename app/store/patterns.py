@@ -149,6 +149,23 @@ def usable(globs: Iterable[str]) -> list[GlobParts]:
     return parsed
 
 
+def prefix_globs(prefixes: Iterable[str]) -> list[GlobParts]:
+    """Globs of the names that start with one of `prefixes` (each taken literally); none for a
+    prefix with a character no key name has, as no name starts with it."""
+    return [
+        (*(Part("literal", char) for char in prefix), Part("any"))
+        for prefix in prefixes
+        if NAME_CHARACTERS.issuperset(prefix)
+    ]
+
+
+# Where an operation of a token reaches, as a listing asks the store to filter by it: groups of
+# key-name globs, each with the name prefixes it excludes (a Transit mount's rule: the other
+# mounts' keys); a name is reached when one group's globs match it and it starts with none of
+# that group's prefixes.
+Scope = Sequence[tuple[Sequence[str], Sequence[str]]]
+
+
 def _render(
     parts: GlobParts, any_: str, one: str, negation: str, escape: Callable[[str], str]
 ) -> str:

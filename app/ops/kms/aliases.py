@@ -15,8 +15,6 @@ from app.ops.work import in_thread
 from app.store import KeyExistsError, KmsAlias
 
 AliasName = Annotated[str, Field(min_length=1, max_length=256)]
-# How many aliases ListAliases reads at a time while it fills a page with readable ones.
-_SCAN = 1000
 
 
 def _checked_alias(call: KmsCall, alias: str) -> str:
@@ -112,17 +110,13 @@ class ListAliasesRequest(KmsRequest):
 def _readable_page(
     call: KmsCall, key_name: str | None, after: str | None, limit: int
 ) -> list[KmsAlias]:
-    """Up to `limit` + 1 aliases after `after` whose keys the token may read: the store skips
-    those no pattern of the token's matches, `allows` decides each of the rest."""
-    found: list[KmsAlias] = []
-    patterns = call.principal.key_patterns
-    while len(found) <= limit:
-        rows = call.services.store.kms_aliases.list(after, _SCAN, key_name, patterns)
-        found += [a for a in rows if call.principal.allows(Operation.READ, a.key_name)]
-        if len(rows) < _SCAN:
-            break
-        after = rows[-1].name
-    return found[: limit + 1]
+    """Up to `limit` + 1 aliases after `after` whose keys the token may read, in one read of
+    as many rows: the store filters by where the token may read (`Principal.reach`), and
+    `allows` still decides each of them."""
+    principal = call.principal
+    scope = principal.reach(Operation.READ)
+    rows = call.services.store.kms_aliases.list(after, limit + 1, key_name, scope=scope)
+    return [alias for alias in rows if principal.allows(Operation.READ, alias.key_name)]
 
 
 @action("ListAliases")

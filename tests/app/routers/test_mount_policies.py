@@ -4,9 +4,14 @@ the mount `payments`'s keys, from when a mount is at that path until it moves aw
 reaches its own keys only, not those of a mount whose prefix starts with its own."""
 
 import base64
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import ReadOnlyCredentials
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -209,3 +214,116 @@ def test_a_restore_names_no_key_of_another_mount(client: TestClient) -> None:
         "/v1/transit/restore", headers=vault(client), json={"backup": blob, "name": "copy"}
     )
     assert fine.status_code == 204, fine.text
+
+
+def _payments_keys(client: TestClient) -> list[str]:
+    """The mount `payments`'s keys `a` and `z1`-`z3`, and between them more of the nested
+    mount `payments.eu`'s than a page holds: the native names of `payments`'s."""
+    mount(client, "payments")
+    mount(client, "payments.eu")
+    for path in ("payments/keys/a", *(f"payments.eu/keys/k{i:02}" for i in range(8))):
+        made = client.post(f"/v1/{path}", headers=vault(client))
+        assert made.status_code in (200, 204), made.text
+    for path in ("payments/keys/z1", "payments/keys/z2", "payments/keys/z3"):
+        assert client.post(f"/v1/{path}", headers=vault(client)).status_code in (200, 204)
+    return ["payments.a", "payments.z1", "payments.z2", "payments.z3"]
+
+
+def test_a_key_listing_pages_past_the_keys_of_a_nested_mount(
+    client: TestClient, app: FastAPI
+) -> None:
+    """A token held to the mount `payments` matches `payments.eu.*` by its pattern, but its
+    rule excludes them, the keys of the mount `payments.eu`. More of them than a page holds,
+    between its own keys, neither end its listing early nor show in it, as keys or as `next`;
+    and the same for a rule that matches keys but gives another operation than `read`."""
+    own = _payments_keys(client)
+    rules = {
+        "payments-reader": [{"keys": ["*"], "operations": ["read"], "mount": "payments"}],
+        # Every key matches, but only `payments.a` and `payments.z*` may be read.
+        "mixed": [
+            {"keys": ["*"], "operations": ["encrypt"]},
+            {"keys": ["payments.a", "payments.z*"], "operations": ["read"]},
+        ],
+    }
+    for policy, rule in rules.items():
+        written = client.post(f"/v1/policies/{policy}", json={"rules": rule})
+        assert written.status_code == 200, written.text
+        made = client.post("/v1/tokens", json={"policies": [policy]})
+        assert made.status_code == 201, made.text
+        bearer = {"Authorization": f"Bearer {made.json()['token']}"}
+        for limit in (1, 2, 3, 100):
+            listed: list[str] = []
+            after = None
+            for _ in range(10):
+                params = {"limit": limit, **({"after": after} if after else {})}
+                answer = client.get("/v1/keys", headers=bearer, params=params)
+                assert answer.status_code == 200, answer.text
+                page = answer.json()
+                listed += [key["name"] for key in page["keys"]]
+                if (after := page["next"]) is None:
+                    break
+                assert after in own, (policy, limit, after)
+            assert listed == own, (policy, limit)
+
+
+def _kms(client: TestClient, credentials: dict[str, Any], target: str, body: Any) -> Any:
+    """A KMS call, signed with the token's AWS key pair."""
+    content = json.dumps(body).encode()
+    request = AWSRequest(
+        "POST",
+        "http://testserver/",
+        data=content,
+        headers={
+            "X-Amz-Target": f"TrentService.{target}",
+            "Content-Type": "application/x-amz-json-1.1",
+        },
+    )
+    signer = ReadOnlyCredentials(
+        credentials["aws_access_key_id"], credentials["aws_secret_access_key"], None
+    )
+    SigV4Auth(signer, "kms", "eu-west-3").add_auth(request)
+    answer = client.post("/", headers=dict(request.prepare().headers), content=content)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_kms_listings_page_past_the_keys_of_a_nested_mount(
+    client: TestClient, app: FastAPI
+) -> None:
+    """ListKeys and ListAliases of the same token: every key (and alias of one) it may read,
+    none of the nested mount's, and a page of aliases is one read of Limit + 1 of them."""
+    own = _payments_keys(client)
+    store = app.state.services.store
+    for name in [*own, *(f"payments.eu.k{i:02}" for i in range(8))]:
+        store.kms_aliases.add(f"alias/of-{name}", name)
+    rule = {"keys": ["*"], "operations": ["read"], "mount": "payments"}
+    assert client.post("/v1/policies/reader", json={"rules": [rule]}).status_code == 200
+    made = client.post("/v1/tokens", json={"policies": ["reader"], "aws_credentials": True})
+    assert made.status_code == 201, made.text
+    credentials = made.json()
+    reads: list[int] = []
+    list_aliases = store.kms_aliases.list
+
+    def counted(after: Any, limit: int, *args: Any, **kwargs: Any) -> Any:
+        reads.append(limit)
+        return list_aliases(after, limit, *args, **kwargs)
+
+    store.kms_aliases.list = counted
+    for limit in (1, 2, 100):
+        keys: list[str] = []
+        aliases: list[str] = []
+        for target, listed, field in (
+            ("ListKeys", keys, "KeyId"),
+            ("ListAliases", aliases, "TargetKeyId"),
+        ):
+            marker = None
+            for _ in range(10):
+                body = {"Limit": limit, **({"Marker": marker} if marker else {})}
+                page = _kms(client, credentials, target, body)
+                listed += [entry[field] for entry in page[target.removeprefix("List")]]
+                if not page["Truncated"]:
+                    break
+                marker = page["NextMarker"]
+                assert marker.removeprefix("alias/of-") in own, (target, limit, marker)
+        assert keys == own and aliases == own, limit
+    assert set(reads) == {2, 3, 101}

@@ -112,3 +112,21 @@ def test_aliases_of_the_keys_a_token_matches(store: KeyStore) -> None:
     assert listed(["[0-9"]) == [] and listed([]) == []  # outside the grammar; no pattern
     assert len(listed(None)) == 4
     assert [a.name for a in store.kms_aliases.list(None, 10, "other", ["orders-*"])] == []
+
+
+def test_keys_and_aliases_within_a_scope(store: KeyStore) -> None:
+    """A scope's groups are ORed, each its globs less its excluded prefixes: the keys a token
+    may read, as the listings of keys and of aliases ask the database for them."""
+    names = ("a", "payments.a", "payments.eu.a", "payments.eu.b", "payments.z", "z-1", "z.1")
+    for name in names:
+        store.keys.create(name, "hmac", {}, False, b"x" * 64, None)
+        store.kms_aliases.add(f"alias/of-{name}", name)
+    scope = [(("payments.*",), ("payments.eu.", "payments.e[")), (("z*", "[!z]"), ())]
+    within = ["a", "payments.a", "payments.z", "z-1", "z.1"]
+    assert [key.name for key in store.keys.list(scope=scope)] == within
+    assert [key.name for key in store.keys.list("payments.a", 2, scope=scope)] == within[2:4]
+    assert [key.name for key in store.keys.list(patterns=["p*"], scope=scope)] == within[1:3]
+    aliases = store.kms_aliases.list(None, 10, scope=scope)
+    assert [alias.key_name for alias in aliases] == within
+    assert [key.name for key in store.keys.list(scope=[])] == []
+    assert store.kms_aliases.list(None, 10, scope=[(("[0-9",), ())]) == []  # outside the grammar

@@ -32,7 +32,7 @@ from app.http.deps import admin_access, audit_note, bearer, bearer_token, princi
 from app.http.framework import ROUTE, HandlerRoute
 from app.ops.errors import Problem, invalid_input
 from app.ops.grants import AdminOperation, Principal
-from app.ops.vault_fields import nulls_as_zeros
+from app.ops.vault_fields import form_as_json, is_form, nulls_as_zeros
 from app.ops.work import compute
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -193,12 +193,18 @@ async def vault_admin(
 
 async def read_body(request: Request, model: type[ModelT]) -> ModelT:
     """A Vault request's JSON body as `model` (an empty body, or `null` as `bao write -f` sends,
-    is `{}`, as Vault takes it). As Vault, the answer will warn of the fields the route does
-    not take and of those its path gives (`warnings`)."""
+    is `{}`, as Vault takes it), or its form body (`curl -d a=1`) as Vault reads a form. As
+    Vault, the answer will warn of the fields the route does not take and of those its path
+    gives (`warnings`)."""
     body = await body_bytes(request)
     content = bytes(body.strip())
     if content == b"null":
         content = b""
+    if is_form(request.headers.get("content-type", ""), content):
+        try:
+            content = await compute(len(content), form_as_json, content)
+        except ValueError:
+            raise invalid_input("error parsing form data") from None
     reader = _reader(model)
     try:
         # A large body is parsed in a thread, as `read_json` parses one: 32 MB of JSON takes

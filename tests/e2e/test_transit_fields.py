@@ -646,3 +646,48 @@ def test_upserts_disabled_as_the_bao_command_writes_it(
         {"disable_upsert": False},
         200,
     )
+
+
+def test_a_form_body_is_read_as_openbao_reads_it(servers: dict[str, httpx.Client]) -> None:
+    """`curl -d plaintext=...` sends a form: its fields are read as strings, as the `bao` command
+    sends them; a field given twice is its values joined by a comma; a body that looks like JSON
+    is JSON whatever it declares; a form that does not decode is a 400."""
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    seen = {}
+    for name, client in servers.items():
+        mount = "form-" + secrets.token_hex(4)
+        assert client.post(f"/v1/sys/mounts/{mount}", json={"type": "transit"}).is_success
+        try:
+            made = client.post(
+                f"/v1/{mount}/keys/k", content="type=aes256-gcm96&exportable=true", headers=form
+            )
+            config = client.post(
+                f"/v1/{mount}/keys/k/config",
+                content="deletion_allowed=1&allow_plaintext_backup=t",
+                headers=form,
+            )
+            key = client.get(f"/v1/{mount}/keys/k").json()["data"]
+            sealed = client.post(
+                f"/v1/{mount}/encrypt/k",
+                content=f"plaintext={TEXT.replace('=', '%3D')}&reference=a&reference=b",
+                headers=form,
+            )
+            opened = client.post(
+                f"/v1/{mount}/decrypt/k",
+                content=json.dumps({"ciphertext": sealed.json()["data"]["ciphertext"]}),
+                headers=form,
+            )
+            broken = client.post(f"/v1/{mount}/encrypt/k", content="plaintext=%ff", headers=form)
+            seen[name] = (
+                made.status_code,
+                config.status_code,
+                {setting: key.get(setting) for setting in SETTINGS},
+                sealed.status_code,
+                opened.json()["data"]["plaintext"],
+                broken.status_code,
+            )
+        finally:
+            client.delete(f"/v1/sys/mounts/{mount}")
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"][4] == TEXT
+    assert seen["cipherd"][2]["exportable"] is True

@@ -4,6 +4,7 @@ gives; an answer is the same JSON Starlette would have written."""
 
 import base64
 import json
+from urllib.parse import urlencode
 
 import pytest
 from fastapi.responses import JSONResponse
@@ -73,3 +74,26 @@ def test_a_null_beside_deep_nesting_is_a_400(client: TestClient) -> None:
     deep = b'{"plaintext": null, "x": ' + b"[" * 1000 + b"]" * 1000 + b"}"
     answer = client.post("/v1/transit/encrypt/deep", headers=vault, content=deep)
     assert answer.status_code == 400, answer.text
+
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+def test_a_form_body_is_read_as_its_fields_strings(vault: TestClient) -> None:
+    body = f"plaintext={PLAINTEXT.replace('=', '%3D')}&colour=red&colour=blue"
+    answer = vault.post("/v1/transit/encrypt/orders", content=body, headers=FORM)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["warnings"] == ["Endpoint ignored these unrecognized parameters: [colour]"]
+    ciphertext = answer.json()["data"]["ciphertext"]
+    form = urlencode({"ciphertext": ciphertext})  # '+' would be a space
+    opened = vault.post("/v1/transit/decrypt/orders", content=form, headers=FORM)
+    assert opened.json()["data"]["plaintext"] == PLAINTEXT
+
+
+@pytest.mark.parametrize("body", ["plaintext=%ff%fe", "&".join(["a=1"] * 1025)])
+def test_a_form_that_does_not_decode_or_has_too_many_fields_is_400(
+    vault: TestClient, body: str
+) -> None:
+    answer = vault.post("/v1/transit/encrypt/orders", content=body, headers=FORM)
+    assert answer.status_code == 400, answer.text
+    assert "error parsing form data" in answer.text

@@ -48,6 +48,7 @@ from app.routers import (
     vault_mounts,
     vault_policies,
     vault_tokens,
+    vault_tools,
     vault_wrapping,
 )
 from app.server.bootstrap import load_admin_token, open_configured_store
@@ -110,6 +111,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             vault_mounts.health_router,
             transit_keys.router,
             transit_crypto.router,
+            vault_tools.router,
             vault_wrapping.router,
             kms.router,
         ],

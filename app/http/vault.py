@@ -55,6 +55,7 @@ VAULT_PREFIXES = (
     "/v1/sys/capabilities-self",
     "/v1/sys/capabilities-accessor",
     "/v1/sys/leases",
+    "/v1/sys/tools",
     "/v1/auth/",
 )
 

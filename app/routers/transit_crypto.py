@@ -1,13 +1,14 @@
-"""Transit's data paths (`encrypt`, `decrypt`, `rewrap`, `datakey`, `hmac`, `sign`, `verify`,
-`hash`, `random`) in Vault's shapes: each the native family's verb on the key, with the native
-operation's scope and audit record; `batch_input` runs it on every item, a single call on one.
+"""Transit's data paths (`encrypt`, `decrypt`, `rewrap`, `datakey`, `hmac`, `sign`, `verify`;
+`hash` and `random` come from `app.routers.vault_tools`) in Vault's shapes: each the native
+family's verb on the key, with the native operation's scope and audit record; `batch_input` runs
+it on every item, a single call on one.
 """
 
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from app.http.batch import check_batch_size
 from app.http.body import JsonAnswer
@@ -24,6 +25,7 @@ from app.ops.vault_fields import VaultBool, VaultInt
 from app.ops.versioned import VersionedKey
 from app.ops.work import compute, in_thread
 from app.routers.transit_keys import TransitName
+from app.routers.vault_tools import add_tools
 from app.settings import MAX_BATCH_ITEMS
 
 router = vault_router("/v1/transit", "transit")
@@ -401,82 +403,4 @@ _hash_in_body_or_path(
 )
 
 
-class TransitHashRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    input: str | None = None
-    algorithm: str | None = None
-    format: str = "hex"
-
-
-async def _hash(request: Request, algorithm: str | None) -> Response:
-    await transit_call(request, "transit_hash", ())  # any valid token
-    body = await read_body(request, TransitHashRequest)
-    chosen = crypto.algorithm_of(algorithm or body.algorithm)
-    if body.input is None:  # an empty one is hashed
-        raise crypto.user_error("input missing")
-    data = crypto.decoded(body.input, "input")
-    return JsonAnswer(envelope(request, {"sum": crypto.hash_sum(data, chosen, body.format)}))
-
-
-@router.post("/hash", summary="A hash (Transit)", openapi_extra=vault_body(TransitHashRequest))
-async def hash_data(request: Request) -> Response:
-    return await _hash(request, None)
-
-
-@router.post(
-    "/hash/{algorithm}",
-    summary="A hash named in the path (Transit)",
-    openapi_extra=vault_body(TransitHashRequest),
-)
-async def hash_with(request: Request, algorithm: str) -> Response:
-    return await _hash(request, algorithm)
-
-
-class TransitRandomRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    bytes: VaultInt = 32
-    format: str = "base64"
-    source: str = "platform"
-
-
-async def _random(request: Request, source: str | None, count: str | None) -> Response:
-    await transit_call(request, "random_random", ())  # any valid token
-    body = await read_body(request, TransitRandomRequest)
-    chosen = source or body.source
-    if chosen not in ("platform", "seal", "all"):
-        raise crypto.user_error(f"unsupported entropy source {chosen}")
-    try:
-        size = int(count) if count is not None else body.bytes
-    except ValueError:
-        raise crypto.user_error(f"error parsing bytes from path: {count!r}") from None
-    data = {"random_bytes": crypto.random_bytes(size, body.format)}
-    return JsonAnswer(envelope(request, data))
-
-
-@router.post(
-    "/random", summary="Random bytes (Transit)", openapi_extra=vault_body(TransitRandomRequest)
-)
-async def random(request: Request) -> Response:
-    return await _random(request, None, None)
-
-
-@router.post(
-    "/random/{part}",
-    summary="Random bytes: a source or a count in the path (Transit)",
-    openapi_extra=vault_body(TransitRandomRequest),
-)
-async def random_one(request: Request, part: str) -> Response:
-    if part in ("platform", "seal", "all"):
-        return await _random(request, part, None)
-    return await _random(request, None, part)
-
-
-@router.post(
-    "/random/{source}/{count}",
-    summary="Random bytes of a source, a count in the path (Transit)",
-    openapi_extra=vault_body(TransitRandomRequest),
-)
-async def random_two(request: Request, source: str, count: str) -> Response:
-    return await _random(request, source, count)
+add_tools(router, "Transit")

@@ -39,6 +39,9 @@ KEY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 PENDING_DELETION = "pending-deletion"
 # The longest deletion window a request may ask for.
 MAX_DELETION_WINDOW_SECONDS = 10 * 365 * 86400
+# A key's parameters that mark its material as imported through Transit, and whether the
+# service may still rotate it (`refuse_rotation`).
+IMPORTED, IMPORTED_ROTATES = "imported", "imported_rotation"
 
 
 KeyTypeName = Annotated[
@@ -213,12 +216,22 @@ def derivation_params(key_type: str, derived: bool, convergent: bool) -> dict[st
 
 
 def create(
-    store: KeyStore, body: KeyCreate, settings: Settings, noted: dict[str, Any] | None = None
+    store: KeyStore,
+    body: KeyCreate,
+    settings: Settings,
+    noted: dict[str, Any] | None = None,
+    material: bytes | None = None,
 ) -> KeyOut:
-    """Check the request against the limits, draw the material, store the key (with the
-    parameters `noted`, which no native verb reads: KMS's description of the key)."""
+    """Check the request against the limits, draw the material (or take `material`, made
+    elsewhere: 400 if the type could not have drawn it), store the key (with the parameters
+    `noted`, which no native verb reads: KMS's description of the key, Transit's mark of an
+    imported key)."""
     params = creation_params(body, settings) | (noted or {})
-    secret, public = KEY_TYPES[body.type].generate(params)
+    key_type = KEY_TYPES[body.type]
+    if material is None:
+        secret, public = key_type.generate(params)
+    else:
+        secret, public = taken(body.type, material, params)
     info = store.keys.create(
         body.name, body.type, params, body.exportable, secret, public, body.deletion_protection
     )
@@ -256,16 +269,48 @@ def rotate(store: KeyStore, keyring: Keyring | None, name: str) -> KeyOut:
     return key_out(rotate_from(store, keyring, name), with_versions=True)
 
 
+def taken(key_type: str, material: bytes, params: dict[str, Any]) -> tuple[bytes, bytes | None]:
+    """Material made elsewhere as a key of `key_type` stores it (400 if the type could not
+    have drawn it)."""
+    try:
+        return KEY_TYPES[key_type].take(material, params)
+    except ValueError as exc:  # InvalidKeyError and EncodingError too
+        raise invalid_input(f"the material is not a {key_type} key: {exc}") from None
+
+
+class RotationRefusedError(Problem):
+    """A rotation of a key imported through Transit without `allow_rotation`: its versions come
+    only from its owner (`import_version`), as in Vault; an automatic one is skipped."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            409,
+            "rotation-refused",
+            "Rotation refused",
+            f"imported key {name} does not allow rotation within the service",
+        )
+
+
+def refuse_rotation(key: KeyInfo) -> None:
+    """RotationRefusedError for a key imported through Transit without `allow_rotation`."""
+    if key.params.get(IMPORTED) and not key.params.get(IMPORTED_ROTATES):
+        raise RotationRefusedError(key.name)
+
+
 def rotate_from(
     store: KeyStore, keyring: Keyring | None, name: str, expected: int | None = None
 ) -> KeyInfo:
     """`rotate`, only if the latest version is still `expected` when given (`KeyChangedError`
-    if not): an automatic rotation due on several processes happens once."""
+    if not): an automatic rotation due on several processes happens once. An imported key the
+    service rotates is no longer Transit's imported key, as in Vault."""
     current = store.keys.get(name)
     if current.state == PENDING_DELETION:
         raise KeyPendingDeletionError(name, current.deletion_date or 0.0)
+    refuse_rotation(current)
     secret, public = KEY_TYPES[current.type].generate(current.params)
     info = store.keys.rotate(name, secret, public, current.created_at, expected)
+    if current.params.get(IMPORTED):
+        info = store.keys.set_params(name, {IMPORTED: None, IMPORTED_ROTATES: None})
     if keyring is not None:
         keyring.forget(name)
     return info

@@ -1,5 +1,5 @@
-"""Transit's key paths (`keys`, `config`, `rotate`, `trim`, `export`, `backup`, `restore`, and
-the mount's `config/keys`) at
+"""Transit's key paths (`keys`, `config`, `rotate`, `import`, `trim`, `export`, `backup`,
+`restore`, `wrapping_key`, and the mount's `config/keys`) at
 `/v1/transit/...` and every other Transit mount, in Vault's shapes, on the service's keys: each
 the native operation of `POST /v1/keys` and its siblings, with its scope and audit record."""
 
@@ -14,7 +14,8 @@ from app.http.transit import TransitCall, refuse_nested, transit_call
 from app.http.vault import answer, keys_of, listing, no_content, read_body, vault_body, vault_router
 from app.ops import keys as native_keys
 from app.ops.grants import AdminOperation, Operation
-from app.ops.transit import backup, crypto, keys
+from app.ops.transit import backup, crypto, imports, keys
+from app.ops.transit.imports import TransitKeyImport, TransitVersionImport
 from app.ops.transit.keys import (
     TransitKeyConfig,
     TransitKeyCreate,
@@ -130,6 +131,47 @@ async def configure_key(request: Request, name: TransitName) -> Response:
 async def rotate_key(request: Request, name: TransitName) -> Response:
     call = await transit_call(request, "keys_rotate_key", name=name, change=True)
     return await _changed(request, call, name, keys.rotate, missing="key not found")
+
+
+@router.get("/wrapping_key", summary="The RSA-4096 public key imported material is wrapped to")
+async def read_wrapping_key(request: Request) -> Response:
+    call = await transit_call(request, "transit_read_wrapping_key", ())  # any valid token
+    pem = await in_thread(imports.wrapping_key_pem, call.services.store)
+    return await answer(request, {"public_key": pem})
+
+
+@router.post(
+    "/keys/{name}/import",
+    summary="Make a key of material made elsewhere, wrapped to the wrapping key (Transit)",
+    status_code=204,
+    openapi_extra=vault_body(TransitKeyImport),
+)
+async def import_key(request: Request, name: TransitName) -> Response:
+    return await _imported(request, name, TransitKeyImport, imports.import_key)
+
+
+@router.post(
+    "/keys/{name}/import_version",
+    summary="A new version of an imported key, of material made elsewhere (Transit)",
+    status_code=204,
+    openapi_extra=vault_body(TransitVersionImport),
+)
+async def import_key_version(request: Request, name: TransitName) -> Response:
+    return await _imported(request, name, TransitVersionImport, imports.import_version)
+
+
+async def _imported(
+    request: Request, name: str, model: type[BaseModel], run: Callable[..., int]
+) -> Response:
+    """The version `run(store, keyring, settings, native name, body)` imports (both paths)."""
+    call = await transit_call(request, "keys_import_key", name=name, change=True)
+    body = await read_body(request, model)
+    services = call.services
+    version = await in_thread(
+        run, services.store, services.keyring, services.settings, call.name, body
+    )
+    audit_note(request.scope).key_version = version
+    return no_content()
 
 
 class TransitTrimRequest(BaseModel):

@@ -23,7 +23,7 @@ from app.store.records import RootKeyLoader
 from app.store.secret_mounts import SecretMountRepository
 from app.store.tokens import TokenRepository
 from app.store.wrapped import WrappedResponseRepository
-from app.store.wrapping_key import WrappingKeyRepository
+from app.store.wrapping_key import IDENTITY, IMPORT_IDENTITY, WrappingKeyRepository
 
 
 class Repositories:
@@ -37,7 +37,10 @@ class Repositories:
         self.audit = AuditRepository(session, terms)
         self.keyring = KeyringRepository(session, terms)
         self.ledger = LedgerRepository(session)
-        self.wrapping_key = WrappingKeyRepository(session, terms)
+        self.wrapping_key = WrappingKeyRepository(session, terms, "wrapping_key", IDENTITY)
+        self.import_key = WrappingKeyRepository(
+            session, terms, "transit_import_key", IMPORT_IDENTITY
+        )
         self.secret_mounts = SecretMountRepository(session)
         self.mount_migrations = MountMigrationRepository(session)
         self.wrapped = WrappedResponseRepository(session, terms)

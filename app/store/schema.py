@@ -162,6 +162,11 @@ CREATE TABLE IF NOT EXISTS wrapping_key (
     wrapped {blob} NOT NULL,
     public {blob} NOT NULL
 );
+CREATE TABLE IF NOT EXISTS transit_import_key (
+    id INTEGER PRIMARY KEY,
+    wrapped {blob} NOT NULL,
+    public {blob} NOT NULL
+);
 CREATE TABLE IF NOT EXISTS approle_roles (
     mount TEXT NOT NULL,
     name TEXT NOT NULL,

@@ -45,6 +45,16 @@ def bao_binary() -> str:
     return found
 
 
+def bao(server: tuple[str, str], home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The `bao` command, run with `args` against `server` (its address and token), its home
+    (where it keeps its token helper's file) `home`."""
+    url, token = server
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "BAO_ADDR": url, "BAO_TOKEN": token}
+    return subprocess.run(
+        [bao_binary(), *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
 @contextmanager
 def running_openbao(work: Path) -> Iterator[OpenBao]:
     binary = bao_binary()

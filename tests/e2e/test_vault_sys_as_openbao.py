@@ -7,9 +7,7 @@ and auth methods moved (`sys/remount`)."""
 
 import base64
 import hashlib
-import os
 import secrets
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ import hvac
 import pytest
 from hvac import exceptions
 
-from tests.e2e.openbao import bao_binary, running_openbao
+from tests.e2e.openbao import bao, running_openbao
 from tests.e2e.server import running, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -34,14 +32,6 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tupl
     env = {"CIPHERD_ADMIN_TOKEN": ADMIN_TOKEN}
     with running(work / "cipherd", env=env) as cipherd, running_openbao(work) as openbao:
         yield {"openbao": (openbao.url, openbao.token), "cipherd": (cipherd.url, ADMIN_TOKEN)}
-
-
-def bao(server: tuple[str, str], home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    url, token = server
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "BAO_ADDR": url, "BAO_TOKEN": token}
-    return subprocess.run(
-        [bao_binary(), *args], env=env, capture_output=True, text=True, timeout=60
-    )
 
 
 def test_bao_status_answers_as_on_openbao(

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from app.ops import keys
 from app.ops.errors import Problem
+from app.ops.keys import IMPORTED, IMPORTED_ROTATES
 from app.ops.keytypes import KEY_TYPES, stored_key
 from app.ops.transit import hmac_keys
 from app.ops.transit.keys import MIN_AUTO_ROTATE_SECONDS, min_available_version
@@ -214,8 +215,8 @@ def make(store: KeyStore, name: str, transit_name: str) -> str:
         "version_template": "",
         "storage_prefix": "",
         "auto_rotate_period": int((info.auto_rotate_seconds or 0) * _NANOSECONDS),
-        "Imported": False,
-        "AllowImportedKeyRotation": False,
+        "Imported": bool(info.params.get(IMPORTED)),
+        "AllowImportedKeyRotation": bool(info.params.get(IMPORTED_ROTATES)),
         "soft_deleted": False,
     }
     if info.type == "hmac":  # the size Transit draws its next version with
@@ -396,6 +397,10 @@ def restore(store: KeyStore, name: str, policy: dict[str, Any], params: dict[str
     key_params = {**params, **derivation}
     if policy.get("allow_plaintext_backup"):
         key_params["allow_backup"] = True
+    if policy.get("Imported") is True:  # rotated only by its owner, unless it allows more
+        key_params[IMPORTED] = True
+        if policy.get("AllowImportedKeyRotation") is True:
+            key_params[IMPORTED_ROTATES] = True
     key_params.update(hmac_keys.params_for(hmac_of))
     return store.keys.restore_backup(
         name, native, key_params, bool(policy.get("exportable")), versions, policies

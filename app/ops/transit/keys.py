@@ -122,7 +122,7 @@ def key_data(store: KeyStore, info: KeyInfo, name: str, context: bytes = b"") ->
         "deletion_allowed": not info.deletion_protection,
         "derived": bool(info.params.get("derived")),
         "exportable": info.exportable,
-        "imported_key": False,
+        "imported_key": bool(info.params.get(keys.IMPORTED)),
         "keys": versions,
         "latest_version": info.latest_version,
         "min_available_version": min_available_version(info),
@@ -136,6 +136,8 @@ def key_data(store: KeyStore, info: KeyInfo, name: str, context: bytes = b"") ->
         "supports_signing": signs,
         "type": transit_type(info.type),
     }
+    if data["imported_key"]:
+        data["imported_key_allow_rotation"] = bool(info.params.get(keys.IMPORTED_ROTATES))
     if kind == "hmac":  # Transit shows an hmac key's size, not its versions
         del data["keys"]
         latest = store.keys.material(info.name, info.latest_version)
@@ -176,9 +178,18 @@ def public_key_text(native: str, public: bytes) -> str:
     return str(pem)
 
 
-def create(store: KeyStore, name: str, body: TransitKeyCreate, settings: Settings) -> KeyInfo:
+def create(
+    store: KeyStore,
+    name: str,
+    body: TransitKeyCreate,
+    settings: Settings,
+    material: bytes | None = None,
+    noted: dict[str, Any] | None = None,
+) -> KeyInfo:
     """Make the key unless it exists (Transit's create is idempotent): the key. A name whose key
-    is scheduled for deletion is not free until the purge (400)."""
+    is scheduled for deletion is not free until the purge (400). `material`: made elsewhere
+    rather than drawn here, with the parameters `noted` that mark it so
+    (`app.ops.transit.imports`)."""
     try:
         info = store.keys.get(name)
     except KeyNotFoundError:
@@ -206,9 +217,9 @@ def create(store: KeyStore, name: str, body: TransitKeyCreate, settings: Setting
         derived=body.derived,
         convergent=body.convergent_encryption,
     )
-    period = _period(body.auto_rotate_period)
+    period = rotation_period(body.auto_rotate_period)
     patch = key_patch(auto_rotate_seconds=period) if period else None
-    keys.create(store, request, settings)
+    keys.create(store, request, settings, noted, material)
     if patch is not None:
         keys.change_policy(store, None, name, patch)
     return store.keys.get(name)
@@ -305,7 +316,7 @@ def key_patch(**fields: Any) -> KeyPatch:
         raise invalid_input(f"{_TRANSIT_FIELDS.get(field, field)}: {error['msg']}") from None
 
 
-def _period(value: int | str | None) -> int | None:
+def rotation_period(value: int | str | None) -> int | None:
     """An automatic rotation period in seconds (0: none), as Transit bounds it."""
     if value is None:
         return None
@@ -328,7 +339,7 @@ def configure(store: KeyStore, keyring: Keyring, name: str, body: TransitKeyConf
     """Apply a Transit configuration change, all of it or none. As in Vault, `exportable` and
     `allow_plaintext_backup` only switch on (false leaves them as they are), and a
     `min_decryption_version` of 0 is 1 (`FORCED_TO_ONE`)."""
-    period = _period(body.auto_rotate_period)
+    period = rotation_period(body.auto_rotate_period)
     patch = key_patch(
         min_decryption_version=1
         if body.min_decryption_version == 0

@@ -1,7 +1,9 @@
 """Key policies through PATCH /v1/keys/{name}: minimum versions, trim, automatic rotation,
 exportable and deletion protection, on SQLite and PostgreSQL."""
 
+import base64
 import itertools
+import os
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -9,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
+from core import keywrap
 from tests.conftest import ADMIN_TOKEN, STORES
 
 
@@ -190,3 +195,25 @@ def test_automatic_rotation_is_no_more_often_than_hourly(client: TestClient) -> 
     assert "at least 3600" in refused.json()["detail"]
     for period in (3600, 0):
         assert client.patch("/v1/keys/k", json={"auto_rotate_seconds": period}).status_code == 200
+
+
+def test_a_key_imported_without_allow_rotation_is_never_rotated(admin: TestClient) -> None:
+    """Its automatic rotation is skipped, as Vault skips it, while the others' go on; a rotation
+    asked for is a 409."""
+    vault = {"X-Vault-Token": ADMIN_TOKEN}
+    pem = admin.get("/v1/transit/wrapping_key", headers=vault).json()["data"]["public_key"]
+    public = serialization.load_pem_public_key(pem.encode())
+    assert isinstance(public, rsa.RSAPublicKey) and public.key_size == 4096
+    wrapped = base64.b64encode(keywrap.wrap(public, os.urandom(32))).decode()
+    made = admin.post("/v1/transit/keys/held/import", headers=vault, json={"ciphertext": wrapped})
+    assert made.status_code == 204, made.text
+    admin.post("/v1/keys", json={"name": "turning", "type": "aes256-gcm"})
+    for name in ("held", "turning"):
+        _patch(admin, name, auto_rotate_seconds=1)
+    deadline = time.monotonic() + 15
+    while admin.get("/v1/keys/turning").json()["latest_version"] < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert admin.get("/v1/keys/held").json()["latest_version"] == 1
+    refused = admin.post("/v1/keys/held/rotate")
+    assert refused.status_code == 409 and refused.json()["type"].endswith("rotation-refused")

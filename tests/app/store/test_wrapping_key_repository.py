@@ -33,3 +33,18 @@ def test_the_secret_is_kept_wrapped_and_outlives_rotations(store: KeyStore, stor
         assert reopened.wrapping_key.pair(lambda: (b"x" * 32, b"y" * 65)) == (secret, public)
     finally:
         reopened.close()
+
+
+def test_transit_s_import_key_is_a_pair_of_its_own(store: KeyStore, store_url: str) -> None:
+    instance = store.wrapping_key.pair(lambda: (b"S" * 32, b"P" * 65))
+    drawn: list[tuple[bytes, bytes]] = []
+
+    def generate() -> tuple[bytes, bytes]:
+        drawn.append((os.urandom(64), os.urandom(64)))
+        return drawn[-1]
+
+    pairs = at_once(store, store_url, lambda opened: opened.import_key.pair(generate))
+    assert len(set(pairs)) == 1 and pairs[0] in drawn and pairs[0] != instance
+    ((wrapped,),) = rows(store, "SELECT wrapped FROM transit_import_key")
+    assert pairs[0][0] not in bytes(wrapped)
+    assert store.wrapping_key.pair(generate) == instance

@@ -70,20 +70,21 @@ class VaultTokenRole(BaseModel):
 
 
 def role_terms(
-    role_name: str, role: dict[str, Any], body: VaultTokenCreate
+    role_name: str, role: dict[str, Any], body: VaultTokenCreate, inherited: tuple[str, ...]
 ) -> tuple[TokenTerms, bool]:
     """A creation through a role: its terms, and whether the token is an orphan (400 for a
-    policy the role does not allow)."""
-    asked = set(body.policies) or set(role["allowed_policies"])
+    policy the role does not allow). Without policies asked, the token has the role's allowed
+    policies, or, for a role that names none, its maker's (`inherited`), as in Vault."""
     allowed = set(role["allowed_policies"])
+    asked = set(body.policies) or allowed or set(inherited)
     if allowed and not asked <= allowed | {"default"}:
         raise invalid_input(
             f"token policies ({sorted(asked | {'default'})}) must be subset of the role's "
             f"allowed policies ({sorted(allowed | {'default'})})"
         )
-    refused = asked & set(role["disallowed_policies"])
+    refused = sorted(asked & set(role["disallowed_policies"]))
     if refused:
-        raise invalid_input(f"token policies contain disallowed policies: {sorted(refused)}")
+        raise invalid_input(f'token policy "{refused[0]}" is disallowed by this role')
     period = role["token_period"] or role["period"] or body.period
     explicit = role["token_explicit_max_ttl"] or role["explicit_max_ttl"] or body.explicit_max_ttl
     terms = TokenTerms(

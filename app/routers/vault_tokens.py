@@ -71,7 +71,7 @@ async def _create(request: Request, orphan: bool, role_name: str | None) -> Resp
     path = "auth/token/create"
     if role_name:
         role = await in_thread(vault_tokens.read_role, service.store, role_name)
-        terms, orphan = vault_tokens.role_terms(role_name, role, body)
+        terms, orphan = vault_tokens.role_terms(role_name, role, body, maker.policies)
         path = f"auth/token/create/{role_name}"
     else:
         terms = vault_tokens.terms_of(body, maker.policies)

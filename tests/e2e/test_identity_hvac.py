@@ -280,3 +280,26 @@ def test_a_chosen_token_value_is_the_token_on_both(clients: dict[str, hvac.Clien
         assert made["warnings"], made
         found = as_token(clients[server], value).auth.token.lookup_self()["data"]
         assert found["id"] == value and "orders" in found["policies"], (server, found)
+
+
+def test_a_role_without_allowed_policies_gives_its_maker_s(
+    clients: dict[str, hvac.Client],
+) -> None:
+    """A token made through a role that names no allowed policies, asking for none, has its
+    maker's, as in Vault; one of them disallowed by the role is a 400."""
+    maker_policy = 'path "auth/token/*" {\n  capabilities = ["create", "update", "read"]\n}'
+    seen = {}
+    for server, admin in clients.items():
+        name = _name()
+        admin.sys.create_or_update_acl_policy(name, maker_policy)
+        admin.auth.token.create_or_update_role(f"{name}-open")
+        admin.auth.token.create_or_update_role(f"{name}-shut", disallowed_policies=[name])
+        maker = as_token(admin, admin.auth.token.create(policies=[name])["auth"]["client_token"])
+        made = maker.auth.token.create(role_name=f"{name}-open")["auth"]
+        try:
+            maker.auth.token.create(role_name=f"{name}-shut")
+            shut = "made"
+        except exceptions.InvalidRequest as error:
+            shut = "refused" if "disallowed" in str(error) else str(error)
+        seen[server] = ([p.replace(name, "maker") for p in sorted(made["policies"])], shut)
+    assert seen["cipherd"] == seen["openbao"] == (["default", "maker"], "refused")

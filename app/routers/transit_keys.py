@@ -1,5 +1,5 @@
 """Transit's key paths (`keys`, `config`, `rotate`, `import`, `trim`, `export`, `backup`,
-`restore`, `wrapping_key`, and the mount's `config/keys`) at
+`restore`, `wrapping_key`, and the mount's `config/keys` and `cache-config`) at
 `/v1/transit/...` and every other Transit mount, in Vault's shapes, on the service's keys: each
 the native operation of `POST /v1/keys` and its siblings, with its scope and audit record."""
 
@@ -14,14 +14,10 @@ from app.http.transit import TransitCall, refuse_nested, transit_call
 from app.http.vault import answer, keys_of, listing, no_content, read_body, vault_body, vault_router
 from app.ops import keys as native_keys
 from app.ops.grants import AdminOperation, Operation
-from app.ops.transit import backup, crypto, imports, keys
+from app.ops.transit import backup, crypto, imports, keys, mount_config
 from app.ops.transit.imports import TransitKeyImport, TransitVersionImport
-from app.ops.transit.keys import (
-    TransitKeyConfig,
-    TransitKeyCreate,
-    TransitKeysConfig,
-    checked_name,
-)
+from app.ops.transit.keys import TransitKeyConfig, TransitKeyCreate, checked_name
+from app.ops.transit.mount_config import TransitCacheConfig, TransitKeysConfig
 from app.ops.transit.mounts import native_name
 from app.ops.vault_fields import VaultBool, VaultInt
 from app.ops.work import in_thread
@@ -264,7 +260,9 @@ async def restore_key_named(request: Request, name: TransitName) -> Response:
 @router.get("/config/keys", summary="Whether an encryption may create a missing key (Transit)")
 async def read_keys_config(request: Request) -> Response:
     call = await transit_call(request, "transit_read_keys_config")
-    return await answer(request, await in_thread(keys.keys_config, call.services.store, call.mount))
+    return await answer(
+        request, await in_thread(mount_config.keys_config, call.services.store, call.mount)
+    )
 
 
 @router.post(
@@ -275,6 +273,26 @@ async def read_keys_config(request: Request) -> Response:
 async def write_keys_config(request: Request) -> Response:
     call = await transit_call(request, "transit_configure_keys", change=True)
     body = await read_body(request, TransitKeysConfig)
-    config = await in_thread(keys.configure_keys, call.services.store, call.mount, body)
+    config = await in_thread(mount_config.configure_keys, call.services.store, call.mount, body)
+    audit_note(request.scope).details.update(config)
+    return await answer(request, config)
+
+
+@router.get("/cache-config", summary="The size of the mount's key cache (Transit): kept, not used")
+async def read_cache_config(request: Request) -> Response:
+    call = await transit_call(request, "transit_read_cache_config")
+    config = await in_thread(mount_config.cache_config, call.services.store, call.mount)
+    return await answer(request, config)
+
+
+@router.post(
+    "/cache-config",
+    summary="Set the size of the mount's key cache (Transit): kept and read back, not used",
+    openapi_extra=vault_body(TransitCacheConfig),
+)
+async def write_cache_config(request: Request) -> Response:
+    call = await transit_call(request, "transit_configure_cache", change=True)
+    body = await read_body(request, TransitCacheConfig)
+    config = await in_thread(mount_config.configure_cache, call.services.store, call.mount, body)
     audit_note(request.scope).details.update(config)
     return await answer(request, config)

@@ -87,16 +87,31 @@ class SecretMountRepository:
         return replace(SecretMount(*row), path=target)
 
     def keys_config(self, accessor: str) -> dict[str, Any]:
-        """The mount's `config/keys` as last written; {} if it never was."""
+        """The mount's settings (Transit's `config/keys` and `cache-config`) as last written;
+        {} if they never were."""
         sql = "SELECT config FROM secret_mount_keys_config WHERE accessor = ?"
         row = self._session.read_row(sql, (accessor,))
         return {} if row is None else dict(json.loads(row[0]))
 
-    def set_keys_config(self, accessor: str, config: dict[str, Any]) -> None:
-        """Replace the mount's `config/keys`, as a write of it does in Vault."""
+    def update_keys_config(self, accessor: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """Set some of the mount's settings, the others kept, under the row's lock (two writes
+        of different settings at once both hold); the settings as they now are."""
         with self._session.transaction(write=True) as cursor:
             cursor.execute(
-                "INSERT INTO secret_mount_keys_config (accessor, config) VALUES (?, ?)"
-                " ON CONFLICT (accessor) DO UPDATE SET config = excluded.config",
-                (accessor, json.dumps(config, sort_keys=True)),
+                "INSERT INTO secret_mount_keys_config (accessor, config) VALUES (?, '{}')"
+                " ON CONFLICT (accessor) DO NOTHING",
+                (accessor,),
             )
+            cursor.execute(
+                "SELECT config FROM secret_mount_keys_config WHERE accessor = ?"
+                + self._session.dialect.row_lock,
+                (accessor,),
+            )
+            row = cursor.fetchone()
+            assert row is not None  # inserted above if it was not there
+            config = {**json.loads(row[0]), **changes}
+            cursor.execute(
+                "UPDATE secret_mount_keys_config SET config = ? WHERE accessor = ?",
+                (json.dumps(config, sort_keys=True), accessor),
+            )
+        return config

@@ -691,3 +691,37 @@ def test_a_form_body_is_read_as_openbao_reads_it(servers: dict[str, httpx.Client
     assert seen["cipherd"] == seen["openbao"]
     assert seen["cipherd"][4] == TEXT
     assert seen["cipherd"][2]["exportable"] is True
+
+
+def test_a_mount_s_cache_config_reads_as_openbao_s(servers: dict[str, httpx.Client]) -> None:
+    """`cache-config` keeps the size written (0, or 10 and more) and reads it back, each mount
+    its own, beside its `config/keys`."""
+    steps: list[tuple[str, str, dict[str, Any] | None]] = [
+        ("GET", "cache-config", None),
+        ("POST", "cache-config", {"size": 5}),
+        ("POST", "cache-config", {"size": "25"}),
+        ("POST", "config/keys", {"disable_upsert": True}),
+        ("GET", "cache-config", None),
+        ("POST", "cache-config", {}),
+        ("GET", "config/keys", None),
+        ("POST", "cache-config", {"size": -1}),
+        ("GET", "cache-config", None),
+    ]
+    seen = {}
+    for name, client in servers.items():
+        mount = "cache-" + secrets.token_hex(4)
+        assert client.post(f"/v1/sys/mounts/{mount}", json={"type": "transit"}).is_success
+        try:
+            answers = [
+                client.request(method, f"/v1/{mount}/{path}", json=body)
+                for method, path, body in steps
+            ]
+            other = client.get("/v1/transit/cache-config").json()["data"]
+        finally:
+            client.delete(f"/v1/sys/mounts/{mount}")
+        seen[name] = (
+            [(a.status_code, a.json().get("data")) for a in answers],
+            other,
+        )
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"][0][4] == (200, {"size": 25})

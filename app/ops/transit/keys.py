@@ -17,14 +17,14 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
 from app.ops import keys
 from app.ops.errors import Problem, forbidden, invalid_input
 from app.ops.keyring import Keyring
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyPatch
 from app.ops.keytypes import HMAC_KEY_BYTES, KEY_TYPES, derivable, is_derived, stored_key
-from app.ops.transit import hmac_keys
+from app.ops.transit import hmac_keys, mount_config
 from app.ops.transit.mounts import transit_names
 from app.ops.transit.types import DEFAULT_TYPE, family, native_type, transit_type
 from app.ops.vault_fields import VaultBool, VaultInt, duration_seconds, vault_time
@@ -252,33 +252,6 @@ def exists(store: KeyStore, name: str) -> bool:
     return True
 
 
-class TransitKeysConfig(BaseModel):
-    """`POST config/keys`: what a mount's keys have in common. A field left out is its default,
-    as in Vault, where a write replaces the whole."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    disable_upsert: VaultBool = False
-
-    @field_validator("disable_upsert", mode="before")
-    @classmethod
-    def _null_is_false(cls, value: Any) -> Any:
-        """`null` reads as the field not given, as in Vault: false."""
-        return False if value is None else value
-
-
-def keys_config(store: KeyStore, mount: SecretMount) -> dict[str, Any]:
-    """The mount's `config/keys`, Vault's defaults where it was never written."""
-    return TransitKeysConfig(**store.secret_mounts.keys_config(mount.accessor)).model_dump()
-
-
-def configure_keys(store: KeyStore, mount: SecretMount, body: TransitKeysConfig) -> dict[str, Any]:
-    """Replace the mount's `config/keys`; the configuration written."""
-    config = body.model_dump()
-    store.secret_mounts.set_keys_config(mount.accessor, config)
-    return config
-
-
 def upsert(
     store: KeyStore,
     mount: SecretMount,
@@ -293,7 +266,7 @@ def upsert(
     if not exists(store, name):
         if not may_create:
             raise forbidden("creating a key on its first encryption takes the admin token")
-        if keys_config(store, mount)["disable_upsert"]:
+        if mount_config.keys_config(store, mount)["disable_upsert"]:
             raise invalid_input("encryption key not found")
         create(store, name, body, settings)
 

@@ -88,7 +88,7 @@ def test_an_auth_mount_moves_with_its_roles_and_without_its_tokens(store: KeySto
 def test_a_secrets_mount_moves_with_its_prefix_and_config(store: KeyStore) -> None:
     store.secret_mounts.add(SecretMount("transit_1", "pay", "transit", "pay.", "", 1.0))
     store.secret_mounts.add(SecretMount("transit_2", "other", "transit", "other.", "", 2.0))
-    store.secret_mounts.set_keys_config("transit_1", {"disable_upsert": True})
+    store.secret_mounts.update_keys_config("transit_1", {"disable_upsert": True})
     migration = MountMigration("m-2", "pay/", "payments/", 10.0)
     with pytest.raises(MountExistsError):
         store.secret_mounts.move("pay", "other", migration)

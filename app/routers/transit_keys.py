@@ -211,7 +211,8 @@ async def export_key_version(
 
 @router.get("/backup/{name}", summary="Back a key up in Transit's format")
 async def backup_key(request: Request, name: TransitName) -> Response:
-    call = await transit_call(request, "keys_backup_key", AdminOperation.BACKUP, name)
+    # A change: the key keeps the backup's record, and key material leaves only if audited.
+    call = await transit_call(request, "keys_backup_key", AdminOperation.BACKUP, name, change=True)
     made = await in_thread(backup.make, call.services.store, call.name, name)
     return await answer(request, {"backup": made})
 

@@ -725,3 +725,34 @@ def test_a_mount_s_cache_config_reads_as_openbao_s(servers: dict[str, httpx.Clie
         )
     assert seen["cipherd"] == seen["openbao"]
     assert seen["cipherd"][0][4] == (200, {"size": 25})
+
+
+def test_a_key_shows_its_last_backup_and_restore_as_on_openbao(
+    servers: dict[str, httpx.Client],
+) -> None:
+    """A backup leaves its time and version in the key's `backup_info`; a restore its own in
+    `restore_info` and the backup's in `backup_info`."""
+    seen = {}
+    for name, client in servers.items():
+        key = "recorded-" + secrets.token_hex(4)
+        options = {"exportable": True, "allow_plaintext_backup": True}
+        client.post(f"/v1/transit/keys/{key}", json=options).raise_for_status()
+        before = client.get(f"/v1/transit/keys/{key}").json()["data"]
+        client.post(f"/v1/transit/keys/{key}/rotate").raise_for_status()
+        backup = client.get(f"/v1/transit/backup/{key}").json()["data"]["backup"]
+        client.post(f"/v1/transit/keys/{key}/rotate").raise_for_status()
+        after = client.get(f"/v1/transit/keys/{key}").json()["data"]
+        restored = client.post(f"/v1/transit/restore/{key}-copy", json={"backup": backup})
+        assert restored.status_code == 204, restored.text
+        copy = client.get(f"/v1/transit/keys/{key}-copy").json()["data"]
+        seen[name] = (
+            ("backup_info" in before, "restore_info" in before),
+            after["backup_info"]["version"],
+            after.get("restore_info"),
+            copy["backup_info"]["version"],
+            copy["restore_info"]["version"],
+            sorted(copy["restore_info"]),
+        )
+        assert copy["backup_info"]["time"] == after["backup_info"]["time"], name
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"][:2] == ((False, False), 2)

@@ -29,7 +29,12 @@ from app.ops.errors import Problem
 from app.ops.keys import IMPORTED, IMPORTED_ROTATES
 from app.ops.keytypes import KEY_TYPES, stored_key
 from app.ops.transit import hmac_keys
-from app.ops.transit.keys import MIN_AUTO_ROTATE_SECONDS, min_available_version
+from app.ops.transit.keys import (
+    BACKUP_INFO,
+    MIN_AUTO_ROTATE_SECONDS,
+    RESTORE_INFO,
+    min_available_version,
+)
 from app.ops.transit.types import native_type, transit_type
 from app.ops.vault_fields import MAX_SECONDS, vault_time
 from app.store import KeyInfo, KeyPolicies, KeyStore, RestoredVersion
@@ -171,7 +176,8 @@ def _written(native: str, secret: bytes, public: bytes) -> dict[str, Any]:
 
 
 def make(store: KeyStore, name: str, transit_name: str) -> str:
-    """The backup of key `name`, as Transit's `backup/:name` gives it (named `transit_name`)."""
+    """The backup of key `name`, as Transit's `backup/:name` gives it (named `transit_name`).
+    The key keeps the backup's time and version (`backup_info`), as Vault's does."""
     info = store.keys.get(name)
     transit = transit_type(info.type)
     if transit not in _TYPE_NUMBERS:
@@ -180,6 +186,8 @@ def make(store: KeyStore, name: str, transit_name: str) -> str:
         raise bad_backup("exporting is disallowed on the policy")
     if not info.params.get("allow_backup"):
         raise bad_backup("plaintext backup is disallowed on the policy")
+    backed_up = {"time": vault_time(store.clock.now()), "version": info.latest_version}
+    info = store.keys.set_params(name, {BACKUP_INFO: backed_up})
     convergent = bool(info.params.get("convergent"))
     entries: dict[str, dict[str, Any]] = {}
     for v in info.versions:
@@ -209,8 +217,8 @@ def make(store: KeyStore, name: str, transit_name: str) -> str:
         "deletion_allowed": not info.deletion_protection,
         "convergent_version": 3 if convergent else 0,
         "type": _TYPE_NUMBERS[transit],
-        "backup_info": {"time": vault_time(store.clock.now()), "version": info.latest_version},
-        "restore_info": None,
+        BACKUP_INFO: backed_up,
+        RESTORE_INFO: info.params.get(RESTORE_INFO),
         "allow_plaintext_backup": True,
         "version_template": "",
         "storage_prefix": "",
@@ -397,6 +405,9 @@ def restore(store: KeyStore, name: str, policy: dict[str, Any], params: dict[str
     key_params = {**params, **derivation}
     if policy.get("allow_plaintext_backup"):
         key_params["allow_backup"] = True
+    if _is_info(policy.get(BACKUP_INFO)):  # the backup's own record, as Vault restores it
+        key_params[BACKUP_INFO] = policy[BACKUP_INFO]
+    key_params[RESTORE_INFO] = {"time": vault_time(store.clock.now()), "version": max(numbered)}
     if policy.get("Imported") is True:  # rotated only by its owner, unless it allows more
         key_params[IMPORTED] = True
         if policy.get("AllowImportedKeyRotation") is True:
@@ -404,6 +415,17 @@ def restore(store: KeyStore, name: str, policy: dict[str, Any], params: dict[str
     key_params.update(hmac_keys.params_for(hmac_of))
     return store.keys.restore_backup(
         name, native, key_params, bool(policy.get("exportable")), versions, policies
+    )
+
+
+def _is_info(value: Any) -> bool:
+    """Whether a backup's `backup_info` is what Vault writes: a time (RFC 3339) and a version."""
+    return (
+        isinstance(value, dict)
+        and set(value) == {"time", "version"}
+        and isinstance(value["time"], str)
+        and len(value["time"]) <= 64
+        and isinstance(value["version"], int)
     )
 
 

@@ -47,6 +47,9 @@ _VERSION_NAMES = {"ecdsa-p256": "P-256", "ecdsa-p384": "P-384", "ecdsa-p521": "P
 MAX_DERIVED_VERSIONS = 100
 # The smallest automatic rotation period Transit takes (other than 0, none).
 MIN_AUTO_ROTATE_SECONDS = 3600
+# A key's parameters that keep its last Transit backup's and restore's time and version, which
+# its reads show, as Vault's.
+BACKUP_INFO, RESTORE_INFO = "backup_info", "restore_info"
 
 
 class TransitKeyCreate(BaseModel):
@@ -138,6 +141,9 @@ def key_data(store: KeyStore, info: KeyInfo, name: str, context: bytes = b"") ->
     }
     if data["imported_key"]:
         data["imported_key_allow_rotation"] = bool(info.params.get(keys.IMPORTED_ROTATES))
+    for recorded in (BACKUP_INFO, RESTORE_INFO):
+        if recorded in info.params:
+            data[recorded] = info.params[recorded]
     if kind == "hmac":  # Transit shows an hmac key's size, not its versions
         del data["keys"]
         latest = store.keys.material(info.name, info.latest_version)

@@ -135,6 +135,13 @@ def _native_material(native: str, material: bytes) -> bytes:
     return key.private_bytes_raw()
 
 
+def _existing() -> Exception:
+    return user_error(
+        "the import path cannot be used with an existing key; use import-version to rotate an "
+        "existing imported key"
+    )
+
+
 def import_key(
     store: KeyStore, keyring: Keyring, settings: Settings, name: str, body: TransitKeyImport
 ) -> int:
@@ -147,11 +154,8 @@ def import_key(
         raise user_error(f"unknown key type: {body.type}")
     transit_type = body.type.lower()
     native = native_type(transit_type)
-    if transit_keys.exists(store, name):
-        raise user_error(
-            "the import path cannot be used with an existing key; use import-version to rotate "
-            "an existing imported key"
-        )
+    if transit_keys.existing_key(store, name) is not None:
+        raise _existing()
     wrapped = _material(store, body.ciphertext, body.public_key, body.hash_function)
     material = _native_material(native, wrapped)
     creation = TransitKeyCreate(
@@ -165,7 +169,7 @@ def import_key(
     try:
         return transit_keys.create(store, name, creation, settings, material, noted).latest_version
     except KeyExistsError:  # made meanwhile
-        raise user_error("the import path cannot be used with an existing key") from None
+        raise _existing() from None
 
 
 def import_version(

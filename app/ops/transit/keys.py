@@ -29,7 +29,7 @@ from app.ops.transit.mounts import transit_names
 from app.ops.transit.types import DEFAULT_TYPE, family, native_type, transit_type
 from app.ops.vault_fields import VaultBool, VaultInt, duration_seconds, vault_time
 from app.settings import Settings
-from app.store import KeyInfo, KeyNotFoundError, KeyStore, SecretMount
+from app.store import KeyExistsError, KeyInfo, KeyNotFoundError, KeyStore, SecretMount
 from core.sign import ed25519
 
 # What each family does in Transit's terms: encryption, decryption, signing (derivation is
@@ -192,21 +192,15 @@ def create(
     material: bytes | None = None,
     noted: dict[str, Any] | None = None,
 ) -> KeyInfo:
-    """Make the key unless it exists (Transit's create is idempotent): the key. A name whose key
-    is scheduled for deletion is not free until the purge (400). `material`: made elsewhere
-    rather than drawn here, with the parameters `noted` that mark it so
-    (`app.ops.transit.imports`)."""
-    try:
-        info = store.keys.get(name)
-    except KeyNotFoundError:
-        pass
-    else:
-        if info.state != "active":
-            raise invalid_input(
-                f"key {name[:128]!r} is scheduled for deletion: restore it "
-                f"(POST /v1/keys/{name[:128]}/restore) or use another name until it is purged"
-            )
-        return info
+    """Make the key unless it exists (Transit's create is idempotent): the key. `material`: made
+    elsewhere rather than drawn here, with the parameters `noted` that mark it so
+    (`app.ops.transit.imports`); such a creation is not idempotent: KeyExistsError if the name
+    is taken, even by a key made meanwhile."""
+    existing = existing_key(store, name)
+    if existing is not None:
+        if material is not None:
+            raise KeyExistsError(name)
+        return existing
     native = native_type(body.type)
     if body.convergent_encryption and not body.derived:
         raise invalid_input("convergent encryption requires derivation to be enabled")
@@ -229,6 +223,21 @@ def create(
     if patch is not None:
         keys.change_policy(store, None, name, patch)
     return store.keys.get(name)
+
+
+def existing_key(store: KeyStore, name: str) -> KeyInfo | None:
+    """The key of that name, None if there is none; 400 if it is scheduled for deletion: the
+    name is not free until the purge."""
+    try:
+        info = store.keys.get(name)
+    except KeyNotFoundError:
+        return None
+    if info.state != "active":
+        raise invalid_input(
+            f"key {name[:128]!r} is scheduled for deletion: restore it "
+            f"(POST /v1/keys/{name[:128]}/restore) or use another name until it is purged"
+        )
+    return info
 
 
 def active(store: KeyStore, name: str) -> KeyInfo:

@@ -3,6 +3,8 @@ process however many ask at once, kept wrapped, and the same after the keyring a
 are rotated."""
 
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 from app.store import KeyStore, KeyWrapper, open_store
 from tests.app.store.stores import NEW_ROOT_KEY, at_once, root, rows
@@ -48,3 +50,17 @@ def test_transit_s_import_key_is_a_pair_of_its_own(store: KeyStore, store_url: s
     ((wrapped,),) = rows(store, "SELECT wrapped FROM transit_import_key")
     assert pairs[0][0] not in bytes(wrapped)
     assert store.wrapping_key.pair(generate) == instance
+
+
+def test_a_process_draws_once_however_many_ask_at_once(store: KeyStore) -> None:
+    """An RSA-4096 import key takes a second to draw: threads asking together wait for one."""
+    drawn: list[int] = []
+
+    def generate() -> tuple[bytes, bytes]:
+        drawn.append(1)
+        time.sleep(0.2)
+        return os.urandom(64), os.urandom(64)
+
+    with ThreadPoolExecutor(4) as pool:
+        pairs = list(pool.map(lambda _: store.import_key.pair(generate), range(4)))
+    assert len(drawn) == 1 and len(set(pairs)) == 1

@@ -196,6 +196,8 @@ def form_as_json(content: bytes) -> bytes:
     """A form body (`a=1&b=x`) as the JSON object of its fields' strings, which Vault's weak
     decoding then reads as it reads strings in JSON; a field given more than once is its
     values joined by commas, as Vault joins them. ValueError for an undecodable form."""
+    if b";" in content:  # Go's parser refuses `;` as a separator, and so the whole form
+        raise ValueError("a form's fields are separated by '&', not ';'")
     fields: dict[str, list[str]] = {}
     pairs = parse_qsl(
         content.decode("utf-8"),

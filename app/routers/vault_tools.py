@@ -3,6 +3,8 @@ its router by `add_tools`) and at the system's (`sys/tools/hash`, `sys/tools/ran
 valid token: neither uses a key. Both take their algorithm, source or count in the body or the
 path, as Vault does."""
 
+import re
+
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict
 
@@ -13,6 +15,9 @@ from app.ops.transit import crypto
 from app.ops.vault_fields import VaultInt
 
 SOURCES = ("platform", "seal", "all")
+# A count in the path as Go's strconv.Atoi reads one: ASCII digits, a sign (not `int`'s `1_0`,
+# spaces or other scripts' digits).
+_ATOI = re.compile(r"[+-]?[0-9]{1,18}")
 
 
 class TransitHashRequest(BaseModel):
@@ -55,10 +60,9 @@ async def _random(request: Request, source: str | None, count: str | None) -> Re
     chosen = source or body.source
     if chosen not in SOURCES:
         raise crypto.user_error(f"unsupported entropy source {chosen}")
-    try:
-        size = int(count) if count is not None else body.bytes
-    except ValueError:
-        raise crypto.user_error(f"error parsing bytes from path: {count!r}") from None
+    if count is not None and not _ATOI.fullmatch(count):
+        raise crypto.user_error(f"error parsing bytes from path: {count!r}")
+    size = int(count) if count is not None else body.bytes
     data = {"random_bytes": crypto.random_bytes(size, body.format)}
     return JsonAnswer(envelope(request, data))
 

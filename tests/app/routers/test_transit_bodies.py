@@ -90,10 +90,22 @@ def test_a_form_body_is_read_as_its_fields_strings(vault: TestClient) -> None:
     assert opened.json()["data"]["plaintext"] == PLAINTEXT
 
 
-@pytest.mark.parametrize("body", ["plaintext=%ff%fe", "&".join(["a=1"] * 1025)])
+@pytest.mark.parametrize(
+    "body", ["plaintext=%ff%fe", "&".join(["a=1"] * 1025), f"plaintext={PLAINTEXT};context=AA"]
+)
 def test_a_form_that_does_not_decode_or_has_too_many_fields_is_400(
     vault: TestClient, body: str
 ) -> None:
     answer = vault.post("/v1/transit/encrypt/orders", content=body, headers=FORM)
     assert answer.status_code == 400, answer.text
     assert "error parsing form data" in answer.text
+
+
+@pytest.mark.parametrize("count", ["1_0", "%204", "%D9%A3", "0x10", "1" * 19])
+@pytest.mark.parametrize("prefix", ["/v1/transit/random", "/v1/sys/tools/random/platform"])
+def test_a_count_in_the_path_is_ascii_digits(vault: TestClient, prefix: str, count: str) -> None:
+    """As Go's strconv.Atoi reads it: not Python's `1_0`, spaces or other scripts' digits."""
+    answer = vault.post(f"{prefix}/{count}", json={})
+    assert answer.status_code == 400, answer.text
+    assert "error parsing bytes from path" in answer.text
+    assert vault.post(f"{prefix}/+16", json={}).status_code == 200

@@ -146,9 +146,8 @@ class Principal:
         if self.admin:
             return None
         groups: dict[tuple[str, ...], dict[str, None]] = {}
-        for rule in self.rules:
-            if rule.gives(operation):
-                groups.setdefault(rule.excluded, {}).update(dict.fromkeys(rule.patterns))
+        for pattern, excluded in self.held_for(operation):
+            groups.setdefault(excluded, {})[pattern] = None
         return [(tuple(patterns), excluded) for excluded, patterns in groups.items()]
 
     def held_for(self, operation: Operation) -> tuple[tuple[str, tuple[str, ...]], ...]:

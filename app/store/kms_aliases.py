@@ -72,21 +72,17 @@ class KmsAliasRepository:
         after: str | None,
         limit: int,
         key_name: str | None = None,
-        patterns: Sequence[str] | None = None,
         scope: Scope | None = None,
     ) -> Sequence[KmsAlias]:
-        """Up to `limit` aliases after `after`, by name; only `key_name`'s when given, only
-        those of keys one of the glob `patterns` matches when given (a narrow token's: the
-        database skips the other tenants' aliases), and only those of keys within `scope`
-        when given."""
+        """Up to `limit` aliases after `after`, by name; only `key_name`'s when given, and only
+        those of keys within `scope` when given (where a token may read: the database skips
+        the other tenants' aliases)."""
         query, args = f"SELECT {COLUMNS} FROM kms_aliases WHERE name > ?", [after or ""]
         if key_name is not None:
             query += " AND key_name = ?"
             args.append(key_name)
-        dialect = self._session.dialect
-        filters = [] if patterns is None else [dialect.name_matches_any(patterns)]
-        filters += [] if scope is None else [dialect.name_within(scope)]
-        for condition, condition_args in filters:
+        if scope is not None:
+            condition, condition_args = self._session.dialect.name_within(scope)
             query += f" AND key_name IN (SELECT name FROM keys WHERE {condition})"
             args.extend(condition_args)
         with self._session.transaction(write=False) as cursor:

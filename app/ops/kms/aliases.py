@@ -109,14 +109,16 @@ class ListAliasesRequest(KmsRequest):
 
 def _readable_page(
     call: KmsCall, key_name: str | None, after: str | None, limit: int
-) -> list[KmsAlias]:
-    """Up to `limit` + 1 aliases after `after` whose keys the token may read, in one read of
-    as many rows: the store filters by where the token may read (`Principal.reach`), and
-    `allows` still decides each of them."""
+) -> tuple[list[KmsAlias], bool]:
+    """Up to `limit` aliases after `after` whose keys the token may read, and whether more
+    follow, in one read of `limit` + 1 rows: the store filters by where the token may read
+    (`Principal.reach`), and `allows` still decides each of them (one it drops does not end the
+    listing: whether more follow is the store's)."""
     principal = call.principal
     scope = principal.reach(Operation.READ)
     rows = call.services.store.kms_aliases.list(after, limit + 1, key_name, scope=scope)
-    return [alias for alias in rows if principal.allows(Operation.READ, alias.key_name)]
+    page = [a for a in rows[:limit] if principal.allows(Operation.READ, a.key_name)]
+    return page, len(rows) > limit
 
 
 @action("ListAliases")
@@ -129,8 +131,7 @@ async def list_aliases(call: KmsCall, request: ListAliasesRequest) -> dict[str, 
         key_name = None
     else:
         key_name = await call.key(request.KeyId, "keys_get_key", Operation.READ)
-    rows = await in_thread(_readable_page, call, key_name, request.Marker, request.Limit)
-    page = rows[: request.Limit]
+    page, more = await in_thread(_readable_page, call, key_name, request.Marker, request.Limit)
     answer: dict[str, Any] = {
         "Aliases": [
             {
@@ -142,7 +143,7 @@ async def list_aliases(call: KmsCall, request: ListAliasesRequest) -> dict[str, 
             }
             for alias in page
         ],
-        "Truncated": len(rows) > len(page),
+        "Truncated": more and bool(page),
     }
     if answer["Truncated"]:
         answer["NextMarker"] = page[-1].name

@@ -94,14 +94,15 @@ def test_keys_and_aliases_made_at_once_never_share_a_name(store: KeyStore, store
 
 
 def test_aliases_of_the_keys_a_token_matches(store: KeyStore) -> None:
-    """A narrow token's listing asks for the aliases of the keys its patterns match: the other
-    tenants' aliases stay in the database."""
+    """A narrow token's listing asks for the aliases of the keys its patterns match (a scope of
+    one group, nothing excluded): the other tenants' aliases stay in the database."""
     for name in ("orders-1", "orders-2", "payroll", "other"):
         store.keys.create(name, "hmac", {}, False, b"x" * 64, None)
         store.kms_aliases.add(f"alias/of-{name}", name)
 
     def listed(patterns: list[str] | None, after: str | None = None) -> list[str]:
-        return [a.name for a in store.kms_aliases.list(after, 10, None, patterns)]
+        scope = None if patterns is None else [(tuple(patterns), ())]
+        return [a.name for a in store.kms_aliases.list(after, 10, None, scope)]
 
     assert listed(["orders-*", "pay?oll"]) == [
         "alias/of-orders-1",
@@ -111,7 +112,7 @@ def test_aliases_of_the_keys_a_token_matches(store: KeyStore) -> None:
     assert listed(["orders-*"], after="alias/of-orders-1") == ["alias/of-orders-2"]
     assert listed(["[0-9"]) == [] and listed([]) == []  # outside the grammar; no pattern
     assert len(listed(None)) == 4
-    assert [a.name for a in store.kms_aliases.list(None, 10, "other", ["orders-*"])] == []
+    assert [a.name for a in store.kms_aliases.list(None, 10, "other", [(("orders-*",), ())])] == []
 
 
 def test_keys_and_aliases_within_a_scope(store: KeyStore) -> None:

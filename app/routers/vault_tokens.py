@@ -187,6 +187,8 @@ async def renew_self(request: Request) -> Response:
     principal, body = await _caller_and_ref(request)
     if principal.token_id is None:
         raise invalid_input("lease is not renewable")
+    if principal.last_use_of is not None:  # revoked by this very use: nothing left to renew
+        raise invalid_input("token not found")
     record = await in_thread(tokens.own, services(request).store, principal)
     return await _renewed(request, record, vault_token(request.scope) or "", body.increment)
 

@@ -46,6 +46,7 @@ VAULT_PATHS = (
     "/v1/sys/policy",
     "/v1/sys/capabilities",
     "/v1/sys/leases",
+    "/v1/sys/tools",
     "/v1/auth/",
 )
 # Vault's wrapping paths take the wrapping token as the request's: without one, as Vault, 400.

@@ -20,6 +20,7 @@ VAULT_TAGS = (
     "sys-auth",
     "sys-policies",
     "sys-leases",
+    "sys-tools",
     "sys-admin-token",
 )
 VAULT_HEALTH = ("/v1/sys/health", "/v1/sys/seal-status", "/v1/sys/leader", "/v1/sys/init")

@@ -9,13 +9,16 @@ one. An imported key is marked so in its parameters (`keys.IMPORTED`); unless im
 imported: Vault's import of a bare public key has no counterpart here.
 """
 
+from functools import partial
+
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+from cryptography.hazmat.primitives.asymmetric import ed25519
 from pydantic import BaseModel, ConfigDict, StrictInt
 
 from app.ops import keys
 from app.ops.keyring import Keyring
 from app.ops.keys import IMPORTED, IMPORTED_ROTATES
+from app.ops.keytypes import KEY_TYPES
 from app.ops.transit import keys as transit_keys
 from app.ops.transit.crypto import decoded, user_error
 from app.ops.transit.keys import TransitKeyCreate
@@ -25,6 +28,7 @@ from app.settings import Settings
 from app.store import KeyExistsError, KeyNotFoundError, KeyStore
 from core import keywrap
 from core.errors import DecryptionError
+from core.sign import rsa as rsa_keys
 
 IMPORT_KEY_BITS = 4096
 # The Transit types Vault imports (its `import` path's list).
@@ -74,26 +78,13 @@ class TransitVersionImport(BaseModel):
     version: VaultInt | None = None
 
 
-def _import_pair() -> tuple[bytes, bytes]:
-    key = rsa.generate_private_key(65537, IMPORT_KEY_BITS)
-    secret = key.private_bytes(
-        serialization.Encoding.DER,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    public = key.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return secret, public
+_IMPORT_KEY_TYPE = f"rsa-{IMPORT_KEY_BITS}"
+_import_pair = partial(rsa_keys.generate, IMPORT_KEY_BITS)
 
 
 def wrapping_key_pem(store: KeyStore) -> str:
     """The import key's public part, as Transit's `wrapping_key` answers it (PEM)."""
-    public = serialization.load_der_public_key(store.import_key.pair(_import_pair)[1])
-    pem = public.public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return pem.decode()
+    return str(KEY_TYPES[_IMPORT_KEY_TYPE].public(store.import_key.pair(_import_pair)[1], "pem"))
 
 
 def _material(
@@ -110,11 +101,7 @@ def _material(
     if hash_name not in keywrap.HASHES:
         raise user_error(f"unknown hash function: {hash_function}")
     wrapped = decoded(ciphertext, "ciphertext")
-    secret = store.import_key.pair(_import_pair)[0]
-    private = serialization.load_der_private_key(
-        secret, password=None, unsafe_skip_rsa_key_validation=True
-    )
-    assert isinstance(private, rsa.RSAPrivateKey)
+    private = rsa_keys.signing_key(store.import_key.pair(_import_pair)[0])
     try:
         return keywrap.unwrap(private, wrapped, hash_name)
     except DecryptionError as exc:

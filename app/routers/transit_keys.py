@@ -63,9 +63,8 @@ async def list_keys(request: Request) -> Response:
     mounts = call.services.mounts
     others = await in_thread(mounts.other_prefixes)
     principal = call.principal
-    names = await in_thread(
-        keys.listed, call.services.store, call.mount, others, principal.key_patterns
-    )
+    readable = principal.reach(Operation.READ)
+    names = await in_thread(keys.listed, call.services.store, call.mount, others, readable)
     prefix = call.mount.key_prefix
     return await answer(
         request, keys_of([n for n in names if principal.allows(Operation.READ, prefix + n)])

@@ -30,6 +30,7 @@ from app.ops.transit.types import DEFAULT_TYPE, family, native_type, transit_typ
 from app.ops.vault_fields import VaultBool, VaultInt, duration_seconds, vault_time
 from app.settings import Settings
 from app.store import KeyExistsError, KeyInfo, KeyNotFoundError, KeyStore, SecretMount
+from app.store.patterns import Scope
 from core.sign import ed25519
 
 # What each family does in Transit's terms: encryption, decryption, signing (derivation is
@@ -467,12 +468,12 @@ def _private_text(native: str, secret: bytes, public: bytes | None) -> str:
 
 
 def listed(
-    store: KeyStore, mount: SecretMount, others: tuple[str, ...], readable: Sequence[str] | None
+    store: KeyStore, mount: SecretMount, others: tuple[str, ...], readable: Scope | None
 ) -> list[str]:
-    """The Transit names of a mount's active keys, in name order, among those matching the
-    caller's patterns `readable` (None: any key). The store filters by them, so a narrow
-    token's listing reads its own keys, not every key: 0.42 s a listing among 50,000."""
+    """The Transit names of a mount's active keys, in name order, among those the caller may
+    read (`readable`, `Principal.reach`; None: any key). The store filters by the mount's prefix
+    and by them, so a narrow token's listing reads its own keys, not every key: 0.42 s a
+    listing among 50,000."""
     mount_keys = [f"{mount.key_prefix}*"] if mount.key_prefix else None
-    patterns = mount_keys if readable is None else readable
-    names = [k.name for k in store.keys.list(patterns=patterns) if k.state == "active"]
-    return transit_names(mount, names, others)
+    rows = store.keys.list(patterns=mount_keys, scope=readable)
+    return transit_names(mount, [k.name for k in rows if k.state == "active"], others)

@@ -23,6 +23,7 @@ from app.ops.audit import AuditNote
 from app.ops.errors import Problem, invalid_input
 from app.ops.fe_policy import FePolicy, checked_fe_policy
 from app.ops.grants import Operation, Principal
+from app.ops.imported import IMPORTED, IMPORTED_ROTATES, refuse_rotation, taken
 from app.ops.keyring import Keyring
 from app.ops.keytypes import KEY_TYPES, PublicFormat, derivable
 from app.settings import Settings
@@ -39,9 +40,6 @@ KEY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 PENDING_DELETION = "pending-deletion"
 # The longest deletion window a request may ask for.
 MAX_DELETION_WINDOW_SECONDS = 10 * 365 * 86400
-# A key's parameters that mark its material as imported through Transit, and whether the
-# service may still rotate it (`refuse_rotation`).
-IMPORTED, IMPORTED_ROTATES = "imported", "imported_rotation"
 
 
 KeyTypeName = Annotated[
@@ -267,34 +265,6 @@ def readable_page(
 def rotate(store: KeyStore, keyring: Keyring | None, name: str) -> KeyOut:
     """A new version of the key, drawn with the parameters it was created with."""
     return key_out(rotate_from(store, keyring, name), with_versions=True)
-
-
-def taken(key_type: str, material: bytes, params: dict[str, Any]) -> tuple[bytes, bytes | None]:
-    """Material made elsewhere as a key of `key_type` stores it (400 if the type could not
-    have drawn it)."""
-    try:
-        return KEY_TYPES[key_type].take(material, params)
-    except ValueError as exc:  # InvalidKeyError and EncodingError too
-        raise invalid_input(f"the material is not a {key_type} key: {exc}") from None
-
-
-class RotationRefusedError(Problem):
-    """A rotation of a key imported through Transit without `allow_rotation`: its versions come
-    only from its owner (`import_version`), as in Vault; an automatic one is skipped."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(
-            409,
-            "rotation-refused",
-            "Rotation refused",
-            f"imported key {name} does not allow rotation within the service",
-        )
-
-
-def refuse_rotation(key: KeyInfo) -> None:
-    """RotationRefusedError for a key imported through Transit without `allow_rotation`."""
-    if key.params.get(IMPORTED) and not key.params.get(IMPORTED_ROTATES):
-        raise RotationRefusedError(key.name)
 
 
 def rotate_from(

@@ -14,6 +14,7 @@ import threading
 
 from app.ops import keys
 from app.ops.audit import SYSTEM, AuditTrail
+from app.ops.imported import RotationRefusedError
 from app.ops.keyring import Keyring
 from app.server.metrics import MAINTENANCE_PASSES
 from app.store import KeyChangedError, KeyStore
@@ -47,7 +48,7 @@ class Maintenance:
             with self._audit.changing() as record:
                 try:
                     info = keys.rotate_from(self._store, self._keyring, name, expected=version)
-                except (KeyChangedError, keys.RotationRefusedError):
+                except (KeyChangedError, RotationRefusedError):
                     # Another process rotated it first, or it changed meanwhile; or it is an
                     # imported key that only its owner rotates, as Vault's rotation skips one.
                     continue

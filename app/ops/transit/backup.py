@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from app.ops import keys
 from app.ops.errors import Problem
-from app.ops.keys import IMPORTED, IMPORTED_ROTATES
+from app.ops.imported import IMPORTED, IMPORTED_ROTATES
 from app.ops.keytypes import KEY_TYPES, stored_key
 from app.ops.transit import hmac_keys
 from app.ops.transit.keys import (

@@ -4,8 +4,8 @@ material made elsewhere is wrapped (`core.keywrap`, RSA-OAEP over AES key wrap w
 `keys/:name/import_version` a new version of an imported key.
 
 The material is Vault's: the raw key of an AEAD or HMAC type, the PKCS#8 DER of an asymmetric
-one. An imported key is marked so in its parameters (`keys.IMPORTED`); unless imported with
-`allow_rotation`, the service never rotates it (`keys.refuse_rotation`). Only private keys are
+one. An imported key is marked so in its parameters (`imported.IMPORTED`); unless imported with
+`allow_rotation`, the service never rotates it (`imported.refuse_rotation`). Only private keys are
 imported: Vault's import of a bare public key has no counterpart here.
 """
 
@@ -15,9 +15,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from pydantic import BaseModel, ConfigDict, StrictInt
 
-from app.ops import keys
+from app.ops.imported import IMPORTED, IMPORTED_ROTATES, taken
 from app.ops.keyring import Keyring
-from app.ops.keys import IMPORTED, IMPORTED_ROTATES
 from app.ops.keytypes import KEY_TYPES
 from app.ops.transit import keys as transit_keys
 from app.ops.transit.crypto import decoded, user_error
@@ -181,7 +180,7 @@ def import_version(
         )
     wrapped = _material(store, body.ciphertext, body.public_key, body.hash_function)
     material = _native_material(current.type, wrapped)
-    secret, public = keys.taken(current.type, material, current.params)
+    secret, public = taken(current.type, material, current.params)
     info = store.keys.rotate(name, secret, public, current.created_at)
     keyring.forget(name)
     return info.latest_version

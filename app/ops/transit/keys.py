@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
 from app.ops import keys
 from app.ops.errors import Problem, forbidden, invalid_input
+from app.ops.imported import IMPORTED, IMPORTED_ROTATES
 from app.ops.keyring import Keyring
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyPatch
 from app.ops.keytypes import HMAC_KEY_BYTES, KEY_TYPES, derivable, is_derived, stored_key
@@ -126,7 +127,7 @@ def key_data(store: KeyStore, info: KeyInfo, name: str, context: bytes = b"") ->
         "deletion_allowed": not info.deletion_protection,
         "derived": bool(info.params.get("derived")),
         "exportable": info.exportable,
-        "imported_key": bool(info.params.get(keys.IMPORTED)),
+        "imported_key": bool(info.params.get(IMPORTED)),
         "keys": versions,
         "latest_version": info.latest_version,
         "min_available_version": min_available_version(info),
@@ -141,7 +142,7 @@ def key_data(store: KeyStore, info: KeyInfo, name: str, context: bytes = b"") ->
         "type": transit_type(info.type),
     }
     if data["imported_key"]:
-        data["imported_key_allow_rotation"] = bool(info.params.get(keys.IMPORTED_ROTATES))
+        data["imported_key_allow_rotation"] = bool(info.params.get(IMPORTED_ROTATES))
     for recorded in (BACKUP_INFO, RESTORE_INFO):
         if recorded in info.params:
             data[recorded] = info.params[recorded]

@@ -1,7 +1,7 @@
 """The layers' import rules, read from the source: data flows one way, only `app/http` knows the
 web framework (and only one module of it the framework's internals, as one module of
 `app/server` knows uvicorn), and the client (`client/cipherd`, its own distribution) stands apart
-from the service and the library.
+from the service and the library. And no module of the service grows past 500 lines.
 
 Every `import` and `from ... import` in a module counts, wherever it stands (inside a function
 too), and a relative import is resolved against the module's package.
@@ -261,3 +261,17 @@ def test_the_reader_finds_what_it_must() -> None:
     names = set(_imports(ROOT / "app" / "cli" / "store.py"))
     assert {"app.settings", "app.ops", "app.store"} <= names
     assert _violations([ROOT / "app" / "main.py"], ("app.http",)) != []
+
+
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_of_the_service_is_over_500_lines() -> None:
+    """A module past it holds more than one concern: split it along one (as `app/ops/imported.py`
+    and `app/ops/transit/mount_config.py` were) rather than let it grow."""
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in (ROOT / "app").rglob("*.py")
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}

@@ -128,14 +128,6 @@ class Principal:
         never a token."""
         return self.token_id or "admin"
 
-    @property
-    def key_patterns(self) -> tuple[str, ...] | None:
-        """Every key-name pattern of its rules: no key outside them is anything to it (None for
-        the admin: every key is). What a listing asks the store to filter by."""
-        if self.admin:
-            return None
-        return tuple(dict.fromkeys(p for rule in self.rules for p in rule.patterns))
-
     def allows(self, operation: Operation, key_name: str | None) -> bool:
         return self.admin or any(rule.allows(operation, key_name) for rule in self.rules)
 

@@ -259,10 +259,7 @@ async def restore_key_named(request: Request, name: TransitName) -> Response:
 
 @router.get("/config/keys", summary="Whether an encryption may create a missing key (Transit)")
 async def read_keys_config(request: Request) -> Response:
-    call = await transit_call(request, "transit_read_keys_config")
-    return await answer(
-        request, await in_thread(mount_config.keys_config, call.services.store, call.mount)
-    )
+    return await _mount_settings(request, "transit_read_keys_config", mount_config.keys_config)
 
 
 @router.post(
@@ -271,18 +268,14 @@ async def read_keys_config(request: Request) -> Response:
     openapi_extra=vault_body(TransitKeysConfig),
 )
 async def write_keys_config(request: Request) -> Response:
-    call = await transit_call(request, "transit_configure_keys", change=True)
-    body = await read_body(request, TransitKeysConfig)
-    config = await in_thread(mount_config.configure_keys, call.services.store, call.mount, body)
-    audit_note(request.scope).details.update(config)
-    return await answer(request, config)
+    return await _set_mount_settings(
+        request, "transit_configure_keys", TransitKeysConfig, mount_config.configure_keys
+    )
 
 
 @router.get("/cache-config", summary="The size of the mount's key cache (Transit): kept, not used")
 async def read_cache_config(request: Request) -> Response:
-    call = await transit_call(request, "transit_read_cache_config")
-    config = await in_thread(mount_config.cache_config, call.services.store, call.mount)
-    return await answer(request, config)
+    return await _mount_settings(request, "transit_read_cache_config", mount_config.cache_config)
 
 
 @router.post(
@@ -291,8 +284,29 @@ async def read_cache_config(request: Request) -> Response:
     openapi_extra=vault_body(TransitCacheConfig),
 )
 async def write_cache_config(request: Request) -> Response:
-    call = await transit_call(request, "transit_configure_cache", change=True)
-    body = await read_body(request, TransitCacheConfig)
-    config = await in_thread(mount_config.configure_cache, call.services.store, call.mount, body)
-    audit_note(request.scope).details.update(config)
-    return await answer(request, config)
+    return await _set_mount_settings(
+        request, "transit_configure_cache", TransitCacheConfig, mount_config.configure_cache
+    )
+
+
+async def _mount_settings(
+    request: Request, operation: str, read: Callable[..., dict[str, Any]]
+) -> Response:
+    """Some of the mount's settings, `read(store, mount)`, for the admin token."""
+    call = await transit_call(request, operation)
+    return await answer(request, await in_thread(read, call.services.store, call.mount))
+
+
+async def _set_mount_settings(
+    request: Request,
+    operation: str,
+    model: type[BaseModel],
+    write: Callable[..., dict[str, Any]],
+) -> Response:
+    """Some of the mount's settings written, `write(store, mount, body)`, and answered; the
+    audit record holds what was written (no secret: sizes and switches)."""
+    call = await transit_call(request, operation, change=True)
+    body = await read_body(request, model)
+    written = await in_thread(write, call.services.store, call.mount, body)
+    audit_note(request.scope).details.update(written)
+    return await answer(request, written)

@@ -93,7 +93,7 @@ def _keypair() -> tuple[bytes, bytes]:
 
 def wrapping_public_key(store: KeyStore) -> bytes:
     """The instance's wrapping public key (SEC1, 65 bytes), made the first time it is asked."""
-    return store.wrapping_key.pair(_keypair)[1]
+    return store.wrapping_key.public(_keypair)
 
 
 def _signing_key(store: KeyStore) -> ed25519.SigningKey:

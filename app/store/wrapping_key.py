@@ -43,6 +43,12 @@ class WrappingKeyRepository:
                 )
         return secret, public
 
+    def public(self, generate: Callable[[], tuple[bytes, bytes]]) -> bytes:
+        """The pair's public part, read without its secret once stored (drawn as `pair` draws
+        it the first time)."""
+        row = self._session.read_row(f"SELECT public FROM {self._table} WHERE id = 1")
+        return bytes(row[0]) if row is not None else self.pair(generate)[1]
+
     def _kept(self) -> tuple[bytes, bytes] | None:
         with self._session.transaction(write=False) as cursor:
             cursor.execute(f"SELECT wrapped, public FROM {self._table} WHERE id = 1")

@@ -83,7 +83,7 @@ _import_pair = partial(rsa_keys.generate, IMPORT_KEY_BITS)
 
 def wrapping_key_pem(store: KeyStore) -> str:
     """The import key's public part, as Transit's `wrapping_key` answers it (PEM)."""
-    return str(KEY_TYPES[_IMPORT_KEY_TYPE].public(store.import_key.pair(_import_pair)[1], "pem"))
+    return str(KEY_TYPES[_IMPORT_KEY_TYPE].public(store.import_key.public(_import_pair), "pem"))
 
 
 def _material(

@@ -64,3 +64,15 @@ def test_a_process_draws_once_however_many_ask_at_once(store: KeyStore) -> None:
     with ThreadPoolExecutor(4) as pool:
         pairs = list(pool.map(lambda _: store.import_key.pair(generate), range(4)))
     assert len(drawn) == 1 and len(set(pairs)) == 1
+
+
+def test_the_public_part_is_the_pair_s_drawn_once(store: KeyStore) -> None:
+    drawn: list[int] = []
+
+    def generate() -> tuple[bytes, bytes]:
+        drawn.append(1)
+        return os.urandom(64), os.urandom(64)
+
+    public = store.import_key.public(generate)
+    assert store.import_key.public(generate) == public == store.import_key.pair(generate)[1]
+    assert len(drawn) == 1

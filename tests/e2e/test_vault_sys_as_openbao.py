@@ -426,6 +426,45 @@ def test_mounts_move_as_the_bao_command_and_hvac_move_them(
     )
 
 
+def test_the_system_tools_answer_as_on_openbao(
+    servers: dict[str, tuple[str, str]], tmp_path: Path
+) -> None:
+    """`sys/tools/hash` and `sys/tools/random`, through the `bao` command: the same sums, random
+    bytes of the length asked, in the format asked, and the same refusals."""
+    seen = {}
+    for name, server in servers.items():
+        sums = [
+            bao(server, tmp_path, "write", "-field=sum", f"sys/tools/hash{path}", *args).stdout
+            for path, args in (
+                ("", ["input=aGVsbG8="]),
+                ("/sha3-512", ["input=aGVsbG8=", "format=base64"]),
+                ("", ["input=aGVsbG8=", "algorithm=sha2-384"]),
+            )
+        ]
+        runs = [
+            bao(server, tmp_path, "write", "-f", "-field=random_bytes", path, *args)
+            for path, args in (
+                ("sys/tools/random/24", ["format=hex"]),
+                ("sys/tools/random/platform/16", []),
+                ("sys/tools/random", ["bytes=8", "format=hex"]),
+            )
+        ]
+        assert [run.returncode for run in runs] == [0, 0, 0], (name, [run.stderr for run in runs])
+        drawn = [run.stdout.strip() for run in runs]
+        refusals = [
+            bao(server, tmp_path, "write", "-f", path, *args).returncode
+            for path, args in (
+                ("sys/tools/hash/md5", ["input=aGVsbG8="]),
+                ("sys/tools/random/elsewhere/16", []),
+                ("sys/tools/random/abc", []),
+            )
+        ]
+        seen[name] = (sums, [len(text) for text in drawn], refusals)
+        assert len(bytes.fromhex(drawn[0])) == 24 and len(base64.b64decode(drawn[1])) == 16
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"][0][0].strip() == hashlib.sha256(b"hello").hexdigest()
+
+
 def test_lease_revocation_by_prefix_through_the_bao_command(
     servers: dict[str, tuple[str, str]], tmp_path: Path
 ) -> None:
@@ -446,40 +485,3 @@ def test_lease_revocation_by_prefix_through_the_bao_command(
         )
         assert slash.status_code == 400
         assert "cannot write to a path ending in '/'" in slash.json()["errors"][0]
-
-
-def test_the_system_tools_answer_as_on_openbao(
-    servers: dict[str, tuple[str, str]], tmp_path: Path
-) -> None:
-    """`sys/tools/hash` and `sys/tools/random`, through the `bao` command: the same sums, random
-    bytes of the length asked, in the format asked, and the same refusals."""
-    seen = {}
-    for name, server in servers.items():
-        sums = [
-            bao(server, tmp_path, "write", "-field=sum", f"sys/tools/hash{path}", *args).stdout
-            for path, args in (
-                ("", ["input=aGVsbG8="]),
-                ("/sha3-512", ["input=aGVsbG8=", "format=base64"]),
-                ("", ["input=aGVsbG8=", "algorithm=sha2-384"]),
-            )
-        ]
-        drawn = [
-            bao(server, tmp_path, "write", "-f", "-field=random_bytes", path, *args).stdout.strip()
-            for path, args in (
-                ("sys/tools/random/24", ["format=hex"]),
-                ("sys/tools/random/platform/16", []),
-                ("sys/tools/random", ["bytes=8", "format=hex"]),
-            )
-        ]
-        refusals = [
-            bao(server, tmp_path, "write", "-f", path, *args).returncode
-            for path, args in (
-                ("sys/tools/hash/md5", ["input=aGVsbG8="]),
-                ("sys/tools/random/elsewhere/16", []),
-                ("sys/tools/random/abc", []),
-            )
-        ]
-        seen[name] = (sums, [len(text) for text in drawn], refusals)
-        assert len(bytes.fromhex(drawn[0])) == 24 and len(base64.b64decode(drawn[1])) == 16
-    assert seen["cipherd"] == seen["openbao"]
-    assert seen["cipherd"][0][0].strip() == hashlib.sha256(b"hello").hexdigest()

@@ -469,19 +469,25 @@ def test_lease_revocation_by_prefix_through_the_bao_command(
     servers: dict[str, tuple[str, str]], tmp_path: Path
 ) -> None:
     """`bao lease revoke -prefix auth/token/create` revokes the tokens made there (tokens are
-    the only leases here), as on OpenBao; a path ending in '/' is refused by both. Last in this
-    module: OpenBao's dev root token was made there too, and goes with them."""
-    for server in servers.values():
-        made = bao(server, tmp_path, "token", "create", "-policy=default", "-field=token")
-        assert made.returncode == 0, made.stderr
-        done = bao(server, tmp_path, "lease", "revoke", "-prefix", "auth/token/create")
-        assert done.returncode == 0, done.stderr
-        gone = bao((server[0], made.stdout.strip()), tmp_path, "token", "lookup")
-        assert gone.returncode == 2 and "permission denied" in gone.stderr
-        url, token = server
-        slash = httpx.put(
-            f"{url}/v1/sys/leases/revoke-prefix/auth/token/",
-            headers={"X-Vault-Token": token},
-        )
-        assert slash.status_code == 400
-        assert "cannot write to a path ending in '/'" in slash.json()["errors"][0]
+    the only leases here), as on OpenBao; a path ending in '/' is refused by both. OpenBao's dev
+    root token was made there too and goes with them, so this test has an OpenBao of its own."""
+    (tmp_path / "openbao").mkdir()
+    with running_openbao(tmp_path / "openbao") as openbao:
+        _revoke_by_prefix((openbao.url, openbao.token), tmp_path)
+    _revoke_by_prefix(servers["cipherd"], tmp_path)
+
+
+def _revoke_by_prefix(server: tuple[str, str], tmp_path: Path) -> None:
+    made = bao(server, tmp_path, "token", "create", "-policy=default", "-field=token")
+    assert made.returncode == 0, made.stderr
+    done = bao(server, tmp_path, "lease", "revoke", "-prefix", "auth/token/create")
+    assert done.returncode == 0, done.stderr
+    gone = bao((server[0], made.stdout.strip()), tmp_path, "token", "lookup")
+    assert gone.returncode == 2 and "permission denied" in gone.stderr
+    url, token = server
+    slash = httpx.put(
+        f"{url}/v1/sys/leases/revoke-prefix/auth/token/",
+        headers={"X-Vault-Token": token},
+    )
+    assert slash.status_code == 400
+    assert "cannot write to a path ending in '/'" in slash.json()["errors"][0]

@@ -5,6 +5,7 @@ worker opens the shared store and reads the root key and admin token from it or 
 directory; none generates key material of its own.
 """
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -128,4 +129,10 @@ def create_served_app() -> FastAPI:
     settings = get_settings()
     if settings.log_format == "json":
         capture_native_output()
-    return create_app(settings)
+    app = create_app(settings)
+    # What is made so far (the modules, the app, its routes and models) lives as long as the
+    # worker: frozen, it is left out of the collector's full passes, which would otherwise walk
+    # it all (some 160,000 objects, 80 ms here) while requests wait.
+    gc.collect()
+    gc.freeze()
+    return app

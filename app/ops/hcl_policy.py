@@ -46,7 +46,7 @@ _TRANSIT = {
     "keys": ({"read"}, (Operation.READ,)),
 }
 # A key name as a Vault policy globs it: literal, or with one `*` at the end (a prefix).
-_VAULT_KEY_GLOB = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\*?|\*")
+_VAULT_KEY_GLOB = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\*?|\*")
 # Admin paths (a prefix and its `*`) and the admin operation they are.
 _ADMIN = {
     "auth/token": AdminOperation.TOKENS,

@@ -36,7 +36,9 @@ from app.store import (
 )
 from core.fe.group import DEFAULT_CURVE
 
-KEY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+# Transit's key names begin with a word character (`\w`, so also `_`), as Vault's do; at most
+# 128 characters here, where Vault sets no bound.
+KEY_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$"
 PENDING_DELETION = "pending-deletion"
 # The longest deletion window a request may ask for.
 MAX_DELETION_WINDOW_SECONDS = 10 * 365 * 86400

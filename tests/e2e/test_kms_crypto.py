@@ -152,6 +152,15 @@ def test_blob_format_and_rotation(server: Server, kms: Any) -> None:
         assert kms.decrypt(CiphertextBlob=each)["Plaintext"] == MESSAGE
 
 
+def test_a_key_named_with_a_leading_underscore(server: Server, kms: Any) -> None:
+    """A name Transit takes (`_` first) is a key id, and the blob naming it opens without one."""
+    name = native_key(server, "_kms-under", "aes256-gcm")
+    blob = kms.encrypt(KeyId=name, Plaintext=MESSAGE)["CiphertextBlob"]
+    assert blob[2 : 2 + len(name)] == name.encode()
+    opened = kms.decrypt(CiphertextBlob=blob)
+    assert opened["Plaintext"] == MESSAGE and opened["KeyId"] == arn(name)
+
+
 def test_decrypt_failures(server: Server, kms: Any) -> None:
     name = native_key(server, "kms-decrypt-failures", "aes256-gcm")
     other = native_key(server, "kms-decrypt-other", "aes256-gcm")

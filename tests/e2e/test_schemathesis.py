@@ -39,7 +39,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("schema
 
 OPENAPI = Path(__file__).resolve().parents[2] / "openapi.yaml"
 ADMIN_TOKEN = "fuzz-admin-" + secrets.token_urlsafe(16)
-KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+KEY_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 CHECKS = [
     not_a_server_error,
     status_code_conformance,

@@ -492,6 +492,23 @@ def test_hvac_transit_case_as_on_openbao(targets: dict[str, Target], case: str) 
     assert seen["cipherd"] == seen["openbao"]
 
 
+def test_a_name_beginning_with_an_underscore_on_the_default_mount(
+    targets: dict[str, Target],
+) -> None:
+    """On `transit`, whose keys are the service's own (no prefix before their names), a key
+    name begins as Vault's may: with a word character, `_` included."""
+    name = "_under-" + secrets.token_hex(4)
+    for server in SERVERS:
+        client = hvac.Client(url=targets[server].url, token=targets[server].token)
+        client.secrets.transit.create_key(name=name, mount_point="transit")
+        assert client.secrets.transit.read_key(name=name)["data"]["name"] == name
+        sealed = client.secrets.transit.encrypt_data(name=name, plaintext=TEXT)
+        ciphertext = sealed["data"]["ciphertext"]
+        opened = client.secrets.transit.decrypt_data(name=name, ciphertext=ciphertext)
+        assert opened["data"]["plaintext"] == TEXT, server
+        assert name in client.secrets.transit.list_keys()["data"]["keys"]
+
+
 def test_the_cases_cover_every_transit_method() -> None:
     """Every hvac Transit method the cases call is one of those compared."""
     methods = {

@@ -21,11 +21,13 @@ import struct
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from app.ops.keys import KEY_NAME_PATTERN
+
 FORMAT = 1
 _HEADER = struct.Struct(">BB")
 _VERSION = struct.Struct(">I")
 _LENGTH = struct.Struct(">H")
-_NAME = re.compile(rb"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_NAME = re.compile(KEY_NAME_PATTERN.encode())
 # The longest serialised encryption context taken (AWS documents none; this bounds the work).
 MAX_CONTEXT_BYTES = 8192
 

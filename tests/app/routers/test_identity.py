@@ -57,6 +57,20 @@ def test_a_policy_change_narrows_its_tokens_on_the_next_request(
         assert user.get("/v1/policies").status_code == 403
 
 
+def test_a_vault_policy_names_keys_that_begin_with_an_underscore(
+    client: TestClient, app: FastAPI
+) -> None:
+    for name in ("_under-1", "over-1"):
+        assert client.post("/v1/keys", json={"name": name, "type": "aes256-gcm"}).status_code == 201
+    text = 'path "transit/encrypt/_under*" { capabilities = ["update"] }'
+    assert client.put("/v1/sys/policies/acl/under", json={"policy": text}).status_code == 204
+    token = make_token(client, policies=["under"])
+    with as_token(app, token["token"]) as user:
+        for name, status in (("_under-1", 200), ("over-1", 403)):
+            answer = user.post(f"/v1/transit/encrypt/{name}", json={"plaintext": PLAINTEXT})
+            assert answer.status_code == status, (name, answer.text)
+
+
 def test_policies_grant_admin_operations_by_name(client: TestClient, app: FastAPI) -> None:
     client.post("/v1/policies/token-maker", json={"admin": ["tokens"]})
     maker = make_token(client, policies=["token-maker"])

@@ -147,6 +147,8 @@ def test_bad_creation_requests(client: TestClient) -> None:
     cases = [
         ({"name": "x", "type": "rsa"}, 422),
         ({"name": "bad name", "type": "aez"}, 422),
+        ({"name": "-x", "type": "aez"}, 422),
+        ({"name": ".x", "type": "aez"}, 422),
         ({"name": "", "type": "aez"}, 422),
         ({"name": "x" * 129, "type": "aez"}, 422),
         ({"name": "x", "type": "aez", "dimension": 4}, 422),
@@ -159,6 +161,16 @@ def test_bad_creation_requests(client: TestClient) -> None:
         assert response.headers["content-type"] == PROBLEM
         assert response.json()["detail"]
     assert client.get("/v1/keys").json()["keys"] == []
+
+
+def test_a_name_may_begin_with_an_underscore_as_in_transit(client: TestClient) -> None:
+    create(client, "_under", "aez")
+    assert client.get("/v1/keys/_under").json()["name"] == "_under"
+    sealed = client.post("/v1/aez/_under/encrypt", json={"plaintext": "aGk="})
+    assert sealed.status_code == 200, sealed.text
+    opened = client.post("/v1/aez/_under/decrypt", json={"ciphertext": sealed.json()["ciphertext"]})
+    assert opened.json()["plaintext"] == "aGk="
+    assert [key["name"] for key in client.get("/v1/keys").json()["keys"]] == ["_under"]
 
 
 def test_duplicate_name_is_a_conflict_and_keeps_the_first(client: TestClient) -> None:

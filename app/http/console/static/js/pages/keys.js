@@ -144,8 +144,8 @@ function CreateKey({ onCancel }) {
     <h2 id="create-key-title">Create a key</h2>
     <div class="row">
       <${Field} label="Name" value=${form.name} onValue=${set("name")} required maxlength="128"
-        pattern="[A-Za-z0-9][A-Za-z0-9._\\-]*" spellcheck="false" autocomplete="off"
-        hint="letters, digits, . _ and -, starting with a letter or digit" />
+        pattern="[A-Za-z0-9_][A-Za-z0-9._\\-]*" spellcheck="false" autocomplete="off"
+        hint="letters, digits, . _ and -, starting with a letter, digit or _" />
       <${Field} label="Type" options=${types} value=${form.type} onValue=${set("type")} required />
     </div>
     ${fe && html`<div class="row">

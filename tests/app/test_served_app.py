@@ -26,6 +26,8 @@ def test_a_worker_leaves_what_it_made_at_start_out_of_the_collectors_passes(
         assert frozen > 50_000
         assert app.routes
         gc.collect()
-        assert gc.get_freeze_count() == frozen
+        # Still frozen after a full collection; only objects freed meanwhile (by other threads
+        # of the test process) leave the count.
+        assert frozen - 1_000 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()

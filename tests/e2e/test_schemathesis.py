@@ -32,6 +32,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from app.ops.keys import KEY_NAME_PATTERN
 from tests.e2e.server import Server, start
 
 # One process runs the whole module: its last test reads what the fuzzing tests before it saw.
@@ -39,7 +40,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("schema
 
 OPENAPI = Path(__file__).resolve().parents[2] / "openapi.yaml"
 ADMIN_TOKEN = "fuzz-admin-" + secrets.token_urlsafe(16)
-KEY_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+KEY_NAME = re.compile(KEY_NAME_PATTERN)
 CHECKS = [
     not_a_server_error,
     status_code_conformance,

@@ -28,6 +28,8 @@ from app.ops.keyring import Keyring
 from app.ops.keytypes import KEY_TYPES, PublicFormat, derivable
 from app.settings import Settings
 from app.store import (
+    AUTOMATIC,
+    ON_DEMAND,
     KeyInfo,
     KeyMaterial,
     KeyPendingDeletionError,
@@ -266,21 +268,28 @@ def readable_page(
 
 def rotate(store: KeyStore, keyring: Keyring | None, name: str) -> KeyOut:
     """A new version of the key, drawn with the parameters it was created with."""
-    return key_out(rotate_from(store, keyring, name), with_versions=True)
+    return key_out(_rotated(store, keyring, name, None, ON_DEMAND), with_versions=True)
 
 
-def rotate_from(
-    store: KeyStore, keyring: Keyring | None, name: str, expected: int | None = None
+def automatic_rotation(
+    store: KeyStore, keyring: Keyring | None, name: str, expected: int
 ) -> KeyInfo:
-    """`rotate`, only if the latest version is still `expected` when given (`KeyChangedError`
-    if not): an automatic rotation due on several processes happens once. An imported key the
-    service rotates is no longer Transit's imported key, as in Vault."""
+    """`rotate` by the maintenance pass, only if the latest version is still `expected`
+    (`KeyChangedError` if not): a rotation due on several processes happens once."""
+    return _rotated(store, keyring, name, expected, AUTOMATIC)
+
+
+def _rotated(
+    store: KeyStore, keyring: Keyring | None, name: str, expected: int | None, rotation: str
+) -> KeyInfo:
+    """A new version, made as `rotation` says. An imported key the service rotates is no longer
+    Transit's imported key, as in Vault."""
     current = store.keys.get(name)
     if current.state == PENDING_DELETION:
         raise KeyPendingDeletionError(name, current.deletion_date or 0.0)
     refuse_rotation(current)
     secret, public = KEY_TYPES[current.type].generate(current.params)
-    info = store.keys.rotate(name, secret, public, current.created_at, expected)
+    info = store.keys.rotate(name, secret, public, current.created_at, expected, rotation)
     if current.params.get(IMPORTED):
         info = store.keys.set_params(name, {IMPORTED: None, IMPORTED_ROTATES: None})
     if keyring is not None:

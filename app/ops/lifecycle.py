@@ -47,7 +47,7 @@ class Maintenance:
         for name, version in self._store.keys.due_rotations(clock.now()):
             with self._audit.changing() as record:
                 try:
-                    info = keys.rotate_from(self._store, self._keyring, name, expected=version)
+                    info = keys.automatic_rotation(self._store, self._keyring, name, version)
                 except (KeyChangedError, RotationRefusedError):
                     # Another process rotated it first, or it changed meanwhile; or it is an
                     # imported key that only its owner rotates, as Vault's rotation skips one.

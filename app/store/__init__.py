@@ -41,6 +41,8 @@ from app.store.errors import (
 )
 from app.store.keystore import KeyStore, Repositories
 from app.store.records import (
+    AUTOMATIC,
+    ON_DEMAND,
     AppRole,
     AuditHead,
     AuditQuery,
@@ -100,6 +102,8 @@ def open_store(
 
 
 __all__ = [
+    "AUTOMATIC",
+    "ON_DEMAND",
     "AliasedNameError",
     "AppRole",
     "AuditHead",

@@ -30,6 +30,7 @@ from app.store.kms_aliases import ALIAS_PREFIX
 from app.store.patterns import Scope
 from app.store.records import (
     ACTIVE,
+    ON_DEMAND,
     PENDING_DELETION,
     KeyInfo,
     KeyMaterial,
@@ -145,8 +146,10 @@ class KeyRepository:
         public: bytes | None,
         created_at: float,
         expected_version: int | None = None,
+        rotation: str = ON_DEMAND,
     ) -> KeyInfo:
         """Add the next version atomically: concurrent rotations get distinct versions.
+        `rotation` says how it was made (AUTOMATIC or ON_DEMAND).
 
         `created_at` is that of the key the secret was drawn for (drawing can take seconds):
         `KeyChangedError` if the name now stands for another key, or if `expected_version` is
@@ -163,9 +166,18 @@ class KeyRepository:
             key_type, version = row[1], row[_LATEST] + 1
             term, wrapper = self._terms.current(cursor)
             cursor.execute(
-                "INSERT INTO key_versions (name, version, created_at, wrapped, public, term)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (name, version, now, wrapper.wrap(secret, name, version, key_type), public, term),
+                "INSERT INTO key_versions"
+                " (name, version, created_at, wrapped, public, term, rotation)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    name,
+                    version,
+                    now,
+                    wrapper.wrap(secret, name, version, key_type),
+                    public,
+                    term,
+                    rotation,
+                ),
             )
             cursor.execute(
                 "UPDATE keys SET latest_version = ?, updated_at = ? WHERE name = ?",
@@ -420,10 +432,10 @@ def _info(cursor: Cursor, name: str) -> KeyInfo:
     if row is None:
         raise KeyNotFoundError(name)
     cursor.execute(
-        "SELECT version, created_at FROM key_versions WHERE name = ? ORDER BY version",
+        "SELECT version, created_at, rotation FROM key_versions WHERE name = ? ORDER BY version",
         (name,),
     )
-    versions = tuple(KeyVersionInfo(v, created) for v, created in cursor.fetchall())
+    versions = tuple(KeyVersionInfo(*row) for row in cursor.fetchall())
     return _key_info(row, versions)
 
 

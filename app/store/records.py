@@ -12,12 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 ACTIVE, PENDING_DELETION = "active", "pending-deletion"
+# How a version after the first was made (`KeyVersionInfo.rotation`): by the maintenance pass,
+# when the key's `auto_rotate_seconds` had passed, or at someone's request (a rotation or an
+# import of a next version).
+AUTOMATIC, ON_DEMAND = "automatic", "on-demand"
 
 
 @dataclass(frozen=True)
 class KeyVersionInfo:
     version: int
     created_at: float
+    # AUTOMATIC or ON_DEMAND; None for a key's first version, and where it is not known: a
+    # version restored from a backup or made before versions recorded it.
+    rotation: str | None = None
 
 
 @dataclass(frozen=True)

@@ -222,6 +222,7 @@ CREATE TABLE IF NOT EXISTS auth_role_revisions (
 # definition.
 ADDED_COLUMNS = (
     ("key_versions", "term", "INTEGER"),
+    ("key_versions", "rotation", "TEXT"),
     ("keys", "state", "TEXT NOT NULL DEFAULT 'active'"),
     ("keys", "deletion_date", "DOUBLE PRECISION"),
     ("keys", "deletion_protection", "INTEGER NOT NULL DEFAULT 0"),

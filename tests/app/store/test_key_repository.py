@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from app.store import (
+    AUTOMATIC,
+    ON_DEMAND,
     DeletionProtectedError,
     KeyChangedError,
     KeyExistsError,
@@ -60,6 +62,14 @@ def test_rotation_keeps_old_versions(store: KeyStore) -> None:
     assert store.keys.material("k", 1).public == b"P1"
     with pytest.raises(VersionNotFoundError):
         store.keys.material("k", 3)
+
+
+def test_each_version_says_how_it_was_made(store: KeyStore) -> None:
+    created = store.keys.create("k", "aez", {}, False, b"1" * 48, None)
+    store.keys.rotate("k", b"2" * 48, None, created.created_at)
+    info = store.keys.rotate("k", b"3" * 48, None, created.created_at, 2, AUTOMATIC)
+    assert [v.rotation for v in info.versions] == [None, ON_DEMAND, AUTOMATIC]
+    assert store.keys.get("k").versions == info.versions
 
 
 def test_public_parts_are_read_without_unwrapping_a_secret(

@@ -20,7 +20,7 @@ from app.ops import audit
 from app.ops.lifecycle import Maintenance
 from app.server.bootstrap import root_key
 from app.settings import Settings
-from app.store import open_store
+from app.store import ON_DEMAND, open_store
 from tests.conftest import STORES
 
 MADE = Path(__file__).parent / "before_split"
@@ -128,5 +128,7 @@ def test_new_writes_go_on_and_the_audit_chains_verify(
         assert count > 2 * len(expected["keys"])  # the records of before, and of now
         assert store.keyring.rewrap(1000)[1].versions_behind == 0
         assert store.keys.material("session", 1).version == 1
+        # How a version was made is known from today on: not for the rotation made before.
+        assert [v.rotation for v in store.keys.get("session").versions] == [None, None, ON_DEMAND]
     finally:
         store.close()

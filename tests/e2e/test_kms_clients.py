@@ -124,6 +124,28 @@ def test_aws_command_round_trip(
     assert refused.returncode != 0 and "InvalidCiphertextException" in refused.stderr
 
 
+def test_aws_command_lists_a_keys_rotations(
+    server: Server, creds: Credentials, tmp_path: Path
+) -> None:
+    env = aws_environment(creds, tmp_path)
+    key_id = aws(server, env, "create-key", "--query", "KeyMetadata.KeyId")
+    for _ in range(3):
+        aws(server, env, "rotate-key-on-demand", "--key-id", key_id)
+    # The command follows NextMarker itself: three pages of one.
+    listed = aws(
+        server,
+        env,
+        "list-key-rotations",
+        "--key-id",
+        key_id,
+        "--page-size",
+        "1",
+        "--query",
+        "Rotations[].RotationType",
+    )
+    assert listed.split() == ["ON_DEMAND"] * 3
+
+
 def _provider(creds: Credentials, key_arn: str) -> Any:
     session = botocore.session.Session()
     session.set_credentials(creds.access_key_id, creds.secret_access_key)

@@ -4,6 +4,7 @@ botocore against its own service model, every documented error as AWS names it."
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -28,7 +29,13 @@ SIGNING = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    yield from started(tmp_path_factory.mktemp("kms-keys"))
+    # A short floor on automatic rotation and a frequent maintenance pass, so that an automatic
+    # rotation happens within a test (KMS's own floor, 90 days, is checked apart).
+    yield from started(
+        tmp_path_factory.mktemp("kms-keys"),
+        CIPHERD_MIN_AUTO_ROTATE_SECONDS="1",
+        CIPHERD_MAINTENANCE_SECONDS="0.2",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -236,6 +243,54 @@ def test_rotation(kms: Any, server: Server) -> None:
         assert code(call, KeyId=signing["KeyId"])[0] == "UnsupportedOperationException"
 
 
+def test_list_key_rotations(kms: Any, server: Server) -> None:
+    """Every version after the first, oldest first, as boto3's paginator follows the pages:
+    on demand (KMS's and the native API's rotations) or automatic (the maintenance pass's),
+    dated when it was made; ALL_KEY_MATERIAL adds the first."""
+    key_id = kms.create_key()["KeyMetadata"]["KeyId"]
+    assert kms.list_key_rotations(KeyId=key_id)["Rotations"] == []
+    kms.rotate_key_on_demand(KeyId=key_id)
+    with server.client() as http:
+        assert http.post(f"/v1/keys/{key_id}/rotate").is_success
+        assert http.patch(f"/v1/keys/{key_id}", json={"auto_rotate_seconds": 1}).is_success
+        deadline = time.monotonic() + 30
+        while http.get(f"/v1/keys/{key_id}").json()["latest_version"] < 4:
+            assert time.monotonic() < deadline, "no automatic rotation within 30 s"
+            time.sleep(0.1)
+        assert http.patch(f"/v1/keys/{key_id}", json={"auto_rotate_seconds": 0}).is_success
+        versions = http.get(f"/v1/keys/{key_id}").json()["versions"]
+    pages = kms.get_paginator("list_key_rotations").paginate(
+        KeyId=key_id, PaginationConfig={"PageSize": 2}
+    )
+    listed = [rotation for page in pages for rotation in page["Rotations"]]
+    types = [rotation["RotationType"] for rotation in listed]
+    assert types[:2] == ["ON_DEMAND", "ON_DEMAND"] and set(types[2:]) == {"AUTOMATIC"}, types
+    assert len(listed) == len(versions) - 1
+    for rotation, version in zip(listed, versions[1:], strict=True):
+        made = datetime.fromisoformat(version["created_at"]).timestamp()
+        assert abs(rotation["RotationDate"].timestamp() - made) < 0.01
+        assert rotation["KeyId"] == key_id
+    assert [r["KeyMaterialState"] for r in listed] == ["NON_CURRENT"] * (len(listed) - 1) + [
+        "CURRENT"
+    ]
+    every = kms.list_key_rotations(KeyId=key_id, IncludeKeyMaterial="ALL_KEY_MATERIAL")
+    first = every["Rotations"][0]
+    assert "RotationDate" not in first and "RotationType" not in first
+    assert every["Rotations"][1:] == listed
+    ids = {material["KeyMaterialId"] for material in every["Rotations"]}
+    assert len(ids) == len(versions) and all(len(i) == 64 for i in ids)
+    first_page = kms.list_key_rotations(KeyId=key_id, Limit=1)
+    assert (first_page["Truncated"], first_page["NextMarker"]) == (True, "2")
+    assert code(kms.list_key_rotations, KeyId=key_id, Marker="v2") == (
+        "InvalidMarkerException",
+        400,
+    )
+    signing = kms.create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")["KeyMetadata"]
+    assert code(kms.list_key_rotations, KeyId=signing["KeyId"])[0] == (
+        "UnsupportedOperationException"
+    )
+
+
 def test_deletion(kms: Any, server: Server) -> None:
     key_id = kms.create_key()["KeyMetadata"]["KeyId"]
     before = time.time()
@@ -350,6 +405,7 @@ def test_scoped_token_denied_on_another_key(server: Server, kms: Any) -> None:
         (scoped.disable_key, {"KeyId": other}),
         (scoped.enable_key_rotation, {"KeyId": other}),
         (scoped.rotate_key_on_demand, {"KeyId": other}),
+        (scoped.list_key_rotations, {"KeyId": other}),
         (scoped.schedule_key_deletion, {"KeyId": other}),
         (scoped.tag_resource, {"KeyId": other, "Tags": [{"TagKey": "a", "TagValue": "b"}]}),
         (scoped.list_resource_tags, {"KeyId": other}),

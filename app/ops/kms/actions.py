@@ -129,10 +129,7 @@ NOT_SERVED = {
         ("Encapsulate", "Decapsulate", "DeriveSharedSecret"),
         "there are no ML-KEM or key agreement keys",
     ),
-    **dict.fromkeys(
-        ("ListKeyRotations", "GetKeyLastUsage"),
-        "a key's versions and uses are in the native API and the audit trail",
-    ),
+    "GetKeyLastUsage": "a key's uses are in the audit trail (GET /v1/audit)",
 }
 _ACTION_NAME = re.compile(r"^[A-Z][A-Za-z]+$")
 

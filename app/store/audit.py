@@ -104,6 +104,25 @@ class AuditRepository:
         rows, more = self._weighed(f"{where} ORDER BY time, chain, seq", params, query.limit)
         return [_row(row) for row in rows], more
 
+    def newest_of_key(
+        self, name: str, since: float, before: tuple[float, str, int] | None, limit: int
+    ) -> Sequence[tuple[float, str, int, str, int, str]]:
+        """Up to `limit` records of the key `name` made at `since` or later and before `before`
+        (a record's time, chain and seq; None: up to the newest), newest first, as their
+        (time, chain, seq, operation, status, request_id): a walk back along the index of
+        records by key, without their details."""
+        conditions, params = "key_name = ? AND time >= ?", [name, since]
+        if before is not None:
+            conditions += " AND (time, chain, seq) < (?, ?, ?)"
+            params.extend(before)
+        with self._session.transaction(write=False) as cursor:
+            cursor.execute(
+                "SELECT time, chain, seq, operation, status, request_id FROM audit"
+                f" WHERE {conditions} ORDER BY time DESC, chain DESC, seq DESC LIMIT ?",
+                [*params, limit],
+            )
+            return cursor.fetchall()
+
     def record(self, chain: str, seq: int) -> AuditRow | None:
         """One record by its place in its chain."""
         row = self._session.read_row(

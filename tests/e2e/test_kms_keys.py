@@ -291,6 +291,48 @@ def test_list_key_rotations(kms: Any, server: Server) -> None:
     )
 
 
+def test_get_key_last_usage(kms: Any, server: Server) -> None:
+    """The newest successful use of a key, by any API, as KMS names it; a read or a failed use
+    is none. Its request id is the one the caller was answered with, and its event id names the
+    audit record."""
+    key_id = kms.create_key()["KeyMetadata"]["KeyId"]
+    fresh = kms.get_key_last_usage(KeyId=key_id)
+    assert fresh["KeyLastUsage"] == {} and fresh["KeyId"] == arn(key_id)
+    assert fresh["TrackingStartDate"] == fresh["KeyCreationDate"]
+
+    def last_use() -> dict[str, Any]:
+        usage: dict[str, Any] = kms.get_key_last_usage(KeyId=key_id)["KeyLastUsage"]
+        return usage
+
+    sealed = kms.encrypt(KeyId=key_id, Plaintext=b"orders")
+    kms.describe_key(KeyId=key_id)
+    tampered = sealed["CiphertextBlob"][:-1] + bytes([sealed["CiphertextBlob"][-1] ^ 1])
+    assert code(kms.decrypt, CiphertextBlob=tampered)[0] == "InvalidCiphertextException"
+    used = last_use()
+    assert used["Operation"] == "Encrypt"
+    assert used["KmsRequestId"] == sealed["ResponseMetadata"]["RequestId"]
+    chain, seq = used["CloudTrailEventId"].split(":")
+    with server.client() as http:
+        records = http.get("/v1/audit", params={"key": key_id}).json()["records"]
+    record = next(r for r in records if (r["chain"], r["seq"]) == (chain, int(seq)))
+    assert record["request_id"] == used["KmsRequestId"]
+    assert datetime.fromisoformat(record["time"]).timestamp() == pytest.approx(
+        used["Timestamp"].timestamp(), abs=0.01
+    )
+    kms.generate_data_key_without_plaintext(KeyId=key_id, KeySpec="AES_256")
+    assert last_use()["Operation"] == "GenerateDataKeyWithoutPlaintext"
+    with server.client() as http:  # the native API's use counts alike
+        assert http.post(f"/v1/aead/{key_id}/encrypt", json={"plaintext": "aGk="}).is_success
+    assert last_use()["Operation"] == "Encrypt"
+    mac_key = kms.create_key(KeySpec="HMAC_256", KeyUsage="GENERATE_VERIFY_MAC")["KeyMetadata"]
+    mac = kms.generate_mac(KeyId=mac_key["KeyId"], Message=b"m", MacAlgorithm="HMAC_SHA_256")
+    kms.verify_mac(
+        KeyId=mac_key["KeyId"], Message=b"m", MacAlgorithm="HMAC_SHA_256", Mac=mac["Mac"]
+    )
+    usage = kms.get_key_last_usage(KeyId=mac_key["KeyId"])["KeyLastUsage"]
+    assert usage["Operation"] == "VerifyMac"
+
+
 def test_deletion(kms: Any, server: Server) -> None:
     key_id = kms.create_key()["KeyMetadata"]["KeyId"]
     before = time.time()

@@ -17,7 +17,17 @@ from app.ops.kms.errors import access_denied
 from app.ops.work import in_thread
 
 # The modules of actions, one per group; importing one declares its actions.
-MODULES = ("keys", "rotation", "deletion", "aliases", "tags", "crypto", "datakeys", "signing")
+MODULES = (
+    "keys",
+    "rotation",
+    "deletion",
+    "aliases",
+    "tags",
+    "crypto",
+    "datakeys",
+    "signing",
+    "usage",
+)
 
 # Fields of AWS's request shapes, with AWS's bounds.
 KeyIdField = Annotated[str, Field(min_length=1, max_length=2048)]
@@ -129,7 +139,6 @@ NOT_SERVED = {
         ("Encapsulate", "Decapsulate", "DeriveSharedSecret"),
         "there are no ML-KEM or key agreement keys",
     ),
-    "GetKeyLastUsage": "a key's uses are in the audit trail (GET /v1/audit)",
 }
 _ACTION_NAME = re.compile(r"^[A-Z][A-Za-z]+$")
 

@@ -221,3 +221,23 @@ def test_the_mac_key_is_one_for_every_process_and_outlives_rotations(
         assert reopened.audit.mac_key() == key
     finally:
         reopened.close()
+
+
+def test_a_keys_newest_records_come_newest_first_across_chains(store: KeyStore) -> None:
+    store.audit.append(
+        [_row("a", 1, 1.0), _row("a", 2, 3.0), _row("a", 3, 5.0)], AuditHead("a", 3, b"t")
+    )
+    store.audit.append(
+        [_row("b", 1, 2.0), _row("b", 2, 4.0, key="other"), _row("b", 3, 5.0, status=403)],
+        AuditHead("b", 3, b"t"),
+    )
+    newest = store.audit.newest_of_key("k", 0.0, None, 10)
+    assert [(time, chain, seq) for time, chain, seq, *_ in newest] == [
+        (5.0, "b", 3), (5.0, "a", 3), (3.0, "a", 2), (2.0, "b", 1), (1.0, "a", 1)
+    ]  # fmt: skip
+    assert newest[0][3:] == ("aez_encrypt", 403, "r3")
+    page = store.audit.newest_of_key("k", 0.0, newest[1][:3], 2)
+    assert [record[:3] for record in page] == [(3.0, "a", 2), (2.0, "b", 1)]
+    assert [record[:3] for record in store.audit.newest_of_key("k", 2.5, None, 10)] == [
+        (5.0, "b", 3), (5.0, "a", 3), (3.0, "a", 2)
+    ]  # fmt: skip

@@ -10,7 +10,7 @@ from typing import Any
 from app.store.database import Cursor, Session
 from app.store.keyring import Terms
 from app.store.pages import read_weighed
-from app.store.records import AuditHead, AuditQuery, AuditRow
+from app.store.records import AuditHead, AuditQuery, AuditRow, AuditSummary
 
 COLUMNS = (
     "chain, seq, time, request_id, client, principal, operation, key_name, key_version, status,"
@@ -106,11 +106,10 @@ class AuditRepository:
 
     def newest_of_key(
         self, name: str, since: float, before: tuple[float, str, int] | None, limit: int
-    ) -> Sequence[tuple[float, str, int, str, int, str]]:
+    ) -> Sequence[AuditSummary]:
         """Up to `limit` records of the key `name` made at `since` or later and before `before`
-        (a record's time, chain and seq; None: up to the newest), newest first, as their
-        (time, chain, seq, operation, status, request_id): a walk back along the index of
-        records by key, without their details."""
+        (a record's time, chain and seq; None: up to the newest), newest first: a walk back
+        along the index of records by key, without their details."""
         conditions, params = "key_name = ? AND time >= ?", [name, since]
         if before is not None:
             conditions += " AND (time, chain, seq) < (?, ?, ?)"
@@ -121,7 +120,7 @@ class AuditRepository:
                 f" WHERE {conditions} ORDER BY time DESC, chain DESC, seq DESC LIMIT ?",
                 [*params, limit],
             )
-            return cursor.fetchall()
+            return [AuditSummary(*row) for row in cursor.fetchall()]
 
     def record(self, chain: str, seq: int) -> AuditRow | None:
         """One record by its place in its chain."""

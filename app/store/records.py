@@ -277,6 +277,18 @@ class AuditRow(NamedTuple):
     mac: bytes
 
 
+class AuditSummary(NamedTuple):
+    """An audit record without its client, principal, details and MAC: what a walk back over a
+    key's records reads of each (`AuditRepository.newest_of_key`)."""
+
+    time: float
+    chain: str
+    seq: int
+    operation: str
+    status: int
+    request_id: str
+
+
 @dataclass(frozen=True)
 class AuditHead:
     """The last position of a chain and a tag over it: a chain cut short no longer matches."""

@@ -15,7 +15,7 @@ from typing import Any
 from app.ops.grants import Operation
 from app.ops.kms.actions import KeyIdField, KmsCall, KmsRequest, action
 from app.ops.work import in_thread
-from app.store import KeyInfo, KeyStore
+from app.store import AuditSummary, KeyInfo, KeyStore
 
 WINDOW, PAGE = 10_000, 500
 # A native operation's verb (`aez_encrypt_raw`: `encrypt`) as KMS names the use.
@@ -39,9 +39,6 @@ _KMS_USES = frozenset(
     }
 )
 
-# A use found: (time, chain, seq, operation, status, request_id), as the store lists records.
-Use = tuple[float, str, int, str, int, str]
-
 
 def use_of(operation: str) -> str | None:
     """The KMS name of the use a native operation makes of its key; None if it makes none."""
@@ -52,7 +49,7 @@ def use_of(operation: str) -> str | None:
     return _USES.get(verb)
 
 
-def last_use(store: KeyStore, info: KeyInfo) -> tuple[Use | None, float]:
+def last_use(store: KeyStore, info: KeyInfo) -> tuple[AuditSummary | None, float]:
     """The newest successful use of the key, if one is among its newest WINDOW records since it
     was made; and the time from which the answer holds (its creation, or the oldest record
     read when the window ran out)."""
@@ -61,22 +58,23 @@ def last_use(store: KeyStore, info: KeyInfo) -> tuple[Use | None, float]:
         asked = min(PAGE, WINDOW - read)
         page = store.audit.newest_of_key(info.name, since, before, asked)
         for record in page:
-            if 200 <= record[4] < 300 and use_of(record[3]) is not None:
+            if 200 <= record.status < 300 and use_of(record.operation) is not None:
                 return record, since
         if len(page) < asked:  # every record since the key was made is read
             return None, since
         read += len(page)
-        before = page[-1][:3]
+        last = page[-1]
+        before = (last.time, last.chain, last.seq)
     return None, before[0] if before is not None else since
 
 
-def _kms_name(store: KeyStore, use: Use) -> str:
+def _kms_name(store: KeyStore, use: AuditSummary) -> str:
     """The use's KMS name: the action a KMS call's record names, or its native operation's."""
-    row = store.audit.record(use[1], use[2])
+    row = store.audit.record(use.chain, use.seq)
     action_name = json.loads(row.details).get("action") if row is not None else None
     if action_name in _KMS_USES:
         return str(action_name)
-    return use_of(use[3]) or ""
+    return use_of(use.operation) or ""
 
 
 class GetKeyLastUsageRequest(KmsRequest):
@@ -94,9 +92,9 @@ async def get_key_last_usage(call: KmsCall, request: GetKeyLastUsageRequest) -> 
     if use is not None:
         usage = {
             "Operation": await in_thread(_kms_name, store, use),
-            "Timestamp": use[0],
-            "KmsRequestId": use[5],
-            "CloudTrailEventId": f"{use[1]}:{use[2]}",
+            "Timestamp": use.time,
+            "KmsRequestId": use.request_id,
+            "CloudTrailEventId": f"{use.chain}:{use.seq}",
         }
     return {
         "KeyId": call.arn(name),

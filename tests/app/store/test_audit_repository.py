@@ -235,7 +235,11 @@ def test_a_keys_newest_records_come_newest_first_across_chains(store: KeyStore) 
     assert [(time, chain, seq) for time, chain, seq, *_ in newest] == [
         (5.0, "b", 3), (5.0, "a", 3), (3.0, "a", 2), (2.0, "b", 1), (1.0, "a", 1)
     ]  # fmt: skip
-    assert newest[0][3:] == ("aez_encrypt", 403, "r3")
+    assert (newest[0].operation, newest[0].status, newest[0].request_id) == (
+        "aez_encrypt",
+        403,
+        "r3",
+    )
     page = store.audit.newest_of_key("k", 0.0, newest[1][:3], 2)
     assert [record[:3] for record in page] == [(3.0, "a", 2), (2.0, "b", 1)]
     assert [record[:3] for record in store.audit.newest_of_key("k", 2.5, None, 10)] == [

@@ -59,7 +59,7 @@ def test_the_newest_successful_use_since_the_key_was_made(store: KeyStore) -> No
         (made + 3, "keys_get_key", 200),  # not a use
     )
     use, since = usage.last_use(store, info)
-    assert use is not None and (use[0], use[3]) == (made + 1, "aez_encrypt")
+    assert use is not None and (use.time, use.operation) == (made + 1, "aez_encrypt")
     assert since == made
 
 
@@ -76,4 +76,4 @@ def test_no_more_than_the_window_is_read(store: KeyStore, monkeypatch: pytest.Mo
     one_less = store.keys.create("j", "aez", {}, False, b"s" * 48, None)
     _records(store, "j", (made + 1, "aez_encrypt", 200), *reads[:49])
     found, since = usage.last_use(store, one_less)
-    assert found is not None and found[3] == "aez_encrypt" and since == one_less.created_at
+    assert found is not None and found.operation == "aez_encrypt" and since == one_less.created_at

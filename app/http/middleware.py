@@ -28,7 +28,7 @@ from app.http.budget import MAX_JSON_VALUES, BodyBudget, BodyMemory
 from app.http.framework import PATH_PARAMS, ROUTE, route_template
 from app.http.operation import operation_id
 from app.http.problems import problem_response
-from app.ops.audit import AuditNote, AuditRecord, AuditTrail
+from app.ops.audit import FIRST_FAILURE, AuditNote, AuditRecord, AuditTrail
 from app.ops.audit.record import audit_unavailable
 from app.ops.errors import Problem
 from app.ops.token_values import TOKEN_ID_PATTERN
@@ -120,7 +120,7 @@ class AuditGate:
         except Problem as problem:
             if status == 503:
                 return None
-            if note.change and status < 400:
+            if note.change and status < FIRST_FAILURE:
                 # Made, with room set aside for its record: only a failing disk (or audit file)
                 # gets here, and the client must not make the change again.
                 return audit_unavailable(

@@ -18,7 +18,10 @@ from app.ops.grants import AdminOperation, Principal
 router = APIRouter(prefix="/v1/audit", tags=["audit"], generate_unique_id_function=operation_id)
 Auditor = Annotated[Principal, admin_of(AdminOperation.AUDIT)]
 # `outcome`: success (status below 400), failure (400 and above), or one status code.
-_OUTCOMES = {"success": (None, 399), "failure": (400, None)}
+_OUTCOMES = {
+    "success": (None, audit.FIRST_FAILURE - 1),
+    "failure": (audit.FIRST_FAILURE, None),
+}
 
 
 class AuditRecordOut(BaseModel):

@@ -18,13 +18,14 @@ In parts, each depending only on those before it:
 from app.ops.audit.chain import REGISTER, ChainFault, verify
 from app.ops.audit.mover import adopt_orphans
 from app.ops.audit.query import listing, page_start
-from app.ops.audit.record import SYSTEM, AuditNote, AuditRecord
+from app.ops.audit.record import FIRST_FAILURE, SYSTEM, AuditNote, AuditRecord
 from app.ops.audit.report import report
 from app.ops.audit.writer import CHANGE_ROOM_BYTES, AuditTrail
 from app.store import AuditQuery
 
 __all__ = [
     "CHANGE_ROOM_BYTES",
+    "FIRST_FAILURE",
     "REGISTER",
     "SYSTEM",
     "AuditNote",

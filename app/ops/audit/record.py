@@ -21,6 +21,8 @@ KeyVersion = int | list[int] | None
 
 # Who the trail says did what the service does by itself.
 SYSTEM = "system"
+# A record's outcome: a success below this status, a failure from it on.
+FIRST_FAILURE = 400
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -101,7 +103,7 @@ def record_json(row: AuditRow) -> dict[str, Any]:
         "key": row.key,
         "key_version": None if row.key_version is None else json.loads(row.key_version),
         "status": row.status,
-        "outcome": "success" if row.status < 400 else "failure",
+        "outcome": "success" if row.status < FIRST_FAILURE else "failure",
         "problem": row.problem,
         "details": json.loads(row.details),
         "chain": row.chain,

@@ -12,6 +12,7 @@ known after it."""
 import json
 from typing import Any
 
+from app.ops.audit import FIRST_FAILURE
 from app.ops.grants import Operation
 from app.ops.kms.actions import KeyIdField, KmsCall, KmsRequest, action
 from app.ops.work import in_thread
@@ -58,7 +59,7 @@ def last_use(store: KeyStore, info: KeyInfo) -> tuple[AuditSummary | None, float
         asked = min(PAGE, WINDOW - read)
         page = store.audit.newest_of_key(info.name, since, before, asked)
         for record in page:
-            if 200 <= record.status < 300 and use_of(record.operation) is not None:
+            if record.status < FIRST_FAILURE and use_of(record.operation) is not None:
                 return record, since
         if len(page) < asked:  # every record since the key was made is read
             return None, since

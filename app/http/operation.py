@@ -116,6 +116,12 @@ class RawForm:
         return item.model_construct(**fields)
 
 
+def _key_version(model: BaseModel) -> Any:
+    """The model's `key_version`, None where it has none: read from its fields, as a missing
+    attribute costs pydantic 2 µs to report, a measurable share of a small call."""
+    return model.__dict__.get("key_version")
+
+
 def _carried_bytes(item: BaseModel) -> int:
     """How many bytes an item carries (its payload, AD, ...): what decides whether its work is
     small enough for the event loop."""
@@ -153,7 +159,7 @@ class KeyOperation(Generic[KeyT, ItemT]):
             answer: BaseModel = await self.verb(key, item)
             return answer
         payload = getattr(item, self.payload) if self.payload else None
-        version = getattr(item, "key_version", None)
+        version = _key_version(item)
         if payload is not None or version is not None:
             await key.warm(payload, version)
         return await compute(_carried_bytes(item), self.verb, key, item)
@@ -224,7 +230,7 @@ def _single(
             call.audit.key_version = answer.key_version
             return raw_response(*answer.raw())
         answer = await operation.one(call, await read_json(request, operation.item, raw_query))
-        call.audit.key_version = getattr(answer, "key_version", None)
+        call.audit.key_version = _key_version(answer)
         return json_response(answer)
 
     return handle
@@ -249,7 +255,7 @@ def _batch(
         call.services.auth.admit_batch(call.principal, len(parsed))
         check = None if shared is None else partial(shared, parsed_body)
         answer = await operation.many(call, parsed, results, check)
-        call.audit.versions([getattr(r, "key_version", None) for r in answer.results])  # type: ignore[attr-defined]  # the derived response's list
+        call.audit.versions([_key_version(r) for r in answer.results])  # type: ignore[attr-defined]  # the derived response's list
         return json_response(answer, exclude_none=not keep_nulls)
 
     return handle

@@ -2,7 +2,9 @@
 pyca/cryptography: RSASSA-PSS with MGF1 on the message's hash and a salt as long as the digest
 (the default; verification takes exactly that salt length, nothing else), or RSASSA-PKCS1-v1_5.
 Vault's Transit signs PSS with the longest salt the key allows and verifies any salt length
-(`salt="auto"`), so that its signatures verify here and the ones made here verify there.
+(`salt="auto"`), so that its signatures verify here and the ones made here verify there; it also
+takes a salt length in bytes, from 0 to the longest (RFC 8017 9.1.1: the encoded message's length
+less the digest's and 2), for signing and verifying alike.
 PKCS#1 v1.5 also signs prehashed bytes as given, with hash "none" (Transit's
 `hash_algorithm=none`): no DigestInfo is added (the caller built it, or signs a protocol's own
 encoding), and at most the modulus' length less 11 bytes.
@@ -26,8 +28,9 @@ from core.sign import digests, pkcs8
 
 Padding = Literal["pss", "pkcs1v15"]
 PADDINGS: tuple[Padding, ...] = ("pss", "pkcs1v15")
-# PSS salt lengths: the digest's, or (Transit's "auto") the longest to sign and any to verify.
-Salt = Literal["digest", "auto"]
+# PSS salt lengths: the digest's, (Transit's "auto") the longest to sign and any to verify, or
+# a number of bytes.
+Salt = Literal["digest", "auto"] | int
 SIZES = (2048, 3072, 4096)
 PUBLIC_EXPONENT = 65537
 _SPKI = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
@@ -107,8 +110,10 @@ def sign(
     padding: str = "pss",
     salt: Salt = "digest",
 ) -> bytes:
-    """The signature of `message` (its `hash`, or itself when prehashed) with `padding`."""
-    length = paddings.PSS.MAX_LENGTH if salt == "auto" else paddings.PSS.DIGEST_LENGTH
+    """The signature of `message` (its `hash`, or itself when prehashed) with `padding`; a
+    salt longer than the key and hash allow raises EncodingError."""
+    _check_salt(key, hash, padding, salt)
+    length = paddings.PSS.MAX_LENGTH if salt == "auto" else _fixed_length(salt)
     data, scheme, algorithm = _scheme(message, hash, prehashed, padding, length)
     if hash == digests.NO_HASH and len(data) > key.key_size // 8 - 11:  # RFC 8017 9.2, step 3
         raise EncodingError(
@@ -128,8 +133,10 @@ def verify(
     salt: Salt = "digest",
 ) -> bool:
     """Whether `signature` is `key`'s of `message` with `padding`. A malformed signature is
-    False; a malformed digest or option raises EncodingError."""
-    length = paddings.PSS.AUTO if salt == "auto" else paddings.PSS.DIGEST_LENGTH
+    False; a malformed digest or option (a salt longer than the key and hash allow) raises
+    EncodingError."""
+    _check_salt(key, hash, padding, salt)
+    length = paddings.PSS.AUTO if salt == "auto" else _fixed_length(salt)
     data, scheme, algorithm = _scheme(message, hash, prehashed, padding, length)
     try:
         # pyca verifies with NoDigestInfo as it signs with it; its type hints name only signing.
@@ -137,3 +144,23 @@ def verify(
     except InvalidSignature:
         return False
     return True
+
+
+def _fixed_length(salt: Salt) -> Any:
+    """pyca's salt length for the digest's or a number of bytes."""
+    return paddings.PSS.DIGEST_LENGTH if salt == "digest" else salt
+
+
+def _check_salt(
+    key: rsa.RSAPrivateKey | rsa.RSAPublicKey, hash: str, padding: str, salt: Salt
+) -> None:
+    """EncodingError for a salt of a number of bytes that PSS cannot have with this key and hash:
+    from 0 to emLen - hLen - 2, where emLen is the modulus' bits less one, in bytes (RFC 8017
+    9.1.1). `_scheme` checks the rest (PKCS#1 v1.5 and hash none take no salt)."""
+    if padding != "pss" or not isinstance(salt, int) or hash == digests.NO_HASH:
+        return
+    longest = (key.key_size + 6) // 8 - digests.algorithm(hash).digest_size - 2
+    if not 0 <= salt <= longest:
+        raise EncodingError(
+            f"a PSS salt of rsa-{key.key_size} with {hash} is 0 to {longest} bytes, not {salt}"
+        )

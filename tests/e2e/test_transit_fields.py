@@ -245,6 +245,12 @@ CASES: dict[str, list[Step]] = {
         ("sign/rsa", {"input": TEXT, "salt_length": "+32"}),
         ("sign/rsa", {"input": TEXT, "salt_length": " 32"}),
         ("sign/rsa", {"input": TEXT, "salt_length": "1_0"}),
+        ("sign/rsa", {"input": TEXT, "salt_length": "20"}),
+        ("sign/rsa", {"input": TEXT, "salt_length": 222}),  # 256 - 32 - 2: the longest
+        ("sign/rsa", {"input": TEXT, "salt_length": "100", "hash_algorithm": "sha2-512"}),
+        ("sign/rsa", {"input": TEXT, "salt_length": "1000", "signature_algorithm": "pkcs1v15"}),
+        ("sign/rsa", {"batch_input": [{"input": TEXT}], "salt_length": "223"}),
+        ("verify/rsa", {"input": TEXT, "signature": "vault:v1:AAAA", "salt_length": "223"}),
     ],
     "an encryption creates keys of the encryption types only": [
         ("encrypt/by-rsa", {"plaintext": TEXT, "type": "rsa-2048"}),
@@ -367,6 +373,27 @@ def test_a_batch_entry_is_read_strictly(servers: dict[str, httpx.Client]) -> Non
         statuses[name] = client.post(f"/v1/{mount}/encrypt/k", json=body).status_code
         client.delete(f"/v1/sys/mounts/{mount}")
     assert statuses == {"openbao": 500, "cipherd": 400}
+
+
+def test_a_salt_longer_than_the_key_allows_is_refused(servers: dict[str, httpx.Client]) -> None:
+    """A PSS signature with a salt longer than an rsa-2048 key and SHA-256 allow (222 bytes) is
+    refused; OpenBao answers 500 where cipherd answers 400, with the bounds."""
+    seen = {}
+    for name, client in servers.items():
+        mount = "fields-" + secrets.token_hex(4)
+        client.post(f"/v1/sys/mounts/{mount}", json={"type": "transit"}).raise_for_status()
+        client.post(f"/v1/{mount}/keys/rsa", json={"type": "rsa-2048"}).raise_for_status()
+        answer = client.post(f"/v1/{mount}/sign/rsa", json={"input": TEXT, "salt_length": 223})
+        seen[name] = answer.status_code, answer.json()["errors"]
+        client.delete(f"/v1/sys/mounts/{mount}")
+    assert seen["openbao"] == (
+        500,
+        ["1 error occurred:\n\t* requested salt length 223 is invalid\n\n"],
+    )
+    assert seen["cipherd"] == (
+        400,
+        ["a PSS salt of rsa-2048 with sha256 is 0 to 222 bytes, not 223"],
+    )
 
 
 def _entries(client: httpx.Client, path: str, items: list[dict[str, Any]]) -> Any:

@@ -122,6 +122,35 @@ def test_the_same_material_makes_the_same_key_on_both(
             assert data(verdict)["valid"] is True, (transit_type, signer.base_url)
 
 
+def test_pss_salt_lengths_in_bytes_verify_both_ways(
+    servers: dict[str, tuple[str, str]], tmp_path: Path
+) -> None:
+    """The same rsa-2048 key on both: a PSS signature with a salt of 20 or 222 bytes (the
+    longest with SHA-256) made by either verifies on the other with that `salt_length` and
+    with "auto", and not with the digest's length ("hash")."""
+    name = f"rsa-salts-{secrets.token_hex(4)}"
+    for server in servers.values():
+        done = imported(server, tmp_path, name, MATERIAL["rsa-2048"], "type=rsa-2048")
+        assert done.returncode == 0, (server[0], done.stderr)
+    openbao, ours = client(servers["openbao"]), client(servers["cipherd"])
+    for salt_length in ("20", 222):
+        for signer, verifier in ((openbao, ours), (ours, openbao)):
+            signed = signer.post(
+                f"/v1/transit/sign/{name}", json={"input": TEXT, "salt_length": salt_length}
+            )
+            signature = data(signed)["signature"]
+            verdicts = [
+                data(
+                    verifier.post(
+                        f"/v1/transit/verify/{name}",
+                        json={"input": TEXT, "signature": signature, "salt_length": checked},
+                    )
+                )["valid"]
+                for checked in (salt_length, "auto", "hash")
+            ]
+            assert verdicts == [True, True, False], (salt_length, signer.base_url)
+
+
 def test_an_imported_key_rotates_only_by_import_version_unless_allowed(
     servers: dict[str, tuple[str, str]], tmp_path: Path
 ) -> None:

@@ -25,6 +25,7 @@ from app.ops.transit.crypto import (
     user_error,
 )
 from app.ops.versioned import VersionedKey
+from core.sign import rsa
 from core.sign.digests import NO_HASH
 
 
@@ -62,13 +63,15 @@ def salt_length_of(given: str | int | None) -> str | int:
     return {0: "auto", -1: "hash"}.get(number, number)
 
 
-def _salt(salt_length: str | int, hash_algorithm: str) -> str:
-    """A salt length as the native one: "auto", or "digest" for the hash's length (no other)."""
+def _salt(salt_length: str | int, hash_algorithm: str) -> rsa.Salt:
+    """A salt length as the native one: "auto", "digest" for the hash's length, or a number of
+    bytes (which the key's size bounds when it signs)."""
     if salt_length == "auto":
         return "auto"
     if salt_length in ("hash", hashlib.new(HASHES[hash_algorithm]).digest_size):
         return "digest"
-    raise user_error(f'salt length {salt_length!r}: "auto", "hash" or the digest\'s length')
+    assert isinstance(salt_length, int)  # `salt_length_of` leaves no other text
+    return salt_length
 
 
 def sign_options(

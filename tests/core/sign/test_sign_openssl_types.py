@@ -152,6 +152,33 @@ def test_rsa_both_ways_with_pyca(rsa_2048: rsa.RSAPrivateKey, hash: str) -> None
         )
 
 
+@pytest.mark.parametrize("hash", HASHES)
+def test_rsa_pss_with_a_salt_length_in_bytes(rsa_2048: rsa.RSAPrivateKey, hash: str) -> None:
+    """A salt of a number of bytes (Transit's `salt_length`): from 0 to the encoded message's
+    length less the digest's and 2 (RFC 8017 9.1.1), exactly that length both ways."""
+    key = core_rsa.signing_key(core_rsa.take(2048, der(rsa_2048))[0])
+    public = rsa_2048.public_key()
+    longest = 256 - HASHES[hash].digest_size - 2
+    for salt in (0, 20, longest):
+        pss = padding.PSS(padding.MGF1(HASHES[hash]), salt)
+        signature = core_rsa.sign(key, b"message", hash, salt=salt)
+        public.verify(signature, b"message", pss, HASHES[hash])
+        assert core_rsa.verify(public, b"message", signature, hash, salt=salt)
+        assert core_rsa.verify(public, b"message", signature, hash, salt="auto")
+        other = salt + 1 if salt < longest else salt - 1
+        assert not core_rsa.verify(public, b"message", signature, hash, salt=other)
+        pyca_signature = rsa_2048.sign(b"message", pss, HASHES[hash])
+        assert core_rsa.verify(public, b"message", pyca_signature, hash, salt=salt)
+    for salt in (-1, longest + 1):
+        with pytest.raises(EncodingError, match=f"0 to {longest} bytes, not {salt}"):
+            core_rsa.sign(key, b"message", hash, salt=salt)
+        with pytest.raises(EncodingError, match=f"0 to {longest} bytes, not {salt}"):
+            core_rsa.verify(public, b"message", b"x" * 256, hash, salt=salt)
+    # PKCS#1 v1.5 takes no salt: a length given is not read.
+    pkcs1 = core_rsa.sign(key, b"message", hash, padding="pkcs1v15", salt=longest + 1)
+    assert core_rsa.verify(public, b"message", pkcs1, hash, padding="pkcs1v15", salt=10_000)
+
+
 def test_rsa_pkcs1_signs_prehashed_bytes_as_given_with_no_hash(
     rsa_2048: rsa.RSAPrivateKey,
 ) -> None:

@@ -21,6 +21,7 @@ from tests.core.sign.wycheproof import (
     RSA_PKCS1,
     RSA_PSS,
     RSA_PSS_OTHER_SALTS,
+    RSA_PSS_SALTED,
     Case,
     Seed,
     agrees,
@@ -37,6 +38,9 @@ def test_counts() -> None:
         15,
     )
     assert sum(c.valid is None for c in RSA_PKCS1) == 9  # one acceptable case per file
+    # Salts of 0, 20, 28, 32, 48 and 64 bytes but the digest's, with SHA-256, -384 and -512.
+    assert sorted({c.options["salt"] for c in RSA_PSS_SALTED}) == [0, 20, 28, 32, 48, 64]
+    assert sum(c.valid is True for c in RSA_PSS_SALTED) == 15
     assert (len(ML_DSA), len(ML_DSA_SIGNED), len(ML_DSA_SEEDS)) == (610, 490, 106)
 
 
@@ -86,3 +90,9 @@ def test_ml_dsa_seeds_give_fips_204_public_keys(seed: Seed) -> None:
             mldsa.take(level, seed.seed)
         return
     assert mldsa.take(level, seed.seed) == (seed.seed, seed.public_key)
+
+
+@pytest.mark.parametrize("case", RSA_PSS_SALTED, ids=[c.id for c in RSA_PSS_SALTED])
+def test_rsa_pss_with_the_salt_length_given(case: Case) -> None:
+    """A salt length in bytes (Transit's `salt_length`) verifies exactly that length."""
+    assert agrees(_verify(case), case)

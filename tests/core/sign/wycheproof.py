@@ -118,19 +118,17 @@ def rsa_pkcs1(file: str) -> list[Case]:
 
 def rsa_pss(file: str) -> tuple[list[Case], list[Case]]:
     """A PSS file's cases the service's PSS can express (the message's hash for MGF1 too, a
-    key size of ours), split by salt length: the digest's length, checked against their
-    expected verdict; any other, which the service's PSS (that salt length exactly) must
-    refuse, whatever Wycheproof says under the group's own parameters."""
+    key size of ours), split by salt length: the digest's length (the service's default), and
+    any other, given as the option `salt`; each with its expected verdict."""
     matching, other_salts = [], []
     for case_id, group, test in _tests(file):
         hash = HASHES.get(group["sha"])
         if hash is None or group["mgfSha"] != group["sha"] or group["keySize"] not in SIZES:
             continue
-        case = _rsa_case(case_id, group, test, padding="pss")
         if group["sLen"] == DIGEST_BYTES[hash]:
-            matching.append(case)
+            matching.append(_rsa_case(case_id, group, test, padding="pss"))
         else:
-            other_salts.append(case._replace(valid=False))
+            other_salts.append(_rsa_case(case_id, group, test, padding="pss", salt=group["sLen"]))
     return matching, other_salts
 
 
@@ -231,7 +229,14 @@ _PSS = [
     )
 ]
 RSA_PSS = [case for matching, _ in _PSS for case in matching]
-RSA_PSS_OTHER_SALTS = [case for _, other in _PSS for case in other]
+# The cases of other salt lengths, verified with theirs (Transit's `salt_length`).
+RSA_PSS_SALTED = [case for _, other in _PSS for case in other]
+# The same, which the digest's salt length (the native API's, that length exactly) must refuse,
+# whatever Wycheproof says under the group's own parameters.
+RSA_PSS_OTHER_SALTS = [
+    case._replace(valid=False, options={k: v for k, v in case.options.items() if k != "salt"})
+    for case in RSA_PSS_SALTED
+]
 ML_DSA = [
     case
     for level in ("44", "65", "87")

@@ -13,7 +13,6 @@ address rule refused it), never which half was wrong.
 
 import hashlib
 import hmac
-import json
 import re
 import secrets
 import uuid
@@ -26,7 +25,7 @@ from app.ops.errors import Problem, invalid_input
 from app.ops.identity import MAX_METADATA as TOKEN_METADATA
 from app.ops.lifecycle import EXPIRED_PER_PASS
 from app.ops.role_tokens import TOKEN_DEFAULTS, check_role_token, check_token_fields
-from app.ops.vault_fields import vault_time
+from app.ops.vault_fields import json_document, vault_time
 from app.store import AppRole, KeyStore, SecretId
 
 ROLE_NAME = r"^[A-Za-z0-9._ -]{1,128}$"
@@ -137,7 +136,7 @@ def _metadata(text: str) -> dict[str, str]:
     if not text.strip():
         return {}
     try:
-        parsed = json.loads(text)
+        parsed = json_document(text)
     except (ValueError, RecursionError):  # deep nesting reaches the interpreter's limit
         raise invalid_input("metadata: a JSON object of strings, as a string") from None
     if not isinstance(parsed, dict) or not all(

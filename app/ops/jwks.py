@@ -11,7 +11,6 @@ interval. Errors and audit records show an issuer's URL without its userinfo and
 """
 
 import asyncio
-import json
 import ssl
 import threading
 import time
@@ -25,6 +24,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import Key, KeySet
 
 from app.ops.errors import Problem
+from app.ops.vault_fields import json_document
 
 # Bounds on what an issuer may send: a document (a JWKS or a discovery document), the time to
 # connect or to wait for each read, the time for the whole fetch however slowly the issuer
@@ -95,7 +95,7 @@ def fetch_json(url: str, ca_pem: str) -> Any:
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise IssuerUnreachable(f"{shown}: {type(exc).__name__}") from None
     try:
-        return json.loads(body)
+        return json_document(body)
     except (ValueError, RecursionError):
         raise IssuerUnreachable(f"{shown}: not a JSON document") from None
 

@@ -14,7 +14,6 @@ metadata. A refusal says which check failed, never the token.
 """
 
 import fnmatch
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -31,6 +30,7 @@ from app.ops.errors import Problem, invalid_input
 from app.ops.identity import Identity, IssuedToken, TokenLimits
 from app.ops.jwks import IssuerKeys, Source
 from app.ops.role_tokens import TOKEN_ALIASES, TOKEN_DEFAULTS, check_token_fields, role_token
+from app.ops.vault_fields import json_document
 from app.store import AuthMount, KeyStore
 
 # A login's token is refused past this size before it is parsed (a Kubernetes service account's
@@ -311,7 +311,7 @@ def _signed_claims(
 
 
 def _json_object(payload: bytes) -> dict[str, Any]:
-    value = json.loads(payload)
+    value = json_document(payload)
     if not isinstance(value, dict):
         raise ValueError("not an object")
     return value

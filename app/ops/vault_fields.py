@@ -158,6 +158,18 @@ def zero_values(model: type[BaseModel]) -> dict[str, Any]:
     }
 
 
+def json_document(text: str | bytes) -> Any:
+    """A JSON document that arrives inside a request or from an issuer rather than as a body
+    (a field's JSON string, a token's claims, a backup, a key set), read as strictly as bodies
+    are: ValueError for what Python's reader takes beyond JSON, NaN, an infinity (a number too
+    large, 1e400) or a lone surrogate (`\\ud800`, which no UTF-8 store or answer can hold), as
+    for malformed JSON; RecursionError for nesting past the interpreter's limit."""
+    value = json.loads(text)
+    # Written back as it would be stored or answered: UnicodeEncodeError is a ValueError.
+    json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+    return value
+
+
 # A member whose value is null, somewhere in a body: base64, which large bodies are mostly,
 # holds no quote or colon, so a body without one is passed on unparsed.
 _NULL_MEMBER = re.compile(rb'"\s*:\s*null\s*[,}]')

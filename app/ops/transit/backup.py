@@ -36,7 +36,7 @@ from app.ops.transit.keys import (
     min_available_version,
 )
 from app.ops.transit.types import native_type, transit_type
-from app.ops.vault_fields import MAX_SECONDS, vault_time
+from app.ops.vault_fields import MAX_SECONDS, json_document, vault_time
 from app.store import KeyInfo, KeyPolicies, KeyStore, RestoredVersion
 from core.sign import ecdsa_nist, ed25519
 
@@ -246,7 +246,7 @@ def policy_of(backup: str) -> dict[str, Any]:
     if text.count(b"[") + text.count(b"{") > MAX_BACKUP_CONTAINERS:
         raise bad_backup(f"a backup of at most {MAX_BACKUP_CONTAINERS} arrays and objects")
     try:
-        document = json.loads(text)
+        document = json_document(text)
     except (ValueError, RecursionError):
         raise bad_backup("failed to decode the backup: not base64 of JSON") from None
     if not isinstance(document, dict) or not isinstance(document.get("policy"), dict):

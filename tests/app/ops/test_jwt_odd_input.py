@@ -5,7 +5,6 @@ holding a password or an access token, which no answer nor audit record may show
 import base64
 import http.server
 import json
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +15,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from joserfc import jwt
+from joserfc import jws, jwt
 
 from app.ops import jwks
 from app.ops.jwks import IssuerKeys, IssuerUnreachable, Source, fetch_json, shown_url
@@ -138,14 +137,24 @@ def test_a_header_that_is_json_but_not_an_object_is_refused(
         assert answer.status_code == 400 and "crit" in answer.text, answer.text
 
 
-def test_times_that_are_not_finite_numbers_are_refused() -> None:
+def test_claims_json_does_not_have_are_refused(client: TestClient, anonymous: TestClient) -> None:
+    """NaN, an infinity (`1e400` reads as one) and a lone surrogate, which Python's JSON reader
+    takes: the token is refused, rather than a user "nan" or a login that stores a token no
+    answer can show (a 500 then on every listing of tokens)."""
     issuer = Issuer("https://issuer.example")
     key = issuer.rotate()
     config = config_of({"jwt_validation_pubkeys": [public_pem(key)]}, IssuerKeys(1))
-    for name, value in (("exp", math.nan), ("exp", math.inf), ("nbf", math.nan)):
-        token = jwt.encode({"alg": "RS256"}, good(issuer, **{name: value}), key)
+    mounted(client)
+    configured(client, {"jwt_validation_pubkeys": [public_pem(key)]})
+    claims = json.dumps(good(issuer, aud="cipherd"))
+    for odd in ('"exp": NaN', '"exp": Infinity', '"nbf": 1e400', '"sub": NaN', '"sub": "\\ud800"'):
+        payload = (claims[:-1] + ", " + odd + "}").encode()  # the last of a name counts
+        token = jws.serialize_compact({"alg": "RS256", "kid": key.kid}, payload, key)
         detail = refusal(partial(verify, token, config, ROLE, IssuerKeys(1), time.time()))
-        assert f"{name} is not a number" in detail
+        assert "claims are not a JSON object" in detail, odd
+        answer = anonymous.post("/v1/auth/jwt/login", json={"role": "r", "jwt": token})
+        assert answer.status_code == 400, (odd, answer.text)
+    assert client.get("/v1/tokens").status_code == 200
     huge = jwt.encode({"alg": "RS256"}, good(issuer, exp=10**400), key)
     assert verify(huge, config, ROLE, IssuerKeys(1), time.time()).user
 

@@ -15,6 +15,7 @@ from app.ops.vault_fields import (
     VaultBool,
     VaultInt,
     duration_seconds,
+    json_document,
     nulls_as_zeros,
     vault_boolean,
     vault_integer,
@@ -172,3 +173,34 @@ def test_a_null_is_the_zero_value_of_its_fields_type() -> None:
         in_base64,
     ):
         assert nulls_as_zeros(untouched, Fields) is untouched
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"\\ud800"',
+        '{"a": ["\\udfff"]}',
+        b'"\xed\xa0\x80"',  # a surrogate's bytes, which Python's reader of bytes lets through
+        "NaN",
+        '{"a": -Infinity}',
+        "[1e400]",
+        "{",
+    ],
+    ids=["lone-high", "lone-low", "surrogate-bytes", "nan", "infinity", "1e400", "malformed"],
+)
+def test_a_document_with_what_json_has_not_is_refused(text: str | bytes) -> None:
+    with pytest.raises(ValueError):
+        json_document(text)
+
+
+def test_a_document_of_json_is_read_as_json() -> None:
+    text = '{"a": ["\\ud83d\\ude80", 1e300, -0.5, 10000000000000000000000], "b": null}'
+    assert (
+        json_document(text)
+        == json.loads(text)
+        == {
+            "a": ["\N{ROCKET}", 1e300, -0.5, 10**22],
+            "b": None,
+        }
+    )
+    assert json_document(text.encode()) == json.loads(text)

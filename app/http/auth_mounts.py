@@ -170,7 +170,7 @@ def login_role_routes(
     )
     async def write(request: Request, name: str) -> Response:
         mount = await administered_mount(request, change=True)
-        if not pattern.match(name):
+        if not pattern.fullmatch(name):
             raise invalid_input(f"a {noun} name is 1 to 128 letters, digits, '.', '_' or '-'")
         given = await read_body(request, body)
         store = services(request).store

@@ -236,7 +236,7 @@ class AppRoles:
 
     def set_role_id(self, name: str, role_id: str) -> None:
         role = self.role(name)
-        if not _CREDENTIAL.match(role_id):
+        if not _CREDENTIAL.fullmatch(role_id):
             raise invalid_input("role_id: 1 to 512 printable characters")
         self._put(
             AppRole(**{**role.__dict__, "role_id": role_id, "updated_at": self._now()}),
@@ -255,7 +255,7 @@ class AppRoles:
         check_within("cidr_list", cidr_list, settings["secret_id_bound_cidrs"])
         token_cidrs = cidr_blocks("token_bound_cidrs", asked.token_bound_cidrs)
         check_within("token_bound_cidrs", token_cidrs, settings["token_bound_cidrs"])
-        if asked.secret_id is not None and not _CREDENTIAL.match(asked.secret_id):
+        if asked.secret_id is not None and not _CREDENTIAL.fullmatch(asked.secret_id):
             raise invalid_input("secret_id: 1 to 512 printable characters")
         secret_id = asked.secret_id if asked.secret_id is not None else str(uuid.uuid4())
         now = self._now()
@@ -401,7 +401,7 @@ def _field_at(path: str, writing: bool = False) -> str:
 
 
 def checked_name(name: str) -> str:
-    if not _ROLE_NAME.match(name):
+    if not _ROLE_NAME.fullmatch(name):
         raise invalid_input("a role name is 1 to 128 letters, digits, spaces, '.', '_' or '-'")
     return name
 

@@ -87,7 +87,7 @@ class IssuedToken:
 
 def checked_policy_name(name: str) -> str:
     """`name`, if a policy may be named so (400 otherwise)."""
-    if not _POLICY_NAME.match(name):
+    if not _POLICY_NAME.fullmatch(name):
         raise invalid_input(f"policy name {name[:64]!r}: letters, digits, '_', '.', '@', '-'")
     return name
 

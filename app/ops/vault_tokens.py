@@ -176,7 +176,7 @@ def accessors(store: KeyStore) -> tuple[list[str], bool]:
 def by_accessor(store: KeyStore, accessor: str) -> TokenRecord | None:
     """The live token whose accessor (id) is `accessor`, if any (none for text no token id
     has, such as a NUL, which PostgreSQL could not even compare)."""
-    record = store.tokens.by_id(accessor) if re.match(TOKEN_ID_PATTERN, accessor) else None
+    record = store.tokens.by_id(accessor) if re.fullmatch(TOKEN_ID_PATTERN, accessor) else None
     return record if record is not None and _alive(store, record) else None
 
 

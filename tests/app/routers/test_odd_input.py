@@ -71,3 +71,23 @@ def test_a_login_roles_policies_are_checked_when_it_is_written(client: TestClien
         assert refused.status_code == 400, refused.text
     assert client.post("/v1/auth/approle/role/ci", json={"policies": ["orders"]}).status_code == 204
     assert client.get("/v1/auth/approle/role/ci").json()["data"]["token_policies"] == ["orders"]
+
+
+def test_a_name_or_credential_with_a_trailing_line_break_is_refused(client: TestClient) -> None:
+    """A pattern ending in `$` lets a final line break through `re.match`: "ci\n" was a role
+    of its own beside "ci", and "orders\n" a policy name."""
+    assert client.post("/v1/auth/approle/role/ci%0A", json={}).status_code == 400
+    assert client.get("/v1/auth/approle/role?list=true").status_code == 404  # none was made
+    # A role's policy names are trimmed, as Vault trims them.
+    trimmed = client.post("/v1/auth/approle/role/ci", json={"token_policies": ["orders\n"]})
+    assert trimmed.status_code == 204, trimmed.text
+    assert client.get("/v1/auth/approle/role/ci").json()["data"]["token_policies"] == ["orders"]
+    custom = client.post("/v1/auth/approle/role/ci/custom-secret-id", json={"secret_id": "s3\n"})
+    assert custom.status_code == 400 and "secret_id" in custom.text, custom.text
+    role_id = client.post("/v1/auth/approle/role/ci/role-id", json={"role_id": "r1\n"})
+    assert role_id.status_code == 400 and "role_id" in role_id.text, role_id.text
+    assert client.post("/v1/sys/auth/jwt", json={"type": "jwt"}).status_code == 204
+    jwt_role = {"role_type": "jwt", "user_claim": "sub", "bound_audiences": ["a"]}
+    assert client.post("/v1/auth/jwt/role/r%0A", json=jwt_role).status_code == 400
+    policy = client.put("/v1/sys/policies/acl/orders%0A", json={"policy": ""})
+    assert policy.status_code == 400, policy.text

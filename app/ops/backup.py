@@ -37,7 +37,7 @@ from pydantic import (
     ValidationError,
 )
 
-from app.ops.errors import Problem, first_error, invalid_input
+from app.ops.errors import Problem, first_error, invalid_input, key_type_conflict
 from app.ops.fe_policy import SpanBasis, basis_capacity, flatten
 from app.ops.keyring import Keyring
 from app.ops.keys import (
@@ -479,20 +479,12 @@ def import_material(
         info = store.keys.create(name, key_type, params, False, secret, public)
         return key_out(info, with_versions=True), True
     if current.type != key_type:
-        raise Problem(
-            409,
-            "wrong-key-type",
-            "Wrong key type",
-            f"key {name!r} has type {current.type}, not {key_type}",
-        )
+        raise key_type_conflict(f"key {name!r} has type {current.type}, not {key_type}")
     held = {option: True for option in ("derived", "convergent") if current.params.get(option)}
     if any(derivation) and params != held:
-        raise Problem(
-            409,
-            "wrong-key-type",
-            "Wrong key type",
+        raise key_type_conflict(
             f"key {name!r} is derived={bool(held.get('derived'))}, "
-            f"convergent={bool(held.get('convergent'))}: a next version keeps its key's",
+            f"convergent={bool(held.get('convergent'))}: a next version keeps its key's"
         )
     info = store.keys.rotate(name, secret, public, current.created_at)
     if keyring is not None:

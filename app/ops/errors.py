@@ -100,12 +100,12 @@ def forbidden(detail: str) -> Problem:
 
 
 def wrong_key_type(name: str, key_type: str, wanted: str) -> Problem:
-    return Problem(
-        409,
-        "wrong-key-type",
-        "Wrong key type",
-        f"key {name!r} has type {key_type}, which cannot be used for {wanted}",
-    )
+    return key_type_conflict(f"key {name!r} has type {key_type}, which cannot be used for {wanted}")
+
+
+def key_type_conflict(detail: str) -> Problem:
+    """A key's type, or its derivation, is not the one the request needs."""
+    return Problem(409, "wrong-key-type", "Wrong key type", detail)
 
 
 def key_disabled(name: str) -> Problem:

@@ -41,6 +41,7 @@ from app.ops.errors import Problem, first_error, invalid_input, key_type_conflic
 from app.ops.fe_policy import SpanBasis, basis_capacity, flatten
 from app.ops.keyring import Keyring
 from app.ops.keys import (
+    MAX_CREATED_AHEAD_SECONDS,
     KeyCreate,
     KeyOut,
     KeyPatch,
@@ -361,7 +362,7 @@ def _checked_versions(
         where = f"backup.versions.{index}"
         if restored and version.version <= restored[-1].version:
             raise invalid_input(f"{where}.version: versions increase strictly")
-        if version.created_at > now + 86400:
+        if version.created_at > now + MAX_CREATED_AHEAD_SECONDS:
             raise invalid_input(f"{where}.created_at: more than a day ahead of this clock")
         try:
             secret, public = KEY_TYPES[key_type].take(version.secret, params)

@@ -44,6 +44,10 @@ KEY_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$"
 PENDING_DELETION = "pending-deletion"
 # The longest deletion window a request may ask for.
 MAX_DELETION_WINDOW_SECONDS = 10 * 365 * 86400
+# How far ahead of this clock a version brought in (a backup's, native or Transit's) may have
+# been made: clocks differ, but a time past it would be refused by the next restore of the key's
+# own backup, and one past year 9999 could not even be written out.
+MAX_CREATED_AHEAD_SECONDS = 86400
 
 
 KeyTypeName = Annotated[

@@ -68,8 +68,6 @@ MAX_BACKUP_CONTAINERS = 100_000
 # PostgreSQL; and its digits, so that no number is read past them.
 _MAX_VERSION = 2**31 - 1
 _VERSION_DIGITS = len(str(_MAX_VERSION))
-# The last second RFC 3339 can write (9999-12-31T23:59:59Z).
-_LAST_SECOND = 253_402_300_799
 _RFC3339 = re.compile(
     r"(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})?", re.ASCII
 )
@@ -81,24 +79,27 @@ def bad_backup(detail: str) -> Problem:
 
 def _created(entry: dict[str, Any], version: int, now: float) -> float:
     """A version's creation time: its `time` (RFC 3339; Go's zero time, year 1, for none), else
-    its `creation_time` (Unix seconds), else now. A malformed one is a 400 naming the field,
-    not its value."""
+    its `creation_time` (Unix seconds), else now. A malformed one, or one before 1970 or more
+    than a day ahead of this clock (which the key's native backup could not carry, and past year
+    9999 no answer could write), is a 400 naming the field, not its value."""
     text = entry.get("time")
     if text is not None and not (isinstance(text, str) and text.startswith("0001-")):
         moment = _rfc3339(text) if isinstance(text, str) else None
         if moment is None:
             raise bad_backup(f"version {version}: time is not an RFC 3339 time")
-        return moment
-    seconds = entry.get("creation_time")
-    if not seconds:
-        return now
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or not 0 <= seconds <= _LAST_SECOND
-    ):
-        raise bad_backup(f"version {version}: creation_time is not a time in Unix seconds")
-    return float(seconds)
+        field = "time"
+    else:
+        seconds = entry.get("creation_time")
+        if not seconds:
+            return now
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise bad_backup(f"version {version}: creation_time is not a time in Unix seconds")
+        moment, field = seconds, "creation_time"
+    if not 0 <= moment <= now + keys.MAX_CREATED_AHEAD_SECONDS:
+        raise bad_backup(
+            f"version {version}: {field} is before 1970 or more than a day ahead of this clock"
+        )
+    return float(moment)
 
 
 def _rfc3339(text: str) -> float | None:

@@ -195,6 +195,32 @@ CORRUPTIONS = {
     "creation_time text": (set_entry("creation_time", "abcdef"), "version 1: creation_time"),
     "creation_time list": (set_entry("creation_time", [12345]), "version 1: creation_time"),
     "creation_time huge": (set_entry("creation_time", 10**400), "version 1: creation_time"),
+    # Times a key's answers could not write (past year 9999 in UTC), or its native backup not
+    # carry (before 1970, more than a day ahead): each was stored, then a 500 on every read.
+    "time rounds past 9999": (
+        set_entry("time", "9999-12-31T23:59:59.999999999Z"),
+        "version 1: time is before 1970 or more than a day ahead",
+    ),
+    "time past 9999 in UTC": (
+        set_entry("time", "9999-12-31T23:59:59-01:00"),
+        "version 1: time is before 1970 or more than a day ahead",
+    ),
+    "time in 2100": (
+        set_entry("time", "2100-01-01T00:00:00Z"),
+        "version 1: time is before 1970 or more than a day ahead",
+    ),
+    "time before 1970": (
+        set_entry("time", "1969-12-31T23:59:59Z"),
+        "version 1: time is before 1970 or more than a day ahead",
+    ),
+    "creation_time in 2100": (
+        set_entry("creation_time", 4102444800),
+        "version 1: creation_time is before 1970 or more than a day ahead",
+    ),
+    "creation_time negative": (
+        set_entry("creation_time", -1),
+        "version 1: creation_time is before 1970 or more than a day ahead",
+    ),
     "version superscript": (renumber("\u00b2"), "a version of the backup"),
     "version 5000 digits": (renumber(HUGE_VERSION), "a version of the backup"),
     "version past int32": (renumber("4294967296"), "a version of the backup"),

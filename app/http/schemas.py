@@ -7,6 +7,7 @@ from typing import Annotated, Any, ClassVar, Self
 
 from fastapi import Query
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -18,6 +19,7 @@ from pydantic import (
 )
 
 from app.ops.envelope import Sealed
+from app.ops.vault_fields import writable_json
 
 # The items a listing answers at most in one page (keys, tokens, audit records, FE functions).
 MAX_PAGE = 1000
@@ -84,6 +86,11 @@ EncryptionVersion = Annotated[
         "min_encryption_version; default: the latest",
     ),
 ]
+
+
+# A JSON object given as it is (a token's claims, a role's bound claims), kept or signed as
+# given: its numbers finite, as 1e400 reads as an infinity that JSON cannot write back.
+JsonObject = Annotated[dict[str, Any], AfterValidator(writable_json)]
 
 
 class DatakeyRequest(RequestBody):

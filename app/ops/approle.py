@@ -137,7 +137,7 @@ def _metadata(text: str) -> dict[str, str]:
         return {}
     try:
         parsed = json_document(text)
-    except (ValueError, RecursionError):  # deep nesting reaches the interpreter's limit
+    except ValueError:
         raise invalid_input("metadata: a JSON object of strings, as a string") from None
     if not isinstance(parsed, dict) or not all(
         isinstance(key, str) and isinstance(value, str) for key, value in parsed.items()

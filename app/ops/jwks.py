@@ -96,7 +96,7 @@ def fetch_json(url: str, ca_pem: str) -> Any:
         raise IssuerUnreachable(f"{shown}: {type(exc).__name__}") from None
     try:
         return json_document(body)
-    except (ValueError, RecursionError):
+    except ValueError:
         raise IssuerUnreachable(f"{shown}: not a JSON document") from None
 
 

@@ -305,7 +305,7 @@ def _signed_claims(
         raise _invalid_token("failed to verify id token signature")
     try:
         claims = _json_object(token.payload)
-    except (ValueError, RecursionError):
+    except ValueError:
         raise _invalid_token("the token's claims are not a JSON object") from None
     return claims, issuer
 

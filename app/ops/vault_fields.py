@@ -11,7 +11,7 @@ import json
 import re
 import types
 from datetime import UTC, datetime
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, BeforeValidator
@@ -158,16 +158,24 @@ def zero_values(model: type[BaseModel]) -> dict[str, Any]:
     }
 
 
+ValueT = TypeVar("ValueT")
+
+
+def writable_json(value: ValueT) -> ValueT:
+    """`value`, if JSON can write it: ValueError for NaN or an infinity (a number too large for
+    a float, 1e400, reads as one), which Python writes as `NaN` or `Infinity`, text that other
+    JSON readers (Go's, the `bao` command's) refuse."""
+    json.dumps(value, allow_nan=False)
+    return value
+
+
 def json_document(text: str | bytes) -> Any:
     """A JSON document that arrives inside a request or from an issuer rather than as a body
     (a field's JSON string, a token's claims, a backup, a key set), read as strictly as bodies
-    are: ValueError for what Python's reader takes beyond JSON, NaN, an infinity (a number too
-    large, 1e400) or a lone surrogate (`\\ud800`, which no UTF-8 store or answer can hold), as
-    for malformed JSON; RecursionError for nesting past the interpreter's limit."""
-    value = json.loads(text)
-    # Written back as it would be stored or answered: UnicodeEncodeError is a ValueError.
-    json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
-    return value
+    are, by the same parser: ValueError for what is not JSON (NaN, a lone surrogate such as
+    `\\ud800`, which no UTF-8 store or answer can hold), for nesting past its depth and for a
+    number too large for a float."""
+    return writable_json(from_json(text, allow_inf_nan=False))
 
 
 # A member whose value is null, somewhere in a body: base64, which large bodies are mostly,

@@ -3,10 +3,10 @@ configuration, its roles and the login (`app.ops.jwt_auth`), in Vault's shapes. 
 and roles are the admin operation `auth`; the login takes no token."""
 
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from app.http.auth_mounts import (
     RoleTokenFields,
@@ -21,7 +21,7 @@ from app.http.vault import answer, no_content, read_body, read_login, vault_body
 from app.ops import jwt_auth
 from app.ops.errors import Problem
 from app.ops.jwks import shown_url
-from app.ops.vault_fields import Strings, VaultBool, VaultInt
+from app.ops.vault_fields import Strings, VaultBool, VaultInt, writable_json
 from app.ops.work import in_thread
 
 router = login_router("jwt")
@@ -54,7 +54,16 @@ class JwtRoleBody(RoleTokenFields):
     user_claim: str | None = Field(None, max_length=256)
     bound_audiences: Strings | None = Field(None, max_length=jwt_auth.MAX_BOUND_VALUES)
     bound_subject: str | None = Field(None, max_length=1024)
-    bound_claims: dict[str, Any] | None = Field(None, max_length=jwt_auth.MAX_MAPPINGS)
+    # Finite numbers only, as for a JsonObject; the bound before the check (which pydantic would
+    # otherwise document as a string's `maxLength`).
+    bound_claims: (
+        Annotated[
+            dict[str, Any],
+            Field(max_length=jwt_auth.MAX_MAPPINGS),
+            AfterValidator(writable_json),
+        ]
+        | None
+    ) = None
     bound_claims_type: str | None = Field(None, max_length=16)
     claim_mappings: dict[str, str] | None = Field(None, max_length=jwt_auth.MAX_MAPPINGS)
     clock_skew_leeway: VaultInt | None = None

@@ -1,13 +1,13 @@
 """JWT route: a compact JWS of the caller's claims, signed with a server-held signing key
 (`app.ops.jwt`); the key set its verifiers read is `GET /v1/keys/{name}/jwks`."""
 
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.http.operation import Family
-from app.http.schemas import RequestBody
+from app.http.schemas import JsonObject, RequestBody
 from app.ops import jwt
 from app.ops.grants import Operation
 from app.ops.sign import SigningKey
@@ -34,8 +34,8 @@ JwsAlgorithm = Literal[
 
 
 class JwtSignRequest(RequestBody):
-    claims: dict[str, Any] = Field(description="the token's claims (its payload), a JSON object")
-    header: dict[str, Any] | None = Field(
+    claims: JsonObject = Field(description="the token's claims (its payload), a JSON object")
+    header: JsonObject | None = Field(
         None,
         description="fields added to the token's header (typ is JWT unless given); alg and "
         "kid are the key's, which the header may repeat but not change",

@@ -13,13 +13,13 @@ from typing import Any, TypeVar
 
 from fastapi import Request, Response
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_core import from_json
 
 from app.http.deps import audit_note, services
 from app.http.identity import auth_refused
 from app.http.vault import answer, caller, read_body, vault_body, vault_router, vault_token
 from app.http.wrapping import answered_wrapped, wrap_ttl, wrapped_answer
 from app.ops.errors import Problem, invalid_input
+from app.ops.vault_fields import json_document
 from app.ops.work import compute, in_thread
 from app.ops.wrapping import is_wrapping_token
 
@@ -107,9 +107,9 @@ async def _object(request: Request) -> dict[str, Any]:
     """The body as a JSON object (`{}` if empty)."""
     body = await request.body()
     try:
-        # pydantic's parser, not `json`: it refuses nesting past its depth limit (a 400), where
-        # `json` recurses until the interpreter's limit, and the answer could not be written.
-        parsed = await compute(len(body), from_json, body) if body.strip() else {}
+        # Read as a document inside a request is: unwrapped, the data must be JSON again (no
+        # `Infinity` from 1e400), and nesting past the parser's depth is a 400.
+        parsed = await compute(len(body), json_document, body) if body.strip() else {}
     except ValueError:
         raise invalid_input("the body is not JSON") from None
     if not isinstance(parsed, dict):

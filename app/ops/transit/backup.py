@@ -248,7 +248,7 @@ def policy_of(backup: str) -> dict[str, Any]:
         raise bad_backup(f"a backup of at most {MAX_BACKUP_CONTAINERS} arrays and objects")
     try:
         document = json_document(text)
-    except (ValueError, RecursionError):
+    except ValueError:
         raise bad_backup("failed to decode the backup: not base64 of JSON") from None
     if not isinstance(document, dict) or not isinstance(document.get("policy"), dict):
         raise bad_backup("failed to decode the backup: no policy")

@@ -185,8 +185,18 @@ def test_a_null_is_the_zero_value_of_its_fields_type() -> None:
         '{"a": -Infinity}',
         "[1e400]",
         "{",
+        "[" * 100_000,  # refused by the parser's depth bound, far below the interpreter's
     ],
-    ids=["lone-high", "lone-low", "surrogate-bytes", "nan", "infinity", "1e400", "malformed"],
+    ids=[
+        "lone-high",
+        "lone-low",
+        "surrogate-bytes",
+        "nan",
+        "infinity",
+        "1e400",
+        "malformed",
+        "deep",
+    ],
 )
 def test_a_document_with_what_json_has_not_is_refused(text: str | bytes) -> None:
     with pytest.raises(ValueError):

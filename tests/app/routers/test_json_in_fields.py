@@ -94,3 +94,30 @@ def test_a_transit_backup_holds_only_json(vault: TestClient) -> None:
         answer = vault.post("/v1/transit/restore/copy", json={"backup": restored})
         assert answer.status_code == 400, answer.text
         assert vault.get("/v1/transit/keys/copy").status_code == 404
+
+
+def test_numbers_json_cannot_write_back_are_refused(vault: TestClient) -> None:
+    """1e400 reads as an infinity, which the answer would write as `Infinity`, text Go's JSON
+    reader (the `bao` command's, Vault Agent's) refuses: data to wrap, a JWT's claims or header,
+    a JWT role's bound claims. Large but finite numbers stay as they were given."""
+    wrap = {"X-Vault-Wrap-TTL": "60"}
+    for body in (b'{"a": 1e400}', b'{"a": [-1e400]}', b'{"a": NaN}', b'{"a": Infinity}'):
+        answer = vault.post("/v1/sys/wrapping/wrap", content=body, headers=wrap)
+        assert answer.status_code == 400, (body, answer.text)
+    wrapped = vault.post("/v1/sys/wrapping/wrap", content=b'{"a": 1e300}', headers=wrap)
+    token = wrapped.json()["wrap_info"]["token"]
+    unwrapped = vault.post("/v1/sys/wrapping/unwrap", json={"token": token})
+    assert unwrapped.json()["data"] == {"a": 1e300}
+    assert vault.post("/v1/keys", json={"name": "signer", "type": "ed25519"}).status_code == 201
+    now = int(time.time())
+    claims = f'{{"sub": "s", "exp": {now + 300}, "x": 1e400}}'
+    for body in (f'{{"claims": {claims}}}', '{"claims": {"sub": "s"}, "header": {"x": -1e400}}'):
+        signed = vault.post(
+            "/v1/jwt/signer/sign", content=body, headers={"Content-Type": "application/json"}
+        )
+        assert signed.status_code == 422, signed.text
+    assert vault.post("/v1/sys/auth/jwt", json={"type": "jwt"}).status_code == 204
+    role = b'{"role_type": "jwt", "user_claim": "sub", "bound_claims": {"level": 1e400}}'
+    answer = vault.post("/v1/auth/jwt/role/r", content=role)
+    assert answer.status_code == 400, answer.text
+    assert vault.get("/v1/auth/jwt/role/r").status_code == 404

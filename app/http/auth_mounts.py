@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.http.deps import audit_note, services
@@ -32,7 +32,7 @@ from app.ops.auth_mounts import FAMILIES, AuthMounts
 from app.ops.errors import Problem, invalid_input
 from app.ops.grants import AdminOperation
 from app.ops.identity import checked_policy_name
-from app.ops.vault_fields import Duration, Strings, VaultBool, vault_integer
+from app.ops.vault_fields import Duration, Strings, VaultBody, VaultBool, vault_integer
 from app.ops.work import in_thread
 from app.store import AuthMount
 
@@ -96,13 +96,12 @@ def _given(value: Any) -> bool:
     return value not in (None, False, 0, [], {})
 
 
-class RoleTokenFields(BaseModel):
+class RoleTokenFields(VaultBody):
     """The fields of a login method's role that say what token a login gets, as Vault names
     them; a role's body adds its own. `unenforced` are Vault's fields that narrow a role which
     this service does not enforce: a role that gives one is refused (400) rather than kept
     wider than its author wrote."""
 
-    model_config = ConfigDict(extra="ignore")
     unenforced: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="before")

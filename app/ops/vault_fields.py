@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 from urllib.parse import parse_qsl
 
-from pydantic import BaseModel, BeforeValidator
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic_core import from_json
 
 # Go's duration units.
@@ -25,6 +25,14 @@ MAX_SECONDS = 10 * 365 * 86400
 # takes (the most is 256). 30 MB of "a," took 1.5 s and 231 MB to split before the field's
 # own limit refused it.
 MAX_STRINGS = 1024
+
+
+class VaultBody(BaseModel):
+    """A body as Vault reads it: a field it does not know is dropped, not refused, so a client
+    of a newer Vault, which sends fields this service lacks, still works (the native API refuses
+    them: `RequestBody`)."""
+
+    model_config = ConfigDict(extra="ignore")
 
 
 def duration_seconds(value: Any) -> int:

@@ -4,14 +4,14 @@ request fields, its roles, and the `data` of its lookups, in Vault's shapes."""
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from app.ops.auth_mounts import TOKEN
 from app.ops.cidrs import MAX_CIDRS, cidr_blocks
 from app.ops.errors import Problem, invalid_input
 from app.ops.identity import TokenTerms, remaining_seconds
 from app.ops.token_values import TOKEN_ID_PATTERN, hash_token
-from app.ops.vault_fields import Duration, Strings, VaultBool, VaultInt, vault_time
+from app.ops.vault_fields import Duration, Strings, VaultBody, VaultBool, VaultInt, vault_time
 from app.store import KeyStore, TokenRecord
 
 MAX_SECONDS = 10 * 365 * 86400
@@ -19,10 +19,8 @@ MAX_ROLES = 1000
 ROLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
-class VaultTokenCreate(BaseModel):
+class VaultTokenCreate(VaultBody):
     """What `auth/token/create` takes."""
-
-    model_config = ConfigDict(extra="ignore")
 
     id: str | None = Field(None, repr=False)  # a token's value, when its maker chooses it
     role_name: str | None = None
@@ -50,10 +48,8 @@ class VaultTokenCreate(BaseModel):
         return alias
 
 
-class VaultTokenRole(BaseModel):
+class VaultTokenRole(VaultBody):
     """What `auth/token/roles/:name` takes."""
-
-    model_config = ConfigDict(extra="ignore")
 
     allowed_policies: Strings = Field(default_factory=list, max_length=64)
     disallowed_policies: Strings = Field(default_factory=list, max_length=64)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 from fastapi import Path, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from app.http.auth_mounts import RoleTokenFields, administered_mount, auth_mount_of, login_router
 from app.http.deps import audit_note, client_address, services
@@ -38,7 +38,7 @@ from app.ops.approle import (
 from app.ops.errors import Problem
 from app.ops.identity import Identity
 from app.ops.role_tokens import role_token
-from app.ops.vault_fields import Duration, Strings, VaultBool, VaultInt
+from app.ops.vault_fields import Duration, Strings, VaultBody, VaultBool, VaultInt
 from app.ops.work import in_thread
 
 router = login_router("approle")
@@ -125,9 +125,7 @@ async def read_role_id(request: Request, role_name: RoleName) -> Response:
     return await answer(request, {"role_id": role.role_id})
 
 
-class ApproleRoleId(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class ApproleRoleId(VaultBody):
     role_id: str = Field(max_length=512)
 
 
@@ -142,13 +140,11 @@ async def write_role_id(request: Request, role_name: RoleName) -> Response:
     return await _changed(request, role_name, roles.set_role_id, body.role_id)
 
 
-class ApproleSecretIdRequest(BaseModel):
+class ApproleSecretIdRequest(VaultBody):
     # `NewSecretId`'s fields, as Vault names them (no docstring: it would enter the document).
-    model_config = ConfigDict(extra="ignore")
-
     metadata: str = Field("", max_length=65536, description="a JSON object of strings")
-    cidr_list: Strings = []
-    token_bound_cidrs: Strings = []
+    cidr_list: Strings = Field([])
+    token_bound_cidrs: Strings = Field([])
     num_uses: VaultInt | None = None
     ttl: Duration | None = None
 
@@ -193,15 +189,11 @@ async def create_custom_secret_id(request: Request, role_name: RoleName) -> Resp
     return await _new_secret_id(request, roles, role_name, body)
 
 
-class ApproleSecretId(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class ApproleSecretId(VaultBody):
     secret_id: str = Field(max_length=512)
 
 
-class ApproleSecretIdAccessor(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class ApproleSecretIdAccessor(VaultBody):
     secret_id_accessor: str = Field(max_length=64)
 
 
@@ -263,9 +255,7 @@ async def tidy_secret_ids(request: Request) -> Response:
     return tidied(request, await in_thread(roles.tidy), "secret ids")
 
 
-class ApproleLogin(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class ApproleLogin(VaultBody):
     role_id: str = ""
     secret_id: str = Field("", json_schema_extra={"writeOnly": True})
 

@@ -6,7 +6,7 @@ login takes no token."""
 from functools import partial
 
 from fastapi import Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from app.http.auth_mounts import (
     RoleTokenFields,
@@ -19,7 +19,7 @@ from app.http.identity import logged_in
 from app.http.tls import client_certificate
 from app.http.vault import read_login, vault_body
 from app.ops import cert_auth
-from app.ops.vault_fields import Strings
+from app.ops.vault_fields import Strings, VaultBody
 
 router = login_router("cert")
 _NAMES = Field(None, max_length=cert_auth.MAX_NAMES)
@@ -45,9 +45,7 @@ class CertRuleBody(RoleTokenFields):
     allowed_uri_sans: Strings | None = _NAMES
 
 
-class CertLoginBody(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class CertLoginBody(VaultBody):
     name: str = Field("", max_length=128, description="the rule to log in to; empty: any")
 
 

@@ -6,7 +6,7 @@ from functools import partial
 from typing import Annotated, Any
 
 from fastapi import Request, Response
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, Field
 
 from app.http.auth_mounts import (
     RoleTokenFields,
@@ -21,7 +21,7 @@ from app.http.vault import answer, no_content, read_body, read_login, vault_body
 from app.ops import jwt_auth
 from app.ops.errors import Problem
 from app.ops.jwks import shown_url
-from app.ops.vault_fields import Strings, VaultBool, VaultInt, writable_json
+from app.ops.vault_fields import Strings, VaultBody, VaultBool, VaultInt, writable_json
 from app.ops.work import in_thread
 
 router = login_router("jwt")
@@ -29,11 +29,9 @@ _URL = Field(None, max_length=2048)
 _PEM = Field(None, max_length=64 * 1024)
 
 
-class JwtConfigBody(BaseModel):
+class JwtConfigBody(VaultBody):
     """A JWT mount's configuration: one of the three key sources, and the checks every role
     shares."""
-
-    model_config = ConfigDict(extra="ignore")
 
     jwks_url: str | None = _URL
     jwks_ca_pem: str | None = _PEM
@@ -76,9 +74,7 @@ class JwtRoleBody(RoleTokenFields):
     user_claim_json_pointer: VaultBool | None = None
 
 
-class JwtLoginBody(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class JwtLoginBody(VaultBody):
     role: str = Field("", max_length=128)
     # The size bound is the login's first check, before the token is parsed.
     jwt: str = Field("", max_length=jwt_auth.MAX_JWT_BYTES)

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import Request, Response
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from app.http.batch import check_batch_size
 from app.http.body import JsonAnswer
@@ -41,8 +41,6 @@ _PARTIAL_FAILURE_REVERTED = (
 
 class TransitDataRequest(TransitItem):
     """A data verb's body: one item's fields, or `batch_input`, and the verb's options."""
-
-    model_config = ConfigDict(extra="ignore")
 
     # Bounded in the schema by the most any CIPHERD_MAX_BATCH_ITEMS allows: validation stops
     # there, where a million items cost 3.5 s of the event loop and 600 MB before the count

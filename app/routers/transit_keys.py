@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import Path, Query, Request, Response
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from app.http.deps import audit_note
 from app.http.transit import TransitCall, refuse_nested, transit_call
@@ -19,7 +19,7 @@ from app.ops.transit.imports import TransitKeyImport, TransitVersionImport
 from app.ops.transit.keys import TransitKeyConfig, TransitKeyCreate, checked_name
 from app.ops.transit.mount_config import TransitCacheConfig, TransitKeysConfig
 from app.ops.transit.mounts import native_name
-from app.ops.vault_fields import VaultBool, VaultInt
+from app.ops.vault_fields import VaultBody, VaultBool, VaultInt
 from app.ops.work import in_thread
 
 router = vault_router("/v1/transit", "transit")
@@ -169,9 +169,7 @@ async def _imported(
     return no_content()
 
 
-class TransitTrimRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class TransitTrimRequest(VaultBody):
     min_available_version: VaultInt
 
 
@@ -216,9 +214,7 @@ async def backup_key(request: Request, name: TransitName) -> Response:
     return await answer(request, {"backup": made})
 
 
-class TransitRestoreRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class TransitRestoreRequest(VaultBody):
     backup: str
     force: VaultBool = False
     name: str | None = None

@@ -4,7 +4,7 @@
 from typing import Any
 
 from fastapi import Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from app.http.deps import audit_note, services
 from app.http.vault import (
@@ -18,6 +18,7 @@ from app.http.vault import (
 )
 from app.ops.auth_mounts import auth_entry
 from app.ops.grants import AdminOperation
+from app.ops.vault_fields import VaultBody
 from app.ops.work import in_thread
 
 router = vault_router("/v1/sys", "sys-auth")
@@ -41,9 +42,7 @@ mount_reads(
 )
 
 
-class VaultAuthEnable(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class VaultAuthEnable(VaultBody):
     type: str = Field(max_length=64)
     description: str | None = Field(None, max_length=1024)
     config: dict[str, Any] | None = None

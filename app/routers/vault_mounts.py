@@ -27,6 +27,7 @@ from app.ops import health, keys, remount, transit
 from app.ops.errors import Problem
 from app.ops.grants import AdminOperation
 from app.ops.transit.mounts import OPENBAO_RELEASE, mount_entry
+from app.ops.vault_fields import VaultBody
 from app.ops.work import in_thread
 
 router = vault_router("/v1/sys", "sys-mounts")
@@ -54,9 +55,7 @@ async def _entry(request: Request, path: str) -> dict[str, Any]:
 mount_reads(router, "/mounts", _entry, what="A mount", name="mount")
 
 
-class VaultMountRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class VaultMountRequest(VaultBody):
     type: str
     description: str | None = None
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from app.http.deps import arrival, audit_note, services
 from app.http.vault import (
@@ -29,15 +29,13 @@ from app.ops import Services, hcl_policy, policies
 from app.ops.capabilities import capabilities, named_by_accessor, named_by_token
 from app.ops.errors import Problem, invalid_input
 from app.ops.grants import AdminOperation, Principal
-from app.ops.vault_fields import Strings
+from app.ops.vault_fields import Strings, VaultBody
 from app.ops.work import in_thread
 
 router = vault_router("/v1/sys", "sys-policies")
 
 
-class VaultPolicy(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class VaultPolicy(VaultBody):
     policy: str = Field("", max_length=hcl_policy.MAX_HCL_BYTES)
     # `sys/policy`'s older name for it.
     rules: str = Field("", max_length=hcl_policy.MAX_HCL_BYTES)
@@ -140,9 +138,7 @@ async def read_policy(request: Request, name: str) -> Response:
 MAX_CAPABILITY_PATHS = 100
 
 
-class VaultCapabilities(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class VaultCapabilities(VaultBody):
     paths: Strings = Field(default_factory=list, max_length=MAX_CAPABILITY_PATHS)
     path: Strings = Field(  # Vault's older name for it
         default_factory=list, max_length=MAX_CAPABILITY_PATHS

@@ -8,7 +8,7 @@ revocations by prefix take the admin operation `tokens`; a token's own, none."""
 from typing import Any
 
 from fastapi import Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from app.http.auth_mounts import login_router
 from app.http.deps import arrival, audit_note, services
@@ -32,7 +32,7 @@ from app.ops.errors import Problem, forbidden, invalid_input
 from app.ops.grants import AdminOperation, Principal
 from app.ops.identity import IssuedToken, vault_auth
 from app.ops.token_values import hash_token
-from app.ops.vault_fields import Duration
+from app.ops.vault_fields import Duration, VaultBody
 from app.ops.vault_tokens import VaultTokenCreate, VaultTokenRole
 from app.ops.work import in_thread
 
@@ -40,9 +40,7 @@ router = login_router("token")
 leases_router = vault_router("/v1/sys", "sys-leases")
 
 
-class VaultTokenRef(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class VaultTokenRef(VaultBody):
     token: str = Field("", max_length=512)
     accessor: str = Field("", max_length=64)
     increment: Duration = Field(0, ge=0)

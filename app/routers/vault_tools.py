@@ -6,13 +6,12 @@ path, as Vault does."""
 import re
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, ConfigDict
 
 from app.http.body import JsonAnswer
 from app.http.transit import transit_call
 from app.http.vault import envelope, read_body, vault_body, vault_router
 from app.ops.transit import crypto
-from app.ops.vault_fields import VaultInt
+from app.ops.vault_fields import VaultBody, VaultInt
 
 SOURCES = ("platform", "seal", "all")
 # A count in the path as Go's strconv.Atoi reads one: ASCII digits, a sign (not `int`'s `1_0`,
@@ -20,9 +19,7 @@ SOURCES = ("platform", "seal", "all")
 _ATOI = re.compile(r"[+-]?[0-9]{1,18}")
 
 
-class TransitHashRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class TransitHashRequest(VaultBody):
     input: str | None = None
     algorithm: str | None = None
     format: str = "hex"
@@ -46,9 +43,7 @@ async def hash_with(request: Request, algorithm: str) -> Response:
     return await _hash(request, algorithm)
 
 
-class TransitRandomRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class TransitRandomRequest(VaultBody):
     bytes: VaultInt = 32
     format: str = "base64"
     source: str = "platform"

@@ -19,7 +19,7 @@ from app.http.identity import auth_refused
 from app.http.vault import answer, caller, read_body, vault_body, vault_router, vault_token
 from app.http.wrapping import answered_wrapped, wrap_ttl, wrapped_answer
 from app.ops.errors import Problem, invalid_input
-from app.ops.vault_fields import json_document
+from app.ops.vault_fields import VaultBody, json_document
 from app.ops.work import compute, in_thread
 from app.ops.wrapping import is_wrapping_token
 
@@ -27,9 +27,7 @@ router = vault_router("/v1/sys/wrapping", "sys-wrapping")
 T = TypeVar("T")
 
 
-class WrappingToken(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class WrappingToken(VaultBody):
     token: str = Field("", max_length=256, description="the wrapping token")
 
 

@@ -20,7 +20,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StrictInt
+from pydantic import StrictInt
 
 from app.ops.aead import AeadKey
 from app.ops.errors import Problem, problem_for
@@ -33,6 +33,7 @@ from app.ops.sealing import SealingKey
 from app.ops.sign import MISSING_CONTEXT, SigningKey
 from app.ops.transit import hmac_keys
 from app.ops.transit.types import is_transit
+from app.ops.vault_fields import VaultBody
 from app.ops.versioned import VersionedKey
 from app.store import KeyNotFoundError, VersionNotFoundError
 
@@ -65,10 +66,8 @@ MAX_RANDOM_BYTES = 128 * 1024
 DATAKEY_BITS = (128, 256, 512)
 
 
-class TransitItem(BaseModel):
+class TransitItem(VaultBody):
     """One item of any Transit data verb, as its body or a `batch_input` entry gives it."""
-
-    model_config = ConfigDict(extra="ignore")
 
     # Vault reads a `batch_input` entry strictly (a `key_version` of "2" is refused) and the
     # body's own fields weakly (`TransitDataRequest`).

@@ -13,7 +13,7 @@ from functools import partial
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
-from pydantic import BaseModel, ConfigDict, StrictInt
+from pydantic import StrictInt
 
 from app.ops.imported import IMPORTED, IMPORTED_ROTATES, taken
 from app.ops.keyring import Keyring
@@ -22,7 +22,7 @@ from app.ops.transit import keys as transit_keys
 from app.ops.transit.crypto import decoded, user_error
 from app.ops.transit.keys import TransitKeyCreate
 from app.ops.transit.types import DEFAULT_TYPE, native_type
-from app.ops.vault_fields import VaultBool, VaultInt
+from app.ops.vault_fields import VaultBody, VaultBool, VaultInt
 from app.settings import Settings
 from app.store import KeyExistsError, KeyNotFoundError, KeyStore
 from core import keywrap
@@ -49,10 +49,8 @@ IMPORTED_TYPES = frozenset(
 )
 
 
-class TransitKeyImport(BaseModel):
+class TransitKeyImport(VaultBody):
     """`POST keys/:name/import`: the wrapped material and the key's creation fields."""
-
-    model_config = ConfigDict(extra="ignore")
 
     ciphertext: str | None = None
     public_key: str | None = None
@@ -66,10 +64,8 @@ class TransitKeyImport(BaseModel):
     convergent_encryption: VaultBool = False
 
 
-class TransitVersionImport(BaseModel):
+class TransitVersionImport(VaultBody):
     """`POST keys/:name/import_version`: the wrapped material of the key's next version."""
-
-    model_config = ConfigDict(extra="ignore")
 
     ciphertext: str | None = None
     public_key: str | None = None

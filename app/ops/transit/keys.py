@@ -17,7 +17,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
+from pydantic import StrictInt, ValidationError
 
 from app.ops import keys
 from app.ops.errors import Problem, forbidden, invalid_input
@@ -28,7 +28,7 @@ from app.ops.keytypes import HMAC_KEY_BYTES, KEY_TYPES, derivable, is_derived, s
 from app.ops.transit import hmac_keys, mount_config
 from app.ops.transit.mounts import transit_names
 from app.ops.transit.types import DEFAULT_TYPE, family, native_type, transit_type
-from app.ops.vault_fields import VaultBool, VaultInt, duration_seconds, vault_time
+from app.ops.vault_fields import VaultBody, VaultBool, VaultInt, duration_seconds, vault_time
 from app.settings import Settings
 from app.store import KeyExistsError, KeyInfo, KeyNotFoundError, KeyStore, SecretMount
 from app.store.patterns import Scope
@@ -54,10 +54,8 @@ MIN_AUTO_ROTATE_SECONDS = 3600
 BACKUP_INFO, RESTORE_INFO = "backup_info", "restore_info"
 
 
-class TransitKeyCreate(BaseModel):
+class TransitKeyCreate(VaultBody):
     """`POST keys/:name`: Transit's creation fields."""
-
-    model_config = ConfigDict(extra="ignore")
 
     type: str = DEFAULT_TYPE
     exportable: VaultBool = False
@@ -68,10 +66,8 @@ class TransitKeyCreate(BaseModel):
     key_size: VaultInt = 0
 
 
-class TransitKeyConfig(BaseModel):
+class TransitKeyConfig(VaultBody):
     """`POST keys/:name/config`: what may change."""
-
-    model_config = ConfigDict(extra="ignore")
 
     min_decryption_version: VaultInt | None = None
     min_encryption_version: VaultInt | None = None

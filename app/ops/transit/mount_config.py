@@ -5,17 +5,15 @@ cache is bounded by its settings)."""
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import field_validator
 
-from app.ops.vault_fields import VaultBool, VaultInt
+from app.ops.vault_fields import VaultBody, VaultBool, VaultInt
 from app.store import KeyStore, SecretMount
 
 
-class TransitKeysConfig(BaseModel):
+class TransitKeysConfig(VaultBody):
     """`POST config/keys`: what a mount's keys have in common. A field left out is its default,
     as in Vault, where a write replaces the whole."""
-
-    model_config = ConfigDict(extra="ignore")
 
     disable_upsert: VaultBool = False
 
@@ -42,10 +40,8 @@ def configure_keys(store: KeyStore, mount: SecretMount, body: TransitKeysConfig)
 CACHE_SIZE = "cache_size"
 
 
-class TransitCacheConfig(BaseModel):
+class TransitCacheConfig(VaultBody):
     """`POST cache-config`: the size Vault gives its cache of keys (0: unbounded)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     size: VaultInt = 0
 

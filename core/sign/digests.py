@@ -24,14 +24,25 @@ HASHES: dict[str, type[hashes.HashAlgorithm]] = {
 }
 
 # The message as the caller hashed it, with a hash not named (Vault Transit's
-# `hash_algorithm=none`): ECDSA signs it as any digest of its length; RSA PKCS#1 v1.5 signs it
-# with no DigestInfo (`core.sign.rsa`).
+# `hash_algorithm=none`): ECDSA signs its bytes as the digest, whatever their length; RSA PKCS#1
+# v1.5 signs them with no DigestInfo (`core.sign.rsa`).
 NO_HASH = "none"
-# What pyca is told a digest of each length is: OpenSSL signs the bytes, the name only fixes it.
-_BY_LENGTH = {
-    kind.digest_size: kind
-    for kind in (hashes.SHA1, hashes.SHA224, hashes.SHA256, hashes.SHA384, hashes.SHA512)
-}
+
+
+class _AsGiven(hashes.HashAlgorithm):
+    """A digest of the caller's own length. OpenSSL's ECDSA reads a digest of any length as
+    FIPS 186-5 says (its leftmost bits, as many as the group order has; Go's `hashToInt` too),
+    and pyca checks no more than the length named here."""
+
+    name = "none"
+    block_size = None
+
+    def __init__(self, length: int) -> None:
+        self._length = length
+
+    @property
+    def digest_size(self) -> int:
+        return self._length
 
 
 def algorithm(hash: str) -> hashes.HashAlgorithm:
@@ -46,15 +57,11 @@ def signed(
     message: bytes, hash: str, prehashed: bool
 ) -> tuple[bytes, hashes.HashAlgorithm | utils.Prehashed]:
     """What pyca signs or verifies: the message with its hash, or, prehashed, the digest itself
-    (EncodingError if it is not the hash's length)."""
+    (EncodingError if it is not the hash's length; with hash none, any length)."""
     if hash == NO_HASH:
-        stand_in = _BY_LENGTH.get(len(message))
-        if not prehashed or stand_in is None:
-            raise EncodingError(
-                "hash none signs a prehashed message of "
-                f"{', '.join(map(str, sorted(_BY_LENGTH)))} bytes as it is"
-            )
-        return message, utils.Prehashed(stand_in())
+        if not prehashed or not message:
+            raise EncodingError("hash none signs a prehashed message of one byte or more as it is")
+        return message, utils.Prehashed(_AsGiven(len(message)))
     chosen = algorithm(hash)
     if not prehashed:
         return message, chosen

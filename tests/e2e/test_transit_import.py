@@ -151,6 +151,58 @@ def test_pss_salt_lengths_in_bytes_verify_both_ways(
             assert verdicts == [True, True, False], (salt_length, signer.base_url)
 
 
+def test_prehashed_ecdsa_inputs_of_any_length_verify_both_ways(
+    servers: dict[str, tuple[str, str]], tmp_path: Path
+) -> None:
+    """The same ECDSA key on both: a prehashed input of any length, whatever `hash_algorithm`
+    names (`none` too, which Transit takes with `signature_algorithm=pkcs1v15`), signed by
+    either verifies on the other (both read its leftmost bits, as many as the curve's order
+    has), and a changed input does not; an empty one is refused by both (a 400 here)."""
+    lengths = (1, 20, 31, 33, 48, 65, 66, 67, 200)
+    for curve in (ec.SECP256R1(), ec.SECP384R1(), ec.SECP521R1()):
+        transit_type = f"ecdsa-p{curve.key_size}"
+        name = f"{transit_type}-prehashed-{secrets.token_hex(4)}"
+        material = _pkcs8(ec.generate_private_key(curve))
+        for server in servers.values():
+            done = imported(server, tmp_path, name, material, f"type={transit_type}")
+            assert done.returncode == 0, (server[0], done.stderr)
+        openbao, ours = client(servers["openbao"]), client(servers["cipherd"])
+        for length in lengths:
+            digest = base64.b64encode(os.urandom(length)).decode()
+            changed = base64.b64encode(os.urandom(length)).decode()
+            for signer, verifier, options in (
+                (openbao, ours, {"hash_algorithm": "sha2-256"}),
+                (ours, openbao, {"hash_algorithm": "sha2-256"}),
+                (openbao, ours, {"hash_algorithm": "none", "signature_algorithm": "pkcs1v15"}),
+                (ours, openbao, {"hash_algorithm": "none", "signature_algorithm": "pkcs1v15"}),
+            ):
+                signed = signer.post(
+                    f"/v1/transit/sign/{name}", json={"input": digest, "prehashed": True, **options}
+                )
+                signature = data(signed)["signature"]
+                verdicts = [
+                    data(
+                        verifier.post(
+                            f"/v1/transit/verify/{name}",
+                            json={
+                                "input": given,
+                                "signature": signature,
+                                "prehashed": True,
+                                **options,
+                            },
+                        )
+                    )["valid"]
+                    for given in (digest, changed)
+                ]
+                assert verdicts == [True, False], (transit_type, length, signer.base_url)
+        refused = [
+            server.post(f"/v1/transit/sign/{name}", json={"input": "", "prehashed": True})
+            for server in (openbao, ours)
+        ]
+        # OpenBao's refusal is a 500 ("ecdsa: hash cannot be empty"); the caller's error here.
+        assert [r.status_code for r in refused] == [500, 400], [r.text for r in refused]
+
+
 def test_an_imported_key_rotates_only_by_import_version_unless_allowed(
     servers: dict[str, tuple[str, str]], tmp_path: Path
 ) -> None:

@@ -105,7 +105,10 @@ def sign_options(
         salt = "auto" if unhashed else _salt(salt_length, hash_algorithm)
         padding = padding or "pss"
         return SignOptions(hash=chosen, prehashed=prehashed, padding=padding, salt=salt, jws=jws)
-    return SignOptions(hash=chosen, prehashed=prehashed, format=_FORMATS[marshaling], jws=jws)
+    # A prehashed ECDSA input is signed as given, of any length and whatever hash is named, as
+    # Vault signs it.
+    signed = NO_HASH if prehashed else chosen
+    return SignOptions(hash=signed, prehashed=prehashed, format=_FORMATS[marshaling], jws=jws)
 
 
 def _signer(key: VersionedKey) -> SigningKey:

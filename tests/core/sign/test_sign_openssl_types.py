@@ -3,6 +3,7 @@ directly: each verifies the other's signatures, keys go in and out as PKCS#8 (an
 seed) and refuse what is not a key of their type."""
 
 import hashlib
+import os
 
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
@@ -110,20 +111,32 @@ def test_ecdsa_prehashed_digests_have_the_hash_length() -> None:
         ecdsa_nist.sign(key, b"m", "sha256", format="recoverable")
 
 
-@pytest.mark.parametrize("length", [20, 28, 32, 48, 64])
-def test_ecdsa_signs_a_prehashed_digest_of_any_usual_length_with_no_hash(length: int) -> None:
-    key = ecdsa_nist.signing_key(ecdsa_nist.generate("p384")[0])
-    digest = bytes(range(1, length + 1))
-    signature = ecdsa_nist.sign(key, digest, "none", prehashed=True)
-    # What OpenSSL signs is the digest itself: any hash of that length names it to pyca.
-    stand_in = {20: hashes.SHA1, 28: hashes.SHA224, 32: hashes.SHA256}.get(length, hashes.SHA512)
-    if length == 48:
-        stand_in = hashes.SHA384
-    key.public_key().verify(signature, digest, ec.ECDSA(utils.Prehashed(stand_in())))
-    assert ecdsa_nist.verify(key.public_key(), digest, signature, "none", prehashed=True)
-    assert not ecdsa_nist.verify(key.public_key(), bytes(length), signature, "none", True)
-    for message, prehashed in ((digest, False), (digest + b"x", True)):
-        with pytest.raises(EncodingError, match="20, 28, 32, 48, 64 bytes"):
+# A standard hash whose digest holds any integer each curve's ECDSA reads (P-521's order has
+# 521 bits; SHA-512's 512 hold those of a digest of 64 bytes or less).
+_HOLDING = {"p256": hashes.SHA256(), "p384": hashes.SHA384(), "p521": hashes.SHA512()}
+_ORDER_BITS = {"p256": 256, "p384": 384, "p521": 521}
+
+
+@pytest.mark.parametrize("curve", ["p256", "p384", "p521"])
+def test_ecdsa_signs_a_prehashed_digest_of_any_length_with_no_hash(curve: str) -> None:
+    """With hash none, the digest is the caller's, of any length. What is signed is its
+    leftmost bits, as many as the order has (FIPS 186-5's bits2int): the same integer written
+    as a standard hash's digest verifies with pyca's own prehashed check. (P-521 with 65 bytes
+    or more, whose integer no standard digest holds, is checked against OpenBao in
+    tests/e2e/test_transit_import.py.)"""
+    key = ecdsa_nist.signing_key(ecdsa_nist.generate(curve)[0])
+    holding, bits = _HOLDING[curve], _ORDER_BITS[curve]
+    for length in (1, 20, 31, 32, 33, 48, 64, 65, 66, 67, 200):
+        digest = os.urandom(length)
+        signature = ecdsa_nist.sign(key, digest, "none", prehashed=True)
+        assert ecdsa_nist.verify(key.public_key(), digest, signature, "none", prehashed=True)
+        assert not ecdsa_nist.verify(key.public_key(), bytes(length), signature, "none", True)
+        signed = int.from_bytes(digest) >> max(0, 8 * length - bits)
+        if signed.bit_length() <= 8 * holding.digest_size:
+            same = signed.to_bytes(holding.digest_size)
+            key.public_key().verify(signature, same, ec.ECDSA(utils.Prehashed(holding)))
+    for message, prehashed in ((b"digest", False), (b"", True)):
+        with pytest.raises(EncodingError, match="one byte or more"):
             ecdsa_nist.sign(key, message, "none", prehashed=prehashed)
 
 

@@ -137,11 +137,15 @@ def seal(
     aad: bytes = b"",
     with_suite: Any = None,
 ) -> bytes:
-    """enc ‖ ciphertext of the single-shot Seal to `public`."""
+    """enc ‖ ciphertext of the single-shot Seal to `public` (InvalidKeyError if its X25519
+    part is a point of small order, whose shared secret is all zeros: RFC 9180, 7.1.4)."""
     chosen = with_suite or _SUITES[kem]
-    if not aad:
-        return bytes(chosen.encrypt(plaintext, public, info))
-    return bytes(rust_openssl.hpke._encrypt_with_aad(chosen, plaintext, public, info, aad))
+    try:
+        if not aad:
+            return bytes(chosen.encrypt(plaintext, public, info))
+        return bytes(rust_openssl.hpke._encrypt_with_aad(chosen, plaintext, public, info, aad))
+    except ValueError as exc:  # OpenSSL's "Error computing shared key", its only refusal here
+        raise InvalidKeyError(f"not an hpke-{kem} public key to encrypt to: {exc}") from None
 
 
 def open_payload(

@@ -205,6 +205,36 @@ def test_encryption_to_a_public_key_in_the_request(
     assert anonymous.post("/v1/hpke/encrypt", json=body, headers=headers).status_code == 200
 
 
+# X25519 public keys of small order, whose shared secret with any key is all zeros: 0, 1, the
+# two points of order 8, and p - 1, p and p + 1 written unreduced (the list of
+# https://cr.yp.to/ecdh.html#validate, as Wycheproof's x25519 vectors use it).
+SMALL_ORDER = [
+    bytes(32),
+    (1).to_bytes(32, "little"),
+    bytes.fromhex("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800"),
+    bytes.fromhex("5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157"),
+    *((2**255 - 19 + offset).to_bytes(32, "little") for offset in (-1, 0, 1)),
+]
+
+
+def test_encryption_to_a_point_of_small_order_is_refused(client: TestClient) -> None:
+    """RFC 9180 (7.1.4) refuses a Diffie-Hellman output of zeros: a 422 naming the key, for
+    the raw and DER forms, with and without aad, and in the hybrid's X25519 part."""
+    create(client, "pq", "hpke-mlkem768-x25519")
+    mlkem_part = unb64(client.get("/v1/keys/pq/public").json()["public_key"])[:1184]
+    for point in SMALL_ORDER:
+        der = bytes.fromhex("302a300506032b656e032100") + point
+        for body in (
+            {"type": "hpke-x25519", "public_key": b64(point)},
+            {"type": "hpke-x25519", "public_key": b64(point), "aad": b64(b"a")},
+            {"type": "hpke-x25519", "public_key": b64(der), "format": "der"},
+            {"type": "hpke-mlkem768-x25519", "public_key": b64(mlkem_part + point)},
+        ):
+            answer = client.post("/v1/hpke/encrypt", json={"plaintext": b64(b"m"), **body})
+            assert answer.status_code == 422, (point.hex(), body, answer.text)
+            assert f"not an {body['type']} public key" in answer.json()["detail"]
+
+
 def test_raw_bodies_batches_and_rotation(client: TestClient) -> None:
     secret = create(client, "k", "hpke-x25519")
     plaintext = os.urandom(200_000)

@@ -250,13 +250,25 @@ def claim(claims: Mapping[str, Any], name: str) -> Any:
     value: Any = claims
     for part in name[1:].split("/"):
         part = part.replace("~1", "/").replace("~0", "~")
+        index = _index(part, value) if isinstance(value, list) else None
         if isinstance(value, dict):
             value = value.get(part)
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
+        elif index is not None:
+            value = value[index]
         else:
             return None
     return value
+
+
+def _index(part: str, items: list[Any]) -> int | None:
+    """The element an RFC 6901 array index names: ASCII digits (Python's `isdigit` takes "²",
+    which `int` refuses) with no leading zero, no longer than the list's length is written
+    (`int` refuses 4,301 digits); None if it names none."""
+    digits = part.isascii() and part.isdigit() and (part == "0" or not part.startswith("0"))
+    if not digits or len(part) > len(str(len(items))):
+        return None
+    index = int(part)
+    return index if index < len(items) else None
 
 
 def _keys(

@@ -5,6 +5,7 @@ import base64
 import json
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -163,6 +164,23 @@ def test_a_kubernetes_service_account_token(issuer: Issuer, keys: IssuerKeys) ->
     assert verified.metadata == {"service_account": "api"}
     other = issuer.sign(kubernetes_claims(issuer, "default", "api", "https://cipherd.example"))
     assert "kubernetes.io" in refusal(lambda: verify(other, config, role, keys, time.time()))
+
+
+def test_a_pointer_indexes_a_list_with_ascii_digits_only(issuer: Issuer, keys: IssuerKeys) -> None:
+    """RFC 6901: an array index is ASCII digits with no leading zero. "01", "²" and "１" (which
+    Python calls digits) and an index of 5,000 digits (more than `int` reads) name no element,
+    so the claim is missing, a refusal; "1" names the second."""
+    config = jwks_config(issuer, keys)
+    token = issuer.sign(good(issuer, groups=["ops", "payments"]))
+    pointers = ("/groups/1", "/groups/01", "/groups/²", "/groups/１", "/groups/" + "9" * 5000)
+    for pointer, user in zip(pointers, ("payments", None, None, None, None), strict=True):
+        role = role_of(
+            {}, {"role_type": "jwt", "user_claim": pointer, "bound_audiences": "cipherd"}
+        )
+        if user is None:
+            assert pointer[:20] in refusal(partial(verify, token, config, role, keys, time.time()))
+        else:
+            assert verify(token, config, role, keys, time.time()).user == user
 
 
 def test_rotation_is_seen_and_unknown_kids_are_fetched_within_bounds(

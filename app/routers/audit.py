@@ -54,7 +54,7 @@ def _statuses(outcome: str | None) -> tuple[int | None, int | None]:
         return None, None
     if outcome in _OUTCOMES:
         return _OUTCOMES[outcome]
-    if outcome.isdecimal() and len(outcome) == 3:
+    if outcome.isascii() and outcome.isdecimal() and len(outcome) == 3:
         return int(outcome), int(outcome)
     raise invalid_input("outcome: success, failure or a three-digit status")
 

@@ -51,8 +51,9 @@ class EciesConfig(EciesOptions):
 
 
 def _query_number(value: object) -> object:
-    """A query value is text: "12" must meet the Literal[12, 16, 24] that JSON gives as 12."""
-    return int(value) if isinstance(value, str) and value.isdecimal() else value
+    """A query value is text: "12" must meet the Literal[12, 16, 24] that JSON gives as 12 (in
+    ASCII digits: `int` also reads "１２")."""
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdecimal() else value
 
 
 class EciesEncryptRequest(RequestBody):

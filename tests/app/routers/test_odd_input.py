@@ -1,5 +1,6 @@
 """Input a client would not send, answered with a 400 rather than a 500: JSON nested past the
-parser's depth, a key-name pattern outside the grammar in a Vault policy, a date in year 1."""
+parser's depth, a key-name pattern outside the grammar in a Vault policy, a date in year 1,
+numbers in digits other than ASCII's."""
 
 import json
 import time
@@ -91,3 +92,22 @@ def test_a_name_or_credential_with_a_trailing_line_break_is_refused(client: Test
     assert client.post("/v1/auth/jwt/role/r%0A", json=jwt_role).status_code == 400
     policy = client.put("/v1/sys/policies/acl/orders%0A", json={"policy": ""})
     assert policy.status_code == 400, policy.text
+
+
+def test_numbers_in_query_values_are_ascii_digits(client: TestClient) -> None:
+    """Python's `isdecimal` and `int` read "１２" (fullwidth) and "٤٠٣" (Arabic-Indic) as 12
+    and 403; a number in a query is written in ASCII, and another writing is refused, as a
+    letter would be."""
+    assert client.post("/v1/keys", json={"name": "q", "type": "ecies-secp256k1"}).status_code == 201
+    octet = {"content-type": "application/octet-stream"}
+    for written, status in (("12", 200), ("１２", 422), ("١٢", 422)):
+        sealed = client.post(
+            "/v1/ecies/q/encrypt",
+            content=b"m",
+            headers=octet,
+            params={"symmetric_nonce_length": written},
+        )
+        assert sealed.status_code == status, (written, sealed.text)
+    for written, status in (("403", 200), ("٤٠٣", 422), ("４０３", 422)):
+        listed = client.get("/v1/audit", params={"outcome": written})
+        assert listed.status_code == status, (written, listed.text)

@@ -19,26 +19,19 @@ class PolicyRepository:
 
     @moves_generation
     def put(self, name: str, document: dict[str, Any], when: float) -> PolicyRecord:
-        """Create the policy `name`, or replace its document with the next version."""
+        """Create the policy `name`, or replace its document with the next version. One
+        statement: two first writes of a name at once are a creation and a replacement, where a
+        read then an insert let both insert (a lock on no row locks nothing)."""
         text = json.dumps(document, sort_keys=True, separators=(",", ":"))
         with self._session.transaction(write=True) as cursor:
             cursor.execute(
-                f"SELECT {COLUMNS} FROM policies WHERE name = ?{self._session.dialect.row_lock}",
-                (name,),
+                f"INSERT INTO policies ({COLUMNS}) VALUES (?, 1, ?, ?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET version = policies.version + 1,"
+                " document = excluded.document, updated_at = excluded.updated_at"
+                " RETURNING version, created_at",
+                (name, text, when, when),
             )
-            row = cursor.fetchone()
-            if row is None:
-                cursor.execute(
-                    f"INSERT INTO policies ({COLUMNS}) VALUES (?, 1, ?, ?, ?)",
-                    (name, text, when, when),
-                )
-                created_at, version = when, 1
-            else:
-                created_at, version = row[3], row[1] + 1
-                cursor.execute(
-                    "UPDATE policies SET version = ?, document = ?, updated_at = ? WHERE name = ?",
-                    (version, text, when, name),
-                )
+            version, created_at = cursor.fetchone()
             advance(cursor)
         return PolicyRecord(name, version, json.loads(text), created_at, when)
 

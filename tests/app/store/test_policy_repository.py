@@ -36,6 +36,24 @@ def test_a_policy_counts_its_versions_and_each_change_moves_the_generation(
     assert store.auth_state.read().generation == start + 4
 
 
+def test_first_writes_of_a_policy_at_once_are_one_creation_and_replacements(
+    store: KeyStore, store_url: str
+) -> None:
+    """Processes writing a new name at once: one makes it, the others replace it in turn, each
+    answered with its own version (on PostgreSQL two used to insert, and one failed)."""
+    for attempt in range(5):
+        name = f"race-{attempt}"
+        barrier = threading.Barrier(8)
+
+        def write(on: KeyStore, name: str = name, barrier: threading.Barrier = barrier) -> int:
+            barrier.wait()
+            return on.policies.put(name, {"rules": []}, 1.0).version
+
+        assert sorted(at_once(store, store_url, write, processes=8)) == list(range(1, 9))
+        final = store.policies.get(name)
+        assert final is not None and final.version == 8
+
+
 def test_the_admin_token_hash_is_stored_and_moves_the_generation(store: KeyStore) -> None:
     state = store.auth_state.read()
     assert state.admin_token_hash is None

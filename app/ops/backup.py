@@ -28,6 +28,7 @@ from typing import Annotated, Any
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -137,7 +138,16 @@ def _b64(data: bytes | None) -> str | None:
 
 
 Base64 = Annotated[bytes, BeforeValidator(_base64)]
-Seconds = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
+
+
+def _not_ahead(seconds: float) -> float:
+    """A time of the source's (a version's, a release's): one far ahead would be carried on."""
+    if seconds > time.time() + MAX_CREATED_AHEAD_SECONDS:
+        raise ValueError("more than a day ahead of this clock")
+    return seconds
+
+
+Seconds = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False), AfterValidator(_not_ahead)]
 Version = Annotated[StrictInt, Field(ge=1, le=MAX_KEY_VERSION)]
 Entry = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
 # Fail-fast lists: refused at their first bad entry rather than each described (seconds and
@@ -356,14 +366,11 @@ def _checked_versions(
 ) -> list[RestoredVersion]:
     """The versions, numbered strictly increasingly, each with its material as BYOK would take
     it and its public part as the service computes it (422 otherwise)."""
-    now = time.time()
     restored: list[RestoredVersion] = []
     for index, version in enumerate(versions):
         where = f"backup.versions.{index}"
         if restored and version.version <= restored[-1].version:
             raise invalid_input(f"{where}.version: versions increase strictly")
-        if version.created_at > now + MAX_CREATED_AHEAD_SECONDS:
-            raise invalid_input(f"{where}.created_at: more than a day ahead of this clock")
         try:
             secret, public = KEY_TYPES[key_type].take(version.secret, params)
             if not _same_public(key_type, version.public, public):

@@ -224,6 +224,14 @@ def _forgeries(recipient: bytes) -> dict[str, dict[str, Any]]:
         "ledger-function-wrong-shape": fe(ledger=[entry([1, 0], 1)]),
         "ledger-of-a-missing-version": fe(ledger=[entry([1, 0, 0], 1, version=2)]),
         "ledger-on-ecies": document(recipient, ledger=[entry([1, 0, 0], 1)]),
+        # A release time past year 9999 was stored, then every listing of the key's functions
+        # answered 500, and its next backup carried it on.
+        "ledger-time-past-9999": fe(ledger=[{**entry([1, 0, 0], 1), "time": 253402300800.0}]),
+        "ledger-time-1e300": fe(ledger=[{**entry([1, 0, 0], 1), "time": 1e300}]),
+        "ledger-time-far-ahead": fe(
+            ledger=[{**entry([1, 0, 0], 1), "time": time.time() + 10 * 86400}]
+        ),
+        "made_at-far-ahead": document(recipient, made_at=time.time() + 10 * 86400),
         "unknown-field": document(recipient, comment="hello"),
     }
 

@@ -72,13 +72,17 @@ def route_scope(router: Any, route: Any) -> tuple[dict[str, Any], ASGIApp]:
 
 
 def route_template(scope: Scope) -> str:
-    """The matched route's template (`/v1/keys/{name}`): the route FastAPI noted, or the path
-    of a route it did not note (Starlette's own, such as /openapi.json) when that route has no
-    parameters and so one fixed path; else "unmatched"."""
+    """The matched route's template (`/v1/keys/{name}`): the route FastAPI noted; for a mounted
+    app (the documentation's assets), the mount's path and `{path}`, since what follows it is the
+    client's to choose; the path of a route it did not note (Starlette's own, such as
+    /openapi.json) when that route has no parameters and so one fixed path; else "unmatched"."""
     route = scope.get(ROUTE)
     if route is not None:
         return str(route.path)
     if "endpoint" in scope and not scope.get(PATH_PARAMS):
+        app_root = scope.get("app_root_path")  # set by a Mount, beside its own root path
+        if app_root is not None:
+            return f"{scope['root_path'][len(app_root) :]}/{{path}}"
         return str(scope["path"])
     return "unmatched"
 

@@ -393,6 +393,13 @@ def test_metric_labels_stay_bounded_and_name_the_route(client: TestClient) -> No
     assert re.search(r'requests_total\{method="GET",route="/openapi.json",status="200"\}', metrics)
     assert 'method="other",route="/healthz",status="405"' in metrics
     assert "PROPFIND" not in metrics
+    # Paths under the documentation's assets are the client's: one label for all of them.
+    for asset in ("swagger-ui.css", "nothing-" + "y" * 4000, "%00"):
+        client.get(f"/docs/assets/{asset}")
+    metrics = client.get("/metrics").text
+    assert 'route="/docs/assets/{path}",status="200"' in metrics
+    assert 'route="/docs/assets/{path}",status="404"' in metrics
+    assert "nothing-" not in metrics and "\x00" not in metrics and "\0" not in metrics
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import pytest
 from fastapi import APIRouter, FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
 
@@ -92,6 +92,25 @@ def test_route_template_names_the_route_that_took_the_request() -> None:
     assert route_template(openapi) == "/openapi.json"
     assert route_template({**openapi, PATH_PARAMS: {"x": "1"}}) == "unmatched"
     assert route_template({"type": "http", "path": "/nowhere"}) == "unmatched"
+
+
+def test_a_mounted_apps_requests_are_named_by_the_mount() -> None:
+    """What follows a mount's path is the client's: one template for every such request, so
+    that metrics keep one label for it (each path was one before), under a root path too."""
+    seen: list[dict[str, Any]] = []
+
+    async def mounted(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope)
+        await PlainTextResponse("")(scope, receive, send)
+
+    app = FastAPI()
+    app.mount("/docs/assets", mounted)
+    for root_path in ("", "/base"):
+        with TestClient(app, root_path=root_path) as client:
+            for path in ("a.js", "y" * 5000, "%00", "%2e%2e/x"):
+                client.get(f"{root_path}/docs/assets/{path}")
+    assert len(seen) == 8
+    assert {route_template(scope) for scope in seen} == {"/docs/assets/{path}"}
 
 
 def test_the_table_is_the_routers_routes_then_those_already_in_it() -> None:

@@ -31,7 +31,9 @@ class PolicyRepository:
                 " RETURNING version, created_at",
                 (name, text, when, when),
             )
-            version, created_at = cursor.fetchone()
+            written = cursor.fetchone()
+            assert written is not None  # an upsert returns its row
+            version, created_at = written
             advance(cursor)
         return PolicyRecord(name, version, json.loads(text), created_at, when)
 

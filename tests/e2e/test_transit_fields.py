@@ -596,6 +596,44 @@ def test_an_export_holds_no_retired_version(servers: dict[str, httpx.Client]) ->
     assert seen["cipherd"][0] == ("", 200, ["3"]) and seen["cipherd"][1][1] == 400
 
 
+@pytest.mark.parametrize("key_type", ["aes256-gcm96", "ed25519"])
+def test_a_retired_version_makes_nothing(servers: dict[str, httpx.Client], key_type: str) -> None:
+    """An encryption, data key, HMAC or signature naming a version below min_decryption_version
+    is refused, single or batched, as OpenBao refuses it (cipherd made them, and then could not
+    decrypt or verify what it made); the versions from it on work."""
+    verbs = {
+        "aes256-gcm96": (("encrypt", {"plaintext": TEXT}), ("datakey/plaintext", {})),
+        "ed25519": (("sign", {"input": TEXT}),),
+    }[key_type] + (("hmac", {"input": TEXT}),)
+    seen = {}
+    for name, client in servers.items():
+        key = f"retiring-{key_type}-" + secrets.token_hex(3)
+        client.post(f"/v1/transit/keys/{key}", json={"type": key_type}).raise_for_status()
+        for _ in range(2):
+            client.post(f"/v1/transit/keys/{key}/rotate").raise_for_status()
+        client.post(f"/v1/transit/keys/{key}/config", json={"min_decryption_version": 2})
+        outcomes = []
+        for verb, body in verbs:
+            for version in (1, 2, 3):
+                named = {**body, "key_version": version}
+                single = client.post(f"/v1/transit/{verb}/{key}", json=named)
+                # The version in the entry (encrypt reads it there) and beside the batch (sign
+                # and hmac read it there; datakey takes no batch and reads it there too).
+                batch = client.post(
+                    f"/v1/transit/{verb}/{key}",
+                    json={"batch_input": [named], "key_version": version},
+                )
+                results = batch.json().get("data", {}).get("batch_results", [{}])
+                # Refused as a whole (OpenBao's HMAC) or in its entry (cipherd's) alike.
+                refused = batch.status_code == 400 or "error" in results[0]
+                outcomes.append((verb, version, single.status_code, refused))
+        seen[name] = outcomes
+    # OpenBao answers a retired version's signature with a 500, the caller's error here.
+    vault = [(*o[:2], 400 if o[2] == 500 else o[2], o[3]) for o in seen["openbao"]]
+    assert seen["cipherd"] == vault
+    assert [o[2:] for o in seen["cipherd"] if o[1] == 1] == [(400, True)] * len(verbs)
+
+
 @pytest.mark.parametrize("key_type", ["ecdsa-p256", "rsa-2048", "ed25519"])
 @pytest.mark.parametrize("marshaling", ["asn1", "jws"])
 def test_a_malformed_signature_is_answered_as_openbao_answers(

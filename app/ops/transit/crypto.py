@@ -239,13 +239,25 @@ def _sealing(key: VersionedKey, item: TransitItem, verb: str) -> tuple[SealingKe
     return aead, _params(aead, item)
 
 
+def made_with(key: VersionedKey, item: TransitItem) -> int | None:
+    """The version an item names to encrypt, sign or MAC with (None: the latest). One below the
+    key's min_decryption_version is refused, as Vault does: what it made would not decrypt or
+    verify."""
+    version = item.key_version or None
+    floor = key.latest.min_decryption_version
+    if version is not None and version < floor:
+        raise user_error(
+            f"key version {version} is below the key's min_decryption_version ({floor})"
+        )
+    return version
+
+
 def encrypt(key: VersionedKey, item: TransitItem) -> dict[str, Any]:
     sealer, params = _sealing(key, item, "message encryption")
     if item.plaintext is None:  # an empty one is encrypted
         raise user_error("missing plaintext to encrypt")
     plaintext = decoded(item.plaintext, "plaintext")
-    version = item.key_version or None
-    sealed = sealer.encrypt(plaintext, params, envelope=False, version=version)
+    sealed = sealer.encrypt(plaintext, params, envelope=False, version=made_with(key, item))
     return {"ciphertext": prefixed(sealed.version, sealed.data), "key_version": sealed.version}
 
 
@@ -260,8 +272,7 @@ def rewrap(key: VersionedKey, item: TransitItem) -> dict[str, Any]:
     sealer, params = _sealing(key, item, "message encryption")
     version, payload = unprefixed(item.ciphertext, "ciphertext", sealer.latest.version)
     plaintext = sealer.decrypt(payload, params, version).data
-    latest = item.key_version or None
-    sealed = sealer.encrypt(plaintext, params, envelope=False, version=latest)
+    sealed = sealer.encrypt(plaintext, params, envelope=False, version=made_with(key, item))
     return {"ciphertext": prefixed(sealed.version, sealed.data), "key_version": sealed.version}
 
 
@@ -272,8 +283,7 @@ def datakey(
     if bits not in DATAKEY_BITS:
         raise user_error(f"invalid bit length {bits}; one of 128, 256, 512")
     plain = os.urandom(bits // 8)
-    version = item.key_version or None
-    sealed = sealer.encrypt(plain, params, envelope=False, version=version)
+    sealed = sealer.encrypt(plain, params, envelope=False, version=made_with(key, item))
     data = {"ciphertext": prefixed(sealed.version, sealed.data), "key_version": sealed.version}
     if with_plaintext:
         data["plaintext"] = base64.b64encode(plain).decode()
@@ -315,7 +325,7 @@ def algorithm_of(name: str | None, default: str = "sha2-256") -> str:
 def hmac_item(key: TransitKey, item: TransitItem, algorithm: str) -> dict[str, Any]:
     if item.input is None:  # an empty one is HMACed
         raise user_error("missing input for HMAC")
-    return key.hmac(decoded(item.input, "input"), algorithm, item.key_version or None)
+    return key.hmac(decoded(item.input, "input"), algorithm, made_with(key, item))
 
 
 def run_items(

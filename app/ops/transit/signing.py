@@ -20,6 +20,7 @@ from app.ops.transit.crypto import (
     algorithm_of,
     context_of,
     decoded,
+    made_with,
     prefixed,
     unprefixed,
     user_error,
@@ -128,7 +129,7 @@ def _message(item: TransitItem) -> bytes:
 def sign_item(key: VersionedKey, item: TransitItem, options: SignOptions) -> dict[str, Any]:
     signer = _signer(key)
     message = _message(item)
-    version = item.key_version or None
+    version = made_with(key, item)
     context = context_of(key, item)
     sealed = signer.sign(message, options, False, version, options.salt, context)
     signed = {

@@ -290,8 +290,9 @@ def _signed_claims(
 ) -> tuple[dict[str, Any], str]:
     if len(jwt) > MAX_JWT_BYTES:
         raise _invalid_token(f"the token is over {MAX_JWT_BYTES} bytes")
+    compact = "".join(jwt.split())  # as Vault's parser: `jwt=@file` sends the file's line break
     try:
-        token = jws.extract_compact(jwt.encode("ascii"))
+        token = jws.extract_compact(compact.encode("ascii"))
         header = token.headers()
     except (JoseError, ValueError, UnicodeError):
         raise _invalid_token("the token is not a compact JWS") from None

@@ -65,6 +65,20 @@ def test_a_good_token_gives_its_user_and_metadata(issuer: Issuer, keys: IssuerKe
     assert verified.metadata == {"repo": "acme/app"}
 
 
+def test_white_space_around_and_within_a_token_is_dropped(issuer: Issuer, keys: IssuerKeys) -> None:
+    """As Vault's parser drops it: `bao write auth/jwt/login jwt=@token` sends the file's last
+    line break, and a token pasted across lines holds others."""
+    config = jwks_config(issuer, keys)
+    token = issuer.sign(good(issuer))
+    header, payload, signature = token.split(".")
+    for sent in (
+        token + "\n",
+        "\n " + token + "\r\n",
+        f"{header}.\n{payload[:10]}\n{payload[10:]}.{signature}\t",
+    ):
+        assert verify(sent, config, ROLE, keys, time.time()).user == "repo:acme/app"
+
+
 def test_the_four_refusals(issuer: Issuer, keys: IssuerKeys) -> None:
     config = jwks_config(issuer, keys)
     now = time.time()

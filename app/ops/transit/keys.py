@@ -217,7 +217,12 @@ def create(
     )
     period = rotation_period(body.auto_rotate_period)
     patch = key_patch(auto_rotate_seconds=period) if period else None
-    keys.create(store, request, settings, noted, material)
+    try:
+        keys.create(store, request, settings, noted, material)
+    except KeyExistsError:
+        if material is not None:
+            raise
+        return store.keys.get(name)  # made meanwhile by another request: it stands
     if patch is not None:
         keys.change_policy(store, None, name, patch)
     return store.keys.get(name)

@@ -16,7 +16,7 @@ import hmac
 import re
 import secrets
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -192,22 +192,25 @@ class AppRoles:
     def names(self) -> Sequence[str]:
         return self._store.approle.role_names(self._mount)
 
-    def write(self, name: str, changes: Mapping[str, Any]) -> AppRole:
-        """Create the role `name`, or change the fields given."""
-        current = self._store.approle.role(self._mount, checked_name(name))
-        now = self._store.clock.now()
-        settings = settings_of(current.settings if current else {}, changes)
-        role = AppRole(
-            mount=self._mount,
-            name=name,
-            role_id=current.role_id if current else str(uuid.uuid4()),
-            settings=settings,
-            hmac_key=current.hmac_key if current else secrets.token_bytes(32),
-            created_at=current.created_at if current else now,
-            updated_at=now,
-        )
-        self._put(role)
-        return role
+    def write(self, name: str, changes: Mapping[str, Any], create: bool = True) -> AppRole:
+        """Create the role `name` (unless not `create`: 404), or change the fields given, on the
+        role as stored when the write is made."""
+        now = self._now()
+
+        def changed(current: AppRole | None) -> AppRole:
+            if current is None and not create:
+                raise not_found("unsupported path")  # Vault's words
+            return AppRole(
+                mount=self._mount,
+                name=name,
+                role_id=current.role_id if current else str(uuid.uuid4()),
+                settings=settings_of(current.settings if current else {}, changes),
+                hmac_key=current.hmac_key if current else secrets.token_bytes(32),
+                created_at=current.created_at if current else now,
+                updated_at=now,
+            )
+
+        return self._put(checked_name(name), changed)
 
     def field(self, name: str, path: str) -> dict[str, Any]:
         """The field of role `name` that `path` (`token-ttl`) names, as Vault reads it (address
@@ -226,7 +229,7 @@ class AppRoles:
         values = [changes[given] for given in (field, *older) if given in changes]
         if not values:
             raise invalid_input(f"missing {field}")
-        self.write(name, {field: values[0]})
+        self.write(name, {field: values[0]}, create=False)
 
     def reset_field(self, name: str, path: str) -> None:
         """Give the field `path` names Vault's default (nothing to do for a missing role)."""
@@ -235,12 +238,17 @@ class AppRoles:
             self.write(name, {field: ROLE_DEFAULTS[field]})
 
     def set_role_id(self, name: str, role_id: str) -> None:
-        role = self.role(name)
+        self.role(name)
         if not _CREDENTIAL.fullmatch(role_id):
             raise invalid_input("role_id: 1 to 512 printable characters")
-        self._put(
-            AppRole(**{**role.__dict__, "role_id": role_id, "updated_at": self._now()}),
-        )
+        now = self._now()
+
+        def changed(current: AppRole | None) -> AppRole:
+            if current is None:  # deleted meanwhile
+                raise not_found(f'role "{name[:128]}" does not exist')
+            return AppRole(**{**current.__dict__, "role_id": role_id, "updated_at": now})
+
+        self._put(name, changed)
 
     def delete(self, name: str) -> None:
         """Delete a role and its secret ids (nothing to do if there is none)."""
@@ -377,8 +385,10 @@ class AppRoles:
     def _now(self) -> float:
         return self._store.clock.now()
 
-    def _put(self, role: AppRole) -> None:
-        outcome = self._store.approle.put_role(role, MAX_ROLES_PER_MOUNT)
+    def _put(self, name: str, change: Callable[[AppRole | None], AppRole]) -> AppRole:
+        """`change` of the role as stored, written (400 if its role id is another's, 409 if
+        the mount is full)."""
+        outcome, role = self._store.approle.put_role(self._mount, name, change, MAX_ROLES_PER_MOUNT)
         if outcome == "role-id-taken":
             raise invalid_input("role_id already in use")
         if outcome == "full":
@@ -388,6 +398,7 @@ class AppRoles:
                 "Too many roles",
                 f"an AppRole mount holds at most {MAX_ROLES_PER_MOUNT} roles",
             )
+        return role
 
 
 def _field_at(path: str, writing: bool = False) -> str:

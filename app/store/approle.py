@@ -6,7 +6,7 @@ last use are one transaction, so that two replicas cannot both spend the last on
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.store.database import Cursor, Session, delete_expired
@@ -23,54 +23,50 @@ class AppRoleRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def put_role(self, role: AppRole, max_roles: int) -> str:
-        """Store a role, new or changed: "ok"; "role-id-taken" if another role of the mount
-        has its role id; "full" if the mount has `max_roles` roles already and this one is
-        new."""
-        try:
-            with self._session.transaction(write=True) as cursor:
-                cursor.execute(
-                    "SELECT name FROM approle_roles WHERE mount = ? AND role_id = ?",
-                    (role.mount, role.role_id),
-                )
-                holder = cursor.fetchone()
-                if holder is not None and holder[0] != role.name:
-                    return "role-id-taken"
+    def put_role(
+        self, mount: str, name: str, change: Callable[[AppRole | None], AppRole], max_roles: int
+    ) -> tuple[str, AppRole]:
+        """Store `change(the role as stored, or None)`, new or changed, the mount's role writes
+        one at a time, so that none is lost to another made at once and the bound holds: "ok";
+        "role-id-taken" if another role of the mount has its role id; "full" if the mount has
+        `max_roles` roles already and this one is new. With the role `change` made."""
+        with self._session.transaction(write=True) as cursor:
+            self._session.dialect.lock_name(cursor, f"approle roles of {mount}")
+            cursor.execute(
+                f"SELECT {ROLE_COLUMNS} FROM approle_roles WHERE mount = ? AND name = ?",
+                (mount, name),
+            )
+            current = cursor.fetchone()
+            role = change(None if current is None else _role(current))
+            cursor.execute(
+                "SELECT name FROM approle_roles WHERE mount = ? AND role_id = ?",
+                (mount, role.role_id),
+            )
+            holder = cursor.fetchone()
+            if holder is not None and holder[0] != name:
+                return "role-id-taken", role
+            if current is not None:
                 cursor.execute(
                     "UPDATE approle_roles SET role_id = ?, settings = ?, updated_at = ?"
                     " WHERE mount = ? AND name = ?",
-                    (
-                        role.role_id,
-                        json.dumps(role.settings),
-                        role.updated_at,
-                        role.mount,
-                        role.name,
-                    ),
+                    (role.role_id, json.dumps(role.settings), role.updated_at, mount, name),
                 )
-                cursor.execute(
-                    "SELECT 1 FROM approle_roles WHERE mount = ? AND name = ?",
-                    (role.mount, role.name),
-                )
-                if cursor.fetchone() is not None:
-                    return "ok"
-                if _count(cursor, "approle_roles WHERE mount = ?", role.mount) >= max_roles:
-                    return "full"
-                cursor.execute(
-                    f"INSERT INTO approle_roles ({ROLE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        role.mount,
-                        role.name,
-                        role.role_id,
-                        json.dumps(role.settings),
-                        role.hmac_key,
-                        role.created_at,
-                        role.updated_at,
-                    ),
-                )
-                return "ok"
-        except self._session.dialect.integrity_error:
-            # Another replica took the role id (or made the role) between our check and write.
-            return "role-id-taken"
+                return "ok", role
+            if _count(cursor, "approle_roles WHERE mount = ?", mount) >= max_roles:
+                return "full", role
+            cursor.execute(
+                f"INSERT INTO approle_roles ({ROLE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    mount,
+                    name,
+                    role.role_id,
+                    json.dumps(role.settings),
+                    role.hmac_key,
+                    role.created_at,
+                    role.updated_at,
+                ),
+            )
+            return "ok", role
 
     def role(self, mount: str, name: str) -> AppRole | None:
         return self._role_where("name", mount, name)
@@ -92,15 +88,20 @@ class AppRoleRepository:
             return [row[0] for row in cursor.fetchall()]
 
     def delete_role(self, mount: str, name: str) -> bool:
-        """Delete a role and its secret ids; False if there was no such role."""
+        """Delete a role and its secret ids; False if there was no such role. The role's row is
+        locked first, as a secret id's creation locks it: one made at once is either deleted
+        with the role or refused, never left behind."""
         with self._session.transaction(write=True) as cursor:
+            cursor.execute(
+                "SELECT 1 FROM approle_roles WHERE mount = ? AND name = ?"
+                f"{self._session.dialect.row_lock}",
+                (mount, name),
+            )
+            found = cursor.fetchone() is not None
             cursor.execute(
                 "DELETE FROM approle_secret_ids WHERE mount = ? AND role = ?", (mount, name)
             )
-            cursor.execute(
-                "SELECT 1 FROM approle_roles WHERE mount = ? AND name = ?", (mount, name)
-            )
-            if cursor.fetchone() is None:
+            if not found:
                 return False
             cursor.execute("DELETE FROM approle_roles WHERE mount = ? AND name = ?", (mount, name))
             return True

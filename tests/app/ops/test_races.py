@@ -3,6 +3,7 @@ each verb that reads and then writes holds what it promised, on SQLite and on Po
 a row lock on no row locks nothing and a read outside the write is stale by the time it writes.
 """
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,6 +11,8 @@ from typing import TypeVar
 
 import pytest
 
+from app.ops.approle import AppRoles, NewSecretId
+from app.ops.errors import Problem
 from app.ops.transit import keys as transit_keys
 from app.ops.transit.keys import TransitKeyCreate
 from app.settings import Settings
@@ -61,3 +64,47 @@ def test_a_transit_key_created_at_once_is_one_key(
         )
         assert made == [name] * PROCESSES
         assert store.keys.get(name).latest_version == 1
+
+
+def test_an_approle_role_written_at_once_keeps_every_field(store: KeyStore, store_url: str) -> None:
+    """First writes of one role at once make it once (all but one were a 400 "role_id already
+    in use"), and writes of different fields at once keep each (each replaced the whole role
+    as it had read it, so most were lost)."""
+    fields = ["token_ttl", "token_max_ttl", "secret_id_ttl", "token_num_uses", "token_period"]
+    fields += ["secret_id_num_uses", "token_explicit_max_ttl", "token_policies"]
+    values = {field: (["a", "b"] if field == "token_policies" else 60) for field in fields}
+    for attempt in range(3):
+        name = f"role-{attempt}"
+        writes = iter(range(PROCESSES))
+
+        def write(on: KeyStore, name: str = name, writes: Iterator[int] = writes) -> None:
+            field = fields[next(writes)]
+            AppRoles(on, "approle-accessor").write(name, {field: values[field]})
+
+        together(store, store_url, write)
+        role = AppRoles(store, "approle-accessor").role(name)
+        assert {field: role.settings[field] for field in fields} == values
+
+
+def test_a_secret_id_made_while_its_role_is_deleted_goes_with_it(
+    store: KeyStore, store_url: str
+) -> None:
+    """A role deleted while secret ids are made for it: each is refused or deleted with the
+    role, none left to a role of the same name made again."""
+    roles = AppRoles(store, "approle-accessor")
+    for attempt in range(3):
+        name = f"going-{attempt}"
+        roles.write(name, {})
+        calls = iter(range(PROCESSES))
+
+        def act(on: KeyStore, name: str = name, calls: Iterator[int] = calls) -> None:
+            mine = AppRoles(on, "approle-accessor")
+            if next(calls) == 0:
+                mine.delete(name)
+            else:
+                with contextlib.suppress(Problem):  # the role is gone: refused
+                    mine.new_secret_id(name, NewSecretId())
+
+        together(store, store_url, act)
+        roles.write(name, {})
+        assert list(roles.accessors(name)) == []

@@ -11,6 +11,11 @@ def role(name: str = "ci", role_id: str = "rid-1") -> AppRole:
     return AppRole(MOUNT, name, role_id, {"token_policies": ["p"]}, b"k" * 32, 1.0, 1.0)
 
 
+def put(store: KeyStore, made: AppRole, max_roles: int) -> str:
+    """Store `made` as the role of its name, whatever is stored: the outcome."""
+    return store.approle.put_role(made.mount, made.name, lambda _: made, max_roles)[0]
+
+
 def secret(accessor: str = "acc-1", uses: int = 0, expires_at: float | None = None) -> SecretId:
     digest = hashlib.sha256(accessor.encode()).digest()
     return SecretId(
@@ -19,8 +24,8 @@ def secret(accessor: str = "acc-1", uses: int = 0, expires_at: float | None = No
 
 
 def test_a_role_is_stored_changed_and_found_by_its_role_id(store: KeyStore) -> None:
-    assert store.approle.put_role(role(), 10) == "ok"
-    assert store.approle.put_role(role(role_id="rid-2"), 10) == "ok"
+    assert put(store, role(), 10) == "ok"
+    assert put(store, role(role_id="rid-2"), 10) == "ok"
     found = store.approle.role_by_id(MOUNT, "rid-2")
     assert found is not None and found.name == "ci" and found.settings == {"token_policies": ["p"]}
     assert store.approle.role_by_id(MOUNT, "rid-1") is None
@@ -31,17 +36,17 @@ def test_a_role_is_stored_changed_and_found_by_its_role_id(store: KeyStore) -> N
 def test_a_role_id_belongs_to_one_role_and_a_mount_holds_a_bounded_number(
     store: KeyStore,
 ) -> None:
-    assert store.approle.put_role(role("a", "same"), 2) == "ok"
-    assert store.approle.put_role(role("b", "same"), 2) == "role-id-taken"
-    assert store.approle.put_role(role("b", "other"), 2) == "ok"
-    assert store.approle.put_role(role("c", "third"), 2) == "full"
-    assert store.approle.put_role(role("b", "changed"), 2) == "ok"  # a change is not a new one
+    assert put(store, role("a", "same"), 2) == "ok"
+    assert put(store, role("b", "same"), 2) == "role-id-taken"
+    assert put(store, role("b", "other"), 2) == "ok"
+    assert put(store, role("c", "third"), 2) == "full"
+    assert put(store, role("b", "changed"), 2) == "ok"  # a change is not a new one
 
 
 def test_a_limited_secret_id_is_spent_once_per_login_and_gone_with_its_last_use(
     store: KeyStore,
 ) -> None:
-    store.approle.put_role(role(), 10)
+    put(store, role(), 10)
     limited = secret(uses=2)
     assert store.approle.add_secret_id(limited, 10) == "ok"
     first = store.approle.spend(MOUNT, "ci", limited.secret_hash, 2.0)
@@ -53,7 +58,7 @@ def test_a_limited_secret_id_is_spent_once_per_login_and_gone_with_its_last_use(
 
 
 def test_an_expired_secret_id_is_refused_unlisted_and_purged(store: KeyStore) -> None:
-    store.approle.put_role(role(), 10)
+    put(store, role(), 10)
     store.approle.add_secret_id(secret("old", expires_at=5.0), 10)
     store.approle.add_secret_id(secret("new", expires_at=50.0), 10)
     assert store.approle.accessors(MOUNT, "ci", 10.0) == ["new"]
@@ -65,7 +70,7 @@ def test_an_expired_secret_id_is_refused_unlisted_and_purged(store: KeyStore) ->
 
 def test_secret_ids_are_unique_bounded_and_go_with_their_role(store: KeyStore) -> None:
     assert store.approle.add_secret_id(secret(), 10) == "no-role"
-    store.approle.put_role(role(), 10)
+    put(store, role(), 10)
     assert store.approle.add_secret_id(secret("one"), 2) == "ok"
     assert store.approle.add_secret_id(secret("one"), 2) == "exists"
     assert store.approle.add_secret_id(secret("two"), 2) == "ok"

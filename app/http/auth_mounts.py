@@ -172,10 +172,15 @@ def login_role_routes(
         if not pattern.fullmatch(name):
             raise invalid_input(f"a {noun} name is 1 to 128 letters, digits, '.', '_' or '-'")
         given = await read_body(request, body)
-        store = services(request).store
-        current = await in_thread(store.auth_roles.get, mount.accessor, name)
-        role = merged(current or {}, given.model_dump(exclude_none=True))
-        if not await in_thread(store.auth_roles.put, mount.accessor, name, role, most):
+        fields = given.model_dump(exclude_none=True)
+        role = await in_thread(
+            services(request).store.auth_roles.write,
+            mount.accessor,
+            name,
+            lambda current: merged(current or {}, fields),  # on the role as stored
+            most,
+        )
+        if role is None:
             raise invalid_input(f"a mount holds at most {most} {noun}s")
         audit_note(request.scope).details.update(
             auth_mount=mount.path, role=name, policies=role["token_policies"]

@@ -8,7 +8,7 @@ transaction that makes it: a reader that keeps what it made of the roles (`app.o
 reads the revision, one row, to know whether that is still current on every replica."""
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.store.database import Cursor, Session
@@ -21,37 +21,43 @@ class AuthRoleRepository:
     def put(self, mount: str, name: str, settings: dict[str, Any], most: int) -> bool:
         """Store a role, replacing one of that name; False (nothing stored) if it is new and
         its mount holds `most` already."""
-        body = json.dumps(settings, sort_keys=True)
-        try:
-            with self._session.transaction(write=True) as cursor:
+        return self.write(mount, name, lambda _: settings, most) is not None
+
+    def write(
+        self,
+        mount: str,
+        name: str,
+        change: Callable[[dict[str, Any] | None], dict[str, Any]],
+        most: int,
+    ) -> dict[str, Any] | None:
+        """Store `change(the role as stored, or None)`: what was stored, or None (nothing
+        stored) if the role is new and its mount holds `most` already. A mount's role writes
+        are made one at a time, so that none is lost to another made at once and the bound
+        holds."""
+        with self._session.transaction(write=True) as cursor:
+            self._session.dialect.lock_name(cursor, f"auth roles of {mount}")
+            cursor.execute(
+                "SELECT settings FROM auth_roles WHERE mount = ? AND name = ?", (mount, name)
+            )
+            current = cursor.fetchone()
+            settings = change(None if current is None else json.loads(current[0]))
+            body = json.dumps(settings, sort_keys=True)
+            if current is None:
+                cursor.execute("SELECT COUNT(*) FROM auth_roles WHERE mount = ?", (mount,))
+                row = cursor.fetchone()
+                if row is not None and row[0] >= most:
+                    return None
                 cursor.execute(
-                    "SELECT 1 FROM auth_roles WHERE mount = ? AND name = ?", (mount, name)
+                    "INSERT INTO auth_roles (mount, name, settings) VALUES (?, ?, ?)",
+                    (mount, name, body),
                 )
-                if cursor.fetchone() is None:
-                    cursor.execute("SELECT COUNT(*) FROM auth_roles WHERE mount = ?", (mount,))
-                    row = cursor.fetchone()
-                    if row is not None and row[0] >= most:
-                        return False
-                    cursor.execute(
-                        "INSERT INTO auth_roles (mount, name, settings) VALUES (?, ?, ?)",
-                        (mount, name, body),
-                    )
-                else:
-                    cursor.execute(
-                        "UPDATE auth_roles SET settings = ? WHERE mount = ? AND name = ?",
-                        (body, mount, name),
-                    )
-                _moved_on(cursor, mount)
-                return True
-        except self._session.dialect.integrity_error:
-            # Another replica made the role between our check and our insert: ours replaces it.
-            with self._session.transaction(write=True) as cursor:
+            else:
                 cursor.execute(
                     "UPDATE auth_roles SET settings = ? WHERE mount = ? AND name = ?",
                     (body, mount, name),
                 )
-                _moved_on(cursor, mount)
-            return True
+            _moved_on(cursor, mount)
+            return settings
 
     def get(self, mount: str, name: str) -> dict[str, Any] | None:
         row = self._session.read_row(

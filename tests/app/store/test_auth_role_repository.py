@@ -1,6 +1,7 @@
 """The roles of JWT and certificate auth mounts (`store.auth_roles`) on both backends."""
 
 from app.store import AuthMount, KeyStore
+from tests.app.store.stores import at_once
 
 
 def test_roles_by_mount_and_name(store: KeyStore) -> None:
@@ -50,3 +51,24 @@ def test_a_removed_mount_takes_its_roles_and_their_revision(store: KeyStore) -> 
     store.auth_mounts.remove("cert")
     assert store.auth_roles.all("auth_cert_1") == {}
     assert store.auth_roles.revision("auth_cert_1") == 0
+
+
+def test_writes_at_once_keep_every_field_and_the_bound(store: KeyStore, store_url: str) -> None:
+    """Each write changes the role as stored when it is made: fields written at once are all
+    kept (each replaced the role it had read before, so most were lost), and new roles at once
+    stop at the mount's bound (a few more got in)."""
+    fields = iter(range(8))
+
+    def one_field(on: KeyStore) -> None:
+        field = f"field-{next(fields)}"
+        on.auth_roles.write("auth_jwt_1", "r", lambda now: {**(now or {}), field: 1}, most=10)
+
+    at_once(store, store_url, one_field, processes=8)
+    assert store.auth_roles.get("auth_jwt_1", "r") == {f"field-{i}": 1 for i in range(8)}
+    names = iter(range(8))
+
+    def new_role(on: KeyStore) -> bool:
+        return on.auth_roles.put("auth_cert_1", f"rule-{next(names)}", {}, most=5)
+
+    assert sorted(at_once(store, store_url, new_role, processes=8)) == [False] * 3 + [True] * 5
+    assert len(store.auth_roles.names("auth_cert_1")) == 5

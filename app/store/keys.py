@@ -190,6 +190,13 @@ class KeyRepository:
         with self._session.transaction(write=False) as cursor:
             return _info(cursor, name)
 
+    def locked(self, name: str) -> KeyInfo:
+        """`get`, with the key's row held until the enclosing transaction ends: a change read
+        from the key and written back is not lost to another made at once."""
+        with self._session.transaction(write=True) as cursor:
+            self._lock(cursor, name)
+            return _info(cursor, name)
+
     def list(
         self,
         after: str | None = None,

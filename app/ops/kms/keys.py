@@ -162,7 +162,7 @@ def _describe(store: KeyStore, name: str, arn: str, description: str) -> None:
     """Set a CreateKey key's description under its row lock (a key made outside KMS has none
     to change: UnsupportedOperationException)."""
     with store.transaction() as held:
-        info = held.keys.get(name)
+        info = held.keys.locked(name)
         if info.state == "pending-deletion":
             raise pending_deletion(arn)
         made = info.params.get("kms")

@@ -39,7 +39,7 @@ def checked_tags(current: dict[str, str], added: list[Tag]) -> dict[str, str]:
 def _retag(store: KeyStore, name: str, arn: str, added: list[Tag], removed: list[str]) -> None:
     """Set and remove tags in one transaction, under the key's row lock."""
     with store.transaction() as held:
-        info = held.keys.get(name)
+        info = held.keys.locked(name)
         if info.state == "pending-deletion":
             raise pending_deletion(arn)
         tags = checked_tags(info.params.get("tags", {}), added)

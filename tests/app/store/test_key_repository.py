@@ -405,3 +405,22 @@ def test_a_backup_comes_back_with_its_versions_and_policies(store: KeyStore) -> 
         store.keys.restore_backup("k", "aez", {}, False, versions, KeyPolicies())
     with pytest.raises(VersionNotFoundError):
         store.keys.material("k", 1)
+
+
+def test_a_key_read_locked_and_written_back_loses_no_change(
+    store: KeyStore, store_url: str
+) -> None:
+    """Changes that read the key's parameters and write them back (KMS tags, a description),
+    made at once: each reads the key `locked`, so each is kept (with `get`, read before the
+    lock, all but a few were lost)."""
+    store.keys.create("tagged", "aez", {}, False, b"s" * 48, None)
+    tags = iter(range(8))
+
+    def tag(on: KeyStore) -> None:
+        added = f"tag-{next(tags)}"
+        with on.transaction() as held:
+            current = held.keys.locked("tagged").params.get("tags", {})
+            held.keys.set_params("tagged", {"tags": {**current, added: "v"}})
+
+    at_once(store, store_url, tag, processes=8)
+    assert store.keys.get("tagged").params["tags"] == {f"tag-{i}": "v" for i in range(8)}

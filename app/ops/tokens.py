@@ -333,7 +333,14 @@ def with_aws_credentials(store: KeyStore, created: TokenCreated) -> TokenCreated
     """A new token's answer with the AWS key pair drawn and stored for it (its secret sealed:
     `app.store.aws_credentials`); revoked with the token."""
     access_key_id, secret = new_aws_credentials()
-    store.aws_credentials.add(access_key_id, created.id, secret.encode())
+    if not store.aws_credentials.add(access_key_id, created.id, secret.encode()):
+        raise Problem(
+            409,
+            "token-revoked",
+            "Token revoked",
+            f"token {created.id} was revoked (with its parent) before its AWS key pair was "
+            "stored: make another",
+        )
     return created.model_copy(
         update={"aws_access_key_id": access_key_id, "aws_secret_access_key": secret}
     )

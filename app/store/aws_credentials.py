@@ -20,9 +20,15 @@ class AwsCredentialRepository:
         self._session = session
         self._terms = terms
 
-    def add(self, access_key_id: str, token_id: str, secret: bytes) -> None:
-        """Keep `token_id`'s access key pair (inside the transaction that stores the token)."""
+    def add(self, access_key_id: str, token_id: str, secret: bytes) -> bool:
+        """Keep `token_id`'s access key pair; False (nothing kept) if the token is gone, revoked
+        since it was made. The token's row is locked as a revocation locks it."""
         with self._session.transaction(write=True) as cursor:
+            cursor.execute(
+                f"SELECT 1 FROM tokens WHERE id = ?{self._session.dialect.row_lock}", (token_id,)
+            )
+            if cursor.fetchone() is None:
+                return False
             term, wrapper = self._terms.current(cursor)
             sealed = wrapper.wrap(secret, access_key_id, 0, SECRET_TYPE)
             cursor.execute(
@@ -30,6 +36,7 @@ class AwsCredentialRepository:
                 " VALUES (?, ?, ?, ?)",
                 (access_key_id, token_id, term, sealed),
             )
+            return True
 
     def get(self, access_key_id: str) -> AwsCredential | None:
         """The access key pair and its token, if the id is one of a token not revoked."""

@@ -3,6 +3,7 @@ with its token) and aliases (one name for one key, gone with the key)."""
 
 import contextlib
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -27,6 +28,35 @@ def test_aws_credentials_sealed_and_revoked_with_their_token(store: KeyStore) ->
     assert SECRET_TYPE.encode() not in bytes(row[0])
     store.tokens.delete(record.id)
     assert store.aws_credentials.get("AKIAABCDEFGHIJKLMNOP") is None
+
+
+def test_a_key_pair_for_a_token_revoked_meanwhile_is_not_kept(
+    store: KeyStore, store_url: str
+) -> None:
+    """A token's key pair stored while the token is revoked (with its parent, say): kept and
+    gone with the token, or not kept (False), never a foreign-key error."""
+    for attempt in range(5):
+        record = TokenRecord(f"{attempt:016x}", b"h" * 32, "", ("*",), ("read",), 1.0, None)
+        store.tokens.add(record)
+        calls = iter(range(8))
+
+        def act(
+            on: KeyStore,
+            token_id: str = record.id,
+            calls: Iterator[int] = calls,
+            attempt: int = attempt,
+        ) -> bool:
+            call = next(calls)
+            if call == 0:
+                on.tokens.delete(token_id)
+                return False
+            return on.aws_credentials.add(f"AKIA{attempt}{call:015}", token_id, b"s" * 40)
+
+        at_once(store, store_url, act, processes=8)
+        assert all(
+            store.aws_credentials.get(f"AKIA{attempt}{call:015}") is None for call in range(8)
+        )
+    assert not store.aws_credentials.add("AKIAZZZZZZZZZZZZZZZZ", "no-such-token", b"s" * 40)
 
 
 def test_aliases(store: KeyStore) -> None:

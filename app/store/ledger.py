@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from app.store.database import Cursor, Session
-from app.store.errors import KeyNotFoundError
+from app.store.errors import KeyNotFoundError, VersionNotFoundError
 from app.store.pages import read_weighed
 from app.store.records import FunctionLedger, FunctionPage, FunctionRecord
 
@@ -31,25 +31,30 @@ class LedgerRepository:
         """Run `decide` on the ledger of one key version in one write transaction, serialised
         with every other decision on that version on every replica, and store what it recorded
         (nothing if it raises)."""
+        row_lock = self._session.dialect.row_lock
         with self._session.transaction(write=True) as cursor:
-            # The basis row is the lock that serialises decisions on this key version, on
-            # every replica: created if missing, then held until the commit.
+            # The key's row is the lock that serialises decisions on the key, on every replica:
+            # a quota counts releases under all its versions, and a trim or a destruction,
+            # which lock it too, cannot take the version from under the decision.
+            cursor.execute(f"SELECT params FROM keys WHERE name = ?{row_lock}", (name,))
+            key = cursor.fetchone()
+            if key is None:
+                raise KeyNotFoundError(name)
+            cursor.execute(
+                "SELECT 1 FROM key_versions WHERE name = ? AND version = ?", (name, version)
+            )
+            if cursor.fetchone() is None:
+                raise VersionNotFoundError(name, version)
             cursor.execute(
                 "INSERT INTO fe_bases (name, version, basis) VALUES (?, ?, '[]')"
                 " ON CONFLICT DO NOTHING",
                 (name, version),
             )
             cursor.execute(
-                "SELECT basis FROM fe_bases WHERE name = ? AND version = ?"
-                + self._session.dialect.row_lock,
-                (name, version),
+                "SELECT basis FROM fe_bases WHERE name = ? AND version = ?", (name, version)
             )
             row = cursor.fetchone()
             assert row is not None
-            cursor.execute("SELECT params FROM keys WHERE name = ?", (name,))
-            key = cursor.fetchone()
-            if key is None:
-                raise KeyNotFoundError(name)
             ledger = _Ledger(cursor, name, version, json.loads(row[0]), json.loads(key[0]))
             decision = decide(ledger)
             ledger.write()

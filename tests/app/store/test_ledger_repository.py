@@ -4,10 +4,11 @@ processes, the ledger going with the versions it is about, and its pages, bounde
 in bytes."""
 
 import json
+from collections.abc import Iterator
 
 import pytest
 
-from app.store import FunctionLedger, FunctionPage, KeyStore, pages
+from app.store import FunctionLedger, FunctionPage, KeyStore, VersionNotFoundError, pages
 from tests.app.store.stores import at_once, rows
 
 PARAMS = {"dimension": 2, "fe_policy": {"max_rank": 2}}
@@ -88,6 +89,53 @@ def test_decisions_on_one_version_are_taken_one_at_a_time(store: KeyStore, store
     at_once(store, store_url, releaser)
     released = store.ledger.functions("f", 1, limit=20).functions
     assert [(r.seq, r.rank) for r in released] == [(n, n) for n in range(1, 17)]
+
+
+def test_decisions_on_all_versions_of_a_key_are_taken_one_at_a_time(
+    store: KeyStore, store_url: str
+) -> None:
+    """A quota counts releases under every version of a key: decisions on different versions
+    at once each see the others' (each version's own lock let a quota of 2 release 3 or 4)."""
+    _fe_key(store, versions=4)
+    versions = iter([1, 2, 3, 4] * 3)
+
+    def decide(ledger: FunctionLedger) -> bool:
+        if ledger.released_since("alice", 0.0) >= 2:
+            return False
+        ledger.record([1, 0], "alice", 1.0, 1)
+        return True
+
+    def releaser(releasing: KeyStore) -> bool:
+        return releasing.ledger.release("f", next(versions), decide)
+
+    assert sorted(at_once(store, store_url, releaser, processes=12)) == [False] * 10 + [True] * 2
+
+
+def test_a_decision_on_a_version_trimmed_meanwhile_finds_no_version(
+    store: KeyStore, store_url: str
+) -> None:
+    """A release racing the trim of its version: decided before the trim (and its record gone
+    with the version) or refused as a missing version, never a foreign-key error."""
+    for attempt in range(3):
+        made = store.keys.create(f"t{attempt}", "ipfe-opt", PARAMS, False, b"f" * 64, b"p")
+        for _ in range(2):
+            store.keys.rotate(f"t{attempt}", b"g" * 64, b"q", made.created_at)
+        calls = iter(range(8))
+
+        def act(on: KeyStore, name: str = f"t{attempt}", calls: Iterator[int] = calls) -> str:
+            if next(calls) == 0:
+                on.keys.set_policy(name, lambda key: {"min_decryption_version": 3})
+                on.keys.trim(name)
+                return "trimmed"
+            try:
+                on.ledger.release(name, 1, lambda ledger: ledger.record([1, 0], "a", 1.0, 1))
+            except VersionNotFoundError:
+                return "refused"
+            return "released"
+
+        outcomes = at_once(store, store_url, act, processes=8)
+        assert set(outcomes) <= {"trimmed", "refused", "released"}
+        assert store.ledger.functions(f"t{attempt}", 1).functions == []
 
 
 def test_the_ledger_goes_with_its_versions(store: KeyStore) -> None:

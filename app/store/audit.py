@@ -163,6 +163,11 @@ class AuditRepository:
         row = self._session.read_row("SELECT max(seq) FROM audit WHERE chain = ?", (chain,))
         return 0 if row is None or row[0] is None else int(row[0])
 
+    def head(self, chain: str) -> AuditHead:
+        """The head of one chain (seq 0 if it has none)."""
+        row = self._session.read_row("SELECT seq, tag FROM audit_heads WHERE chain = ?", (chain,))
+        return AuditHead(chain, 0, b"") if row is None else AuditHead(chain, row[0], bytes(row[1]))
+
     def heads(self) -> Sequence[AuditHead]:
         """The head of every chain, and a head of seq 0 for a chain with records but no head."""
         with self._session.transaction(write=False) as cursor:

@@ -239,7 +239,7 @@ def _verify_chain(
     keyed = _keyed(key)
     inner_state, outer_state, columns = keyed.inner, keyed.outer, journal.columns
     compare = hmac.compare_digest
-    expected, last_mac, anchored_mac = 1, b"", b""
+    expected, last_mac, anchored_mac, head_mac = 1, b"", b"", b""
     anchored = 0 if anchor is None else anchor.seq
     for page in _pages(store, head.chain):
         for row in page:
@@ -258,6 +258,8 @@ def _verify_chain(
                 )
             if expected == anchored:
                 anchored_mac = last_mac
+            if expected == head.seq:
+                head_mac = last_mac
             expected += 1
     last = expected - 1
     if head.seq == 0 and not head.tag:
@@ -266,8 +268,14 @@ def _verify_chain(
         return last, ChainFault(
             head.chain, last + 1, f"missing (the chain's head says {head.seq} records)"
         )
-    if head.seq < last or not compare(head.tag, head_tag(key, head.chain, last, last_mac)):
+    if not compare(head.tag, head_tag(key, head.chain, head.seq, head_mac)):
         return last, ChainFault(head.chain, head.seq, "the chain's head does not verify")
+    # Records past the head read before them: written since, with a head of their own (which
+    # the next verification checks), or put there without one.
+    if head.seq < last and store.audit.head(head.chain).seq < last:
+        return last, ChainFault(
+            head.chain, head.seq + 1, "past the chain's head: not written by it"
+        )
     if anchor is None:
         return last, None
     if last < anchor.seq:

@@ -13,7 +13,7 @@ from app.ops.audit import chain
 from app.ops.audit.chain import REGISTER
 from app.ops.audit.record import AuditRecord
 from app.settings import Settings
-from app.store import AuditRow, KeyStore, journal
+from app.store import AuditHead, AuditRow, KeyStore, journal
 from tests.app.ops.audit.support import b64, cli, execute, listed, verify
 
 
@@ -77,6 +77,38 @@ def test_a_chain_stored_whole_verifies_and_a_changed_record_is_named(store: KeyS
                 other.name, 2, "its MAC does not verify: the record was changed or moved"
             )
         ],
+    )
+
+
+def test_records_written_while_a_chain_is_verified_are_not_a_fault(
+    store: KeyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records stored with their head after verification read the heads are the next one's
+    to check: they were a fault ("the chain's head does not verify") whenever verification
+    ran while requests were audited. Records put past the head without one are a fault."""
+    key = store.audit.mac_key()
+    written = chain.Chain()
+    rows, _ = written.seal(key, _records(3))
+    _store(store, key, rows)
+    written.advance(rows[-1])
+    read_heads = store.audit.heads
+
+    def heads_then_a_write() -> list[AuditHead]:
+        heads = read_heads()
+        later, _ = written.seal(key, _records(2))
+        store.audit.append(later, chain.head_of(key, later[-1]))
+        written.advance(later[-1])
+        return list(heads)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store.audit, "heads", heads_then_a_write)
+        assert chain.verify(store) == (5, [])  # every record's MAC read, the head as read
+    assert chain.verify(store) == (5, [])
+    past, _ = written.seal(key, _records(1))
+    store.audit.append(past, store.audit.head(written.name))  # the old head stands
+    assert chain.verify(store) == (
+        6,
+        [chain.ChainFault(written.name, 6, "past the chain's head: not written by it")],
     )
 
 

@@ -23,6 +23,7 @@ from app.store.errors import (
     KeyNotFoundError,
     KeyNotPendingDeletionError,
     KeyPendingDeletionError,
+    MountNotFoundError,
     VersionNotFoundError,
 )
 from app.store.keyring import Terms
@@ -100,6 +101,7 @@ class KeyRepository:
                 cursor.execute("SELECT 1 FROM kms_aliases WHERE name = ?", (ALIAS_PREFIX + name,))
                 if cursor.fetchone() is not None:
                     raise AliasedNameError(name)
+                self._refuse_disabled_mount(cursor, name)
                 term, wrapper = self._terms.current(cursor)
                 cursor.execute(
                     "INSERT INTO keys (name, type, params, exportable, created_at, updated_at,"
@@ -407,6 +409,20 @@ class KeyRepository:
                 (ACTIVE, now),
             )
             return [(name, int(version)) for name, version in cursor.fetchall()]
+
+    def _refuse_disabled_mount(self, cursor: Cursor, name: str) -> None:
+        """MountNotFoundError for a name under a disabled mount's prefix. The mount's row is
+        locked as its disabling locks it: a key made meanwhile is made first and scheduled for
+        deletion with the mount's others, or refused, never left active."""
+        cursor.execute(
+            "SELECT path, former_path FROM secret_mounts WHERE key_prefix <> ''"
+            " AND substr(?, 1, length(key_prefix)) = key_prefix"
+            f"{self._session.dialect.row_lock}",
+            (name,),
+        )
+        for path, former_path in cursor.fetchall():
+            if path is None:
+                raise MountNotFoundError(former_path)
 
     def _row(self, cursor: Cursor, name: str) -> tuple[Any, ...] | None:
         """The key's row, held until the transaction ends; None if there is no such key."""

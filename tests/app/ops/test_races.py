@@ -13,10 +13,12 @@ import pytest
 
 from app.ops.approle import AppRoles, NewSecretId
 from app.ops.errors import Problem
+from app.ops.keyring import Keyring
 from app.ops.transit import keys as transit_keys
+from app.ops.transit import mounts as transit_mounts
 from app.ops.transit.keys import TransitKeyCreate
 from app.settings import Settings
-from app.store import KeyStore, open_store
+from app.store import KeyStore, MountNotFoundError, open_store
 from tests.app.store.stores import at_once, root
 from tests.conftest import STORES
 
@@ -108,3 +110,34 @@ def test_a_secret_id_made_while_its_role_is_deleted_goes_with_it(
         together(store, store_url, act)
         roles.write(name, {})
         assert list(roles.accessors(name)) == []
+
+
+def test_a_key_made_while_its_mount_is_disabled_is_not_left_active(
+    store: KeyStore, store_url: str, settings: Settings
+) -> None:
+    """Keys made in a Transit mount while it is disabled: each is made first and scheduled
+    for deletion with the mount's others, or refused (404 mount-not-found); none stays active
+    (4 to 11 of them did, never to be deleted)."""
+    for attempt in range(3):
+        mounts = transit_mounts.Mounts(store, 0)
+        prefix = mounts.enable(f"going-{attempt}", "transit", "").key_prefix
+        calls = iter(range(PROCESSES))
+
+        def act(
+            on: KeyStore,
+            path: str = f"going-{attempt}",
+            prefix: str = prefix,
+            calls: Iterator[int] = calls,
+        ) -> None:
+            call = next(calls)
+            if call == 0:
+                transit_mounts.disable(
+                    transit_mounts.Mounts(on, 0), Keyring(on, 0, 0), path, settings
+                )
+                return
+            with contextlib.suppress(MountNotFoundError):
+                transit_keys.create(on, f"{prefix}k{call}", TransitKeyCreate(), settings)
+
+        together(store, store_url, act)
+        held = store.keys.list(patterns=[f"{prefix}*"])
+        assert all(info.state == "pending-deletion" for info in held), held

@@ -1,12 +1,13 @@
 """Keys that leave one instance and arrive in another: the instance's wrapping key pair, backups
-encrypted to another instance's wrapping key, and their import; and BYOK, key material made
-elsewhere and encrypted to the wrapping key.
+encrypted to another instance's wrapping key, and their import (BYOK, key material made elsewhere
+and encrypted to the wrapping key, is `app.ops.byok`).
 
 The wrapping key is ECIES on secp256k1, and every blob is an ECIES payload in eciespy's default
 form (uncompressed ephemeral key, 16-byte nonce, AES-256-GCM), so eciespy, eciesjs or
 `core.ecies` can make BYOK material. A backup holds every version of a key, its parameters and
-policies, and its FE ledger, as JSON: only keys created with `allow_backup` (which nothing
-clears) leave.
+policies, its FE ledger and the HMAC keys a Transit restore brought it (`transit_hmac_keys`,
+sealed under the versions' secrets), as JSON: only keys created with `allow_backup` (which
+nothing clears) leave.
 
 ECIES proves only that a blob was made for this instance, by anyone who has its public wrapping
 key; so a backup is also signed (Ed25519) by the instance that made it, over the document that
@@ -35,28 +36,27 @@ from pydantic import (
     Field,
     StrictFloat,
     StrictInt,
+    StrictStr,
     ValidationError,
 )
 
-from app.ops.errors import Problem, first_error, invalid_input, key_type_conflict
+from app.ops.errors import Problem, first_error, invalid_input
 from app.ops.fe_policy import SpanBasis, basis_capacity, flatten
-from app.ops.keyring import Keyring
 from app.ops.keys import (
     MAX_CREATED_AHEAD_SECONDS,
     KeyCreate,
     KeyOut,
     KeyPatch,
     creation_params,
-    derivation_params,
     key_out,
     policy_decision,
 )
 from app.ops.keytypes import KEY_TYPES
+from app.ops.transit import hmac_keys
 from app.settings import Settings
 from app.store import (
     FunctionLedger,
     KeyInfo,
-    KeyNotFoundError,
     KeyPolicies,
     KeyStore,
     KeyVersionInfo,
@@ -81,8 +81,6 @@ MAX_BACKUP_VERSIONS = 10_000
 MAX_KEY_VERSION = 10**9
 # The most entry operations replaying a backup's FE ledger may take (a few seconds).
 MAX_LEDGER_WORK = 2 * 10**7
-# The types whose material BYOK brings in.
-BYOK_TYPES = tuple(name for name, key_type in KEY_TYPES.items() if key_type.byok)
 # The policies a backup carries beside its `KeyCreate`, as PATCH takes them.
 VERSION_POLICIES = frozenset(
     {"min_decryption_version", "min_encryption_version", "auto_rotate_seconds"}
@@ -113,7 +111,7 @@ def signing_public_key(store: KeyStore) -> bytes:
     return _signing_key(store).public
 
 
-def _unwrap(store: KeyStore, blob: bytes, what: str) -> bytes:
+def unwrap(store: KeyStore, blob: bytes, what: str) -> bytes:
     secret, _ = store.wrapping_key.pair(_keypair)
     try:
         return ecies.decrypt(secret, blob)
@@ -180,7 +178,8 @@ class LedgerEntry(BaseModel):
 
 class BackupDocument(BaseModel):
     """What a backup holds: the key as `POST /v1/keys` would create it, its version policies
-    as `PATCH` would set them, its versions and its FE ledger."""
+    as `PATCH` would set them, its versions, its FE ledger and its versions' sealed HMAC keys
+    (`app.ops.transit.hmac_keys`), when a Transit restore brought them."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -190,11 +189,14 @@ class BackupDocument(BaseModel):
     policies: KeyPatch
     versions: list[BackupVersion] = Field(min_length=1, max_length=MAX_BACKUP_VERSIONS)
     ledger: Annotated[list[LedgerEntry], Field(fail_fast=True)] = Field(default_factory=list)
+    transit_hmac_keys: dict[str, StrictStr] = Field(
+        default_factory=dict, max_length=MAX_BACKUP_VERSIONS
+    )
 
 
 def backup(store: KeyStore, name: str, wrapping_key: bytes) -> bytes:
-    """Every version, the parameters, the policies and the FE ledger of `name`, signed by this
-    instance and ECIES-encrypted to `wrapping_key`."""
+    """Every version, the parameters, the policies, the FE ledger and the Transit HMAC keys of
+    `name`, signed by this instance and ECIES-encrypted to `wrapping_key`."""
     info = store.keys.get(name)
     if not info.params.get("allow_backup"):
         raise Problem(
@@ -259,6 +261,9 @@ def backup(store: KeyStore, name: str, wrapping_key: bytes) -> bytes:
             for record in released
         ],
     }
+    sealed_hmac_keys = hmac_keys.for_backup(info)
+    if sealed_hmac_keys:  # only then: an instance without the field refuses every backup with it
+        document["transit_hmac_keys"] = sealed_hmac_keys
     signer = _signing_key(store)
     signed = BACKUP_MAGIC + signer.public
     body = json.dumps(document).encode()
@@ -269,7 +274,7 @@ def backup(store: KeyStore, name: str, wrapping_key: bytes) -> bytes:
 def open_backup(store: KeyStore, settings: Settings, blob: bytes) -> tuple[BackupDocument, bytes]:
     """The document of a backup made for this instance and signed by a signer it takes, with
     that signer's public key (422 for any other)."""
-    plaintext = _unwrap(store, blob, "backup")
+    plaintext = unwrap(store, blob, "backup")
     if not plaintext.startswith(BACKUP_MAGIC) or len(plaintext) < _DOCUMENT_AT:
         raise invalid_input(
             "backup: not a signed cipherd key backup (backups made before they were signed "
@@ -332,6 +337,14 @@ def restore(
         raise invalid_input(f"backup.policies: {sorted(extra)} travel in backup.key")
     versions = _checked_versions(key.type, params, document.versions)
     numbers = [v.version for v in versions]
+    if document.transit_hmac_keys:
+        secrets = {v.version: v.secret for v in versions}
+        try:
+            params[hmac_keys.PARAM] = hmac_keys.carried(
+                key.type, document.transit_hmac_keys, secrets
+            )
+        except ValueError as exc:
+            raise invalid_input(f"backup.transit_hmac_keys: {exc}") from None
     proposed = KeyInfo(
         key.name,
         key.type,
@@ -458,43 +471,3 @@ def _restoring(basis: list[list[int]], entries: Sequence[LedgerEntry]) -> Any:
         ledger.basis = basis
 
     return write
-
-
-def import_material(
-    store: KeyStore,
-    keyring: Keyring | None,
-    name: str,
-    key_type: str,
-    wrapped: bytes,
-    derivation: tuple[bool, bool] = (False, False),
-) -> tuple[KeyOut, bool]:
-    """BYOK: material ECIES-encrypted to the wrapping key, as a new key or as the next version
-    of the key `name` of the same type; the key, and whether it is new. `derivation`: an AEAD
-    key's (derived, convergent), as at creation; a next version's must be its key's."""
-    if key_type not in BYOK_TYPES:
-        raise invalid_input(
-            f"type: material can be imported for {', '.join(BYOK_TYPES)}, not {key_type}"
-        )
-    params = derivation_params(key_type, *derivation)
-    try:
-        material = _unwrap(store, wrapped, "wrapped_material")
-        secret, public = KEY_TYPES[key_type].take(material, {})
-    except (InvalidKeyError, EncodingError, ValueError) as exc:
-        raise invalid_input(f"wrapped_material: {exc}") from None
-    try:
-        current = store.keys.get(name)
-    except KeyNotFoundError:
-        info = store.keys.create(name, key_type, params, False, secret, public)
-        return key_out(info, with_versions=True), True
-    if current.type != key_type:
-        raise key_type_conflict(f"key {name!r} has type {current.type}, not {key_type}")
-    held = {option: True for option in ("derived", "convergent") if current.params.get(option)}
-    if any(derivation) and params != held:
-        raise key_type_conflict(
-            f"key {name!r} is derived={bool(held.get('derived'))}, "
-            f"convergent={bool(held.get('convergent'))}: a next version keeps its key's"
-        )
-    info = store.keys.rotate(name, secret, public, current.created_at)
-    if keyring is not None:
-        keyring.forget(name)
-    return key_out(info, with_versions=True), False

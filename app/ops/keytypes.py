@@ -1,6 +1,6 @@
 """Key types: what each one draws, takes in from elsewhere, shows of its public part and gives
 out on export. A new type is one entry of `KEY_TYPES`; the verbs of `app.ops.keys` (creation,
-rotation, the public part, export) and `app.ops.backup` (BYOK, backups) read only these hooks.
+rotation, the public part, export), `app.ops.backup` and `app.ops.byok` read only these hooks.
 
 A version is stored as a secret and, for the types that have one, a public part. The secret is
 what `generate` draws or `take` gives back, in the type's own form (a raw key, an FE master key's

@@ -1,5 +1,5 @@
 """Key lifecycle routes: create, list, read, rotate, delete, public part, export (`app.ops.keys`),
-backup and import (`app.ops.backup`)."""
+backup and import (`app.ops.backup`, `app.ops.byok`)."""
 
 import base64
 from typing import Annotated, Any
@@ -21,7 +21,7 @@ from app.http.deps import (
 )
 from app.http.operation import operation_id
 from app.http.schemas import Base64Bytes, PageSize
-from app.ops import backup, jwt, keys
+from app.ops import backup, byok, jwt, keys
 from app.ops.errors import forbidden
 from app.ops.grants import AdminOperation, Operation, Principal
 from app.ops.keys import KEY_NAME_PATTERN, KeyCreate, KeyOut, KeyTypeName
@@ -179,7 +179,7 @@ async def import_key(
         note.details["form"] = "byok"
         await admit_change(request, principal, (Operation.CREATE, Operation.ROTATE), body.name)
         key, new = await in_thread(
-            backup.import_material,
+            byok.import_material,
             services.store,
             services.keyring,
             body.name,

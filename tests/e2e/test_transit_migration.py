@@ -5,7 +5,9 @@ makes data keys, signs (JWS-marshaled too) and HMACs under each version; its `tr
 restored into the other server (`transit/restore`), which must open every ciphertext, accept
 every signature and HMAC, and make the same HMACs; then the other server does the same under the
 migrated key, and the first one must open and accept all of it. Everything goes through hvac, as
-an application moving from one to the other would call them.
+an application moving from one to the other would call them. A key moved from OpenBao is then
+backed up by cipherd's own backup and imported under another name, which must still open and
+accept what OpenBao made: OpenBao's HMAC keys, one per version, go with it.
 """
 
 import base64
@@ -16,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import hvac
 import pytest
 
@@ -269,7 +272,24 @@ def key_name(case: str) -> str:
     return case.replace(" ", "-") + "-" + secrets.token_hex(3)
 
 
-def check_both_ways(source: hvac.Client, target: hvac.Client, kind: Kind, case: str) -> None:
+def copied_natively(cipherd: hvac.Client, name: str) -> str:
+    """The key `name` backed up by cipherd's own backup and imported under another name there;
+    that name."""
+    copy = f"{name}-copy"
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with httpx.Client(base_url=cipherd.url, headers=admin) as http:
+        to = {"wrapping_key": http.get("/v1/sys/wrapping-key").json()["public_key"]}
+        blob = http.post(f"/v1/keys/{name}/backup", json=to).json()["backup"]
+        answer = http.post("/v1/keys/import", json={"backup": blob, "name": copy})
+        assert answer.status_code == 201, answer.text
+    return copy
+
+
+def check_both_ways(
+    source: hvac.Client, target: hvac.Client, kind: Kind, case: str
+) -> tuple[str, Made]:
+    """The module's checks for one key: its name, and what the source made under it before it
+    moved."""
     name = key_name(case)
     create(source, name, kind)
     source.secrets.transit.rotate_key(name=name)
@@ -289,11 +309,14 @@ def check_both_ways(source: hvac.Client, target: hvac.Client, kind: Kind, case: 
 
     after = made_on(target, name, kind, (1, 2))
     assert_opens(source, name, kind, after)
+    return name, before
 
 
 @pytest.mark.parametrize("case", list(FROM_OPENBAO))
 def test_an_openbao_key_moves_to_cipherd(servers: Servers, case: str) -> None:
-    check_both_ways(servers.openbao, servers.cipherd, FROM_OPENBAO[case], case)
+    kind = FROM_OPENBAO[case]
+    name, made_there = check_both_ways(servers.openbao, servers.cipherd, kind, case)
+    assert_opens(servers.cipherd, copied_natively(servers.cipherd, name), kind, made_there)
 
 
 @pytest.mark.parametrize("case", list(KINDS))

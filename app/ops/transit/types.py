@@ -40,6 +40,11 @@ def transit_type(native: str) -> str:
     return _TRANSIT.get(native, native)
 
 
+def vault_has(native: str) -> bool:
+    """Whether Vault's Transit has the type too: only such keys come from its backups."""
+    return native in _TRANSIT
+
+
 def is_transit(native: str) -> bool:
     return native in KEY_TYPES and KEY_TYPES[native].family not in _NOT_TRANSIT
 

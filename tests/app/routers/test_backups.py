@@ -8,7 +8,9 @@ version's documents) out of the store."""
 
 import base64
 import copy
+import hmac
 import json
+import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,6 +21,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.ops.backup import BACKUP_MAGIC
+from app.ops.transit.hmac_keys import sealed
 from app.settings import Settings
 from core import ecies
 from core.sign import ecdsa_nist, ed25519, mldsa, rsa
@@ -82,6 +85,23 @@ KEYS = {
 }
 
 
+# Two aes256-gcm versions' secrets, and an HMAC key sealed under each as a Transit restore keeps
+# it (3: under version 1's secret, for a version the documents do not hold).
+AES_SECRETS = {1: os.urandom(32), 2: os.urandom(32)}
+HMAC_KEY = os.urandom(32)
+SEALED = {
+    **{number: sealed(secret, number, HMAC_KEY) for number, secret in AES_SECRETS.items()},
+    3: sealed(AES_SECRETS[1], 3, HMAC_KEY),
+}
+
+
+def aes_versions() -> list[dict[str, Any]]:
+    return [
+        {"version": number, "created_at": time.time() - 100, "secret": b64(secret), "public": None}
+        for number, secret in AES_SECRETS.items()
+    ]
+
+
 def _forgeries(recipient: bytes) -> dict[str, dict[str, Any]]:
     """Each a backup that must not be stored, by what is wrong with it."""
     good = document(recipient)
@@ -115,6 +135,14 @@ def _forgeries(recipient: bytes) -> dict[str, dict[str, Any]]:
             "time": time.time(),
             "rank": rank,
         }
+
+    def with_hmac_keys(sealed_keys: Any, key_type: str = "aes256-gcm") -> dict[str, Any]:
+        return document(
+            recipient,
+            key=_key("forged", key_type),
+            versions=aes_versions(),
+            transit_hmac_keys=sealed_keys,
+        )
 
     other_secret, _ = ecies.generate_keypair("secp256k1")
     p256, other_p256, p384 = KEYS["p256"], KEYS["other_p256"], KEYS["p384"]
@@ -232,11 +260,42 @@ def _forgeries(recipient: bytes) -> dict[str, dict[str, Any]]:
             ledger=[{**entry([1, 0, 0], 1), "time": time.time() + 10 * 86400}]
         ),
         "made_at-far-ahead": document(recipient, made_at=time.time() + 10 * 86400),
+        "transit_hmac_keys-not-an-object": with_hmac_keys([SEALED[1]]),
+        "transit_hmac_keys-null": with_hmac_keys(None),
+        "transit_hmac_keys-a-number": with_hmac_keys({"1": 7}),
+        "transit_hmac_keys-of-a-missing-version": with_hmac_keys({"3": SEALED[3]}),
+        "transit_hmac_keys-version-01": with_hmac_keys({"01": SEALED[1]}),
+        "transit_hmac_keys-not-base64": with_hmac_keys({"1": "not base64!"}),
+        "transit_hmac_keys-too-short-to-open": with_hmac_keys({"1": b64(bytes(11))}),
+        "transit_hmac_keys-of-another-secret": with_hmac_keys(
+            {"1": sealed(os.urandom(32), 1, HMAC_KEY)}
+        ),
+        "transit_hmac_keys-of-another-version": with_hmac_keys({"2": SEALED[1]}),
+        "transit_hmac_keys-on-ecies": document(
+            recipient, transit_hmac_keys={"1": sealed(base64.b64decode(v1["secret"]), 1, HMAC_KEY)}
+        ),
+        "transit_hmac_keys-on-hmac": with_hmac_keys({"1": SEALED[1]}, "hmac"),
         "unknown-field": document(recipient, comment="hello"),
     }
 
 
 FORGERY_IDS = list(_forgeries(bytes(65)))  # the ids only: the documents need the recipient
+
+
+def test_the_hmac_keys_the_forgeries_start_from_import_and_mac(target: TestClient) -> None:
+    """The document the `transit_hmac_keys` forgeries change imports, and the key MACs with the
+    HMAC key it carried."""
+    recipient = wrapping(target)["public_key"]
+    made = document(
+        recipient,
+        key=_key("forged", "aes256-gcm"),
+        versions=aes_versions(),
+        transit_hmac_keys={"1": SEALED[1]},
+    )
+    assert target.post("/v1/keys/import", json={"backup": seal(made, recipient)}).status_code == 201
+    answer = target.post("/v1/transit/hmac/forged", json={"input": b64(b"m"), "key_version": 1})
+    expected = b64(hmac.digest(HMAC_KEY, b"m", "sha256"))
+    assert answer.json()["data"]["hmac"] == f"vault:v1:{expected}"
 
 
 @pytest.mark.parametrize("case", FORGERY_IDS)
@@ -394,3 +453,50 @@ def test_a_backup_is_not_opened_for_a_caller_who_could_restore_none(tmp_path: Pa
             assert answer.status_code == 403, answer.text
             assert "secret-name" not in answer.text
             assert "'backup', or create" in answer.json()["detail"]
+
+
+def test_the_hmac_keys_of_a_transit_restore_travel_with_its_native_backup(tmp_path: Path) -> None:
+    """A key restored from a Transit backup MACs with each version's HMAC key of the backup (Vault
+    draws one per version). Its native backup carries them, so the key imported from it verifies
+    the HMACs made before and makes the same ones; before, the copy derived HMAC keys of its own
+    and `verify` answered false. A version trimmed away leaves its HMAC key behind."""
+    message = b64(b"invoice 42")
+    with instance(tmp_path, "source") as source:
+        made = {"exportable": True, "allow_plaintext_backup": True}
+        assert source.post("/v1/transit/keys/vaults", json=made).status_code in (200, 204)
+        assert source.post("/v1/transit/keys/vaults/rotate").status_code == 200
+        backup = source.get("/v1/transit/backup/vaults").json()["data"]["backup"]
+        transit = json.loads(base64.b64decode(backup))
+        hmac_keys = {number: os.urandom(32) for number in transit["policy"]["keys"]}
+        for number, entry in transit["policy"]["keys"].items():
+            entry["hmac_key"] = b64(hmac_keys[number])
+        restore = {"backup": b64(json.dumps(transit).encode())}
+        assert source.post("/v1/transit/restore/orders", json=restore).status_code == 204
+        macs = {}
+        for version in (1, 2):
+            body = {"input": message, "key_version": version}
+            macs[version] = source.post("/v1/transit/hmac/orders", json=body).json()["data"]["hmac"]
+            expected = b64(hmac.digest(hmac_keys[str(version)], b"invoice 42", "sha256"))
+            assert macs[version] == f"vault:v{version}:{expected}"
+        with instance(tmp_path, "target", [wrapping(source)["signing_key"]]) as target:
+            to = {"wrapping_key": b64(wrapping(target)["public_key"])}
+
+            def copied(name: str, versions: tuple[int, ...]) -> None:
+                """The key's native backup imported as `name`, which verifies and makes again
+                the HMACs of `versions`."""
+                blob = source.post("/v1/keys/orders/backup", json=to).json()["backup"]
+                answer = target.post("/v1/keys/import", json={"backup": blob, "name": name})
+                assert answer.status_code == 201, answer.text
+                for version in versions:
+                    check = {"input": message, "hmac": macs[version]}
+                    verified = target.post(f"/v1/transit/verify/{name}", json=check).json()
+                    assert verified["data"]["valid"] is True, (name, version)
+                    body = {"input": message, "key_version": version}
+                    again = target.post(f"/v1/transit/hmac/{name}", json=body).json()
+                    assert again["data"]["hmac"] == macs[version]
+
+            copied("copy", (1, 2))
+            raised = source.patch("/v1/keys/orders", json={"min_decryption_version": 2})
+            assert raised.status_code == 200, raised.text
+            assert source.post("/v1/keys/orders/trim").status_code == 200
+            copied("trimmed", (2,))

@@ -7,7 +7,7 @@ from app.ops.errors import invalid_input, key_type_conflict
 from app.ops.keyring import Keyring
 from app.ops.keys import KeyOut, derivation_params, key_out
 from app.ops.keytypes import KEY_TYPES
-from app.store import KeyNotFoundError, KeyStore
+from app.store import KeyExistsError, KeyNotFoundError, KeyStore
 from core.errors import EncodingError, InvalidKeyError
 
 # The types whose material BYOK brings in.
@@ -38,8 +38,11 @@ def import_material(
     try:
         current = store.keys.get(name)
     except KeyNotFoundError:
-        info = store.keys.create(name, key_type, params, False, secret, public)
-        return key_out(info, with_versions=True), True
+        try:
+            info = store.keys.create(name, key_type, params, False, secret, public)
+            return key_out(info, with_versions=True), True
+        except KeyExistsError:  # made meanwhile by another import: this one is its next version
+            current = store.keys.get(name)
     if current.type != key_type:
         raise key_type_conflict(f"key {name!r} has type {current.type}, not {key_type}")
     held = {option: True for option in ("derived", "convergent") if current.params.get(option)}

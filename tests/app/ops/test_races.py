@@ -4,6 +4,7 @@ a row lock on no row locks nothing and a read outside the write is stale by the 
 """
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import TypeVar
 
 import pytest
 
+from app.ops import backup, byok
 from app.ops.approle import AppRoles, NewSecretId
 from app.ops.errors import Problem
 from app.ops.keyring import Keyring
@@ -19,6 +21,7 @@ from app.ops.transit import mounts as transit_mounts
 from app.ops.transit.keys import TransitKeyCreate
 from app.settings import Settings
 from app.store import KeyStore, MountNotFoundError, open_store
+from core import ecies
 from tests.app.store.stores import at_once, root
 from tests.conftest import STORES
 
@@ -141,3 +144,27 @@ def test_a_key_made_while_its_mount_is_disabled_is_not_left_active(
         together(store, store_url, act)
         held = store.keys.list(patterns=[f"{prefix}*"])
         assert all(info.state == "pending-deletion" for info in held), held
+
+
+def test_imports_of_one_new_name_at_once_make_a_key_and_its_versions(
+    store: KeyStore, store_url: str
+) -> None:
+    """BYOK imports to a name no key has, at once: one makes the key and the others its next
+    versions, as one after another would (all but one were a 409 key-exists)."""
+    wrapping = backup.wrapping_public_key(store)
+    for attempt in range(3):
+        name = f"imported-{attempt}"
+        wrapped = [ecies.encrypt(wrapping, os.urandom(48)) for _ in range(PROCESSES)]
+        calls = iter(range(PROCESSES))
+
+        def act(
+            on: KeyStore,
+            name: str = name,
+            calls: Iterator[int] = calls,
+            wrapped: list[bytes] = wrapped,
+        ) -> bool:
+            return byok.import_material(on, None, name, "aez", wrapped[next(calls)])[1]
+
+        made = together(store, store_url, act)
+        assert sorted(made) == [False] * (PROCESSES - 1) + [True]
+        assert store.keys.get(name).latest_version == PROCESSES

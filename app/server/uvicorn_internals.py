@@ -68,9 +68,26 @@ def serve(
 
 
 # Vault's clients list with the method LIST, which httptools' parser refuses: a request line
-# `LIST <target> HTTP/1.1` at the start of a request is read as `GET <target>?list=true` (Vault
-# takes both; the routes declare the second).
+# `LIST <target> HTTP/1.1` at the start of a request, wherever that is in a read, is read as
+# `GET <target>?list=true` (Vault takes both; the routes declare the second).
 _LIST = b"LIST "
+# A read is fed to the parser in pieces, one from each place a LIST request may begin
+# (`WatchedConnection.data_received`). A body full of `LIST ` would make as many pieces, each a
+# parser call and a copy of the body so far (uvicorn joins a body's pieces), so past this many
+# cuts in one read the rest is fed whole: a LIST request there is refused (400) as before.
+_MAX_CUTS = 64
+
+
+def _next_cut(data: bytes, after: int) -> int:
+    """Where in `data`, past `after`, a LIST request may begin: at `LIST `, or at a proper
+    prefix of it that ends `data`; len(data) if nowhere. A request that follows a body whose
+    length its head gave begins at any byte, not only after a line's end."""
+    found = data.find(_LIST, after + 1)
+    if found == -1:
+        found = data.rfind(b"L", max(after + 1, len(data) - len(_LIST) + 1))
+        if found == -1 or not _LIST.startswith(data[found:]):
+            return len(data)
+    return found
 
 
 def _listed(data: bytes) -> bytes:
@@ -178,16 +195,28 @@ class WatchedConnection(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        """Feed `data` to the parser in pieces, cut where a LIST request may begin, so that one
+        beginning within a read (pipelined after another request, or split across reads) is read
+        as its GET: the parser reads pieces as it reads separate reads."""
         if not self.arrived(data):
             return
-        if self._between_requests:
-            data, self._held = self._held + data, b""
-            if len(data) < len(_LIST) and _LIST.startswith(data):
-                self._held = data  # perhaps the start of LIST: wait for the rest
+        data, self._held = self._held + data, b""
+        start = cuts = 0
+        while start < len(data):
+            listed = self._between_requests and data.startswith(_LIST, start)
+            short = len(data) - start < len(_LIST)
+            if self._between_requests and short and _LIST.startswith(data[start:]):
+                self._held = data[start:]  # perhaps the start of LIST: wait for the rest
                 return
-            if data.startswith(_LIST):
-                data = _listed(data)
-        super().data_received(data)
+            # The next cut is past a listed target, which may end with `LIST` (`/a/MYLIST HTTP`).
+            after = data.find(b" ", start + len(_LIST)) if listed else start
+            end = len(data) if after == -1 or cuts == _MAX_CUTS else _next_cut(data, after)
+            piece = data[start:end]
+            super().data_received(_listed(piece) if listed else piece)
+            start, cuts = end, cuts + 1
+            upgraded = self._between_requests and self.parser.should_upgrade()
+            if upgraded or self.transport.is_closing():
+                return  # a request ended in an upgrade, or was refused: the rest is not read
 
     def on_message_begin(self) -> None:
         self._between_requests = False

@@ -186,6 +186,7 @@ class WatchedConnection(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._between_requests = True
         self._held = b""
+        self._body_left: int | None = None  # of a body whose length its head gave
         self._tls = tls_extension(transport)
         super().connection_made(self.transport_for(transport))
         self.opened(len(self.connections))
@@ -199,6 +200,9 @@ class WatchedConnection(HttpToolsProtocol):
         beginning within a read (pipelined after another request, or split across reads) is read
         as its GET: the parser reads pieces as it reads separate reads."""
         if not self.arrived(data):
+            return
+        if self._body_left is not None and len(data) <= self._body_left:
+            super().data_received(data)  # all of it body: no request begins in it
             return
         data, self._held = self._held + data, b""
         start = cuts = 0
@@ -229,13 +233,20 @@ class WatchedConnection(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self.head_ended()
         super().on_headers_complete()
+        lengths = [value for name, value in self.headers if name == b"content-length"]
+        chunked = any(name == b"transfer-encoding" for name, _ in self.headers)
+        if len(lengths) == 1 and lengths[0].isdigit() and len(lengths[0]) < 19 and not chunked:
+            self._body_left = int(lengths[0])
         self.body_begun()
 
     def on_body(self, body: bytes) -> None:
+        if self._body_left is not None:
+            self._body_left -= len(body)
         self.body_arrived(len(body))
         super().on_body(body)
 
     def on_message_complete(self) -> None:
+        self._body_left = None
         self.message_ended()
         super().on_message_complete()
         self._between_requests = True

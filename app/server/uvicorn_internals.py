@@ -76,6 +76,8 @@ _LIST = b"LIST "
 # parser call and a copy of the body so far (uvicorn joins a body's pieces), so past this many
 # cuts in one read the rest is fed whole: a LIST request there is refused (400) as before.
 _MAX_CUTS = 64
+# What a read may end with where a LIST request begins at its end.
+_LIST_STARTS = tuple(_LIST[:length] for length in range(1, len(_LIST)))
 
 
 def _next_cut(data: bytes, after: int) -> int:
@@ -201,8 +203,9 @@ class WatchedConnection(HttpToolsProtocol):
         as its GET: the parser reads pieces as it reads separate reads."""
         if not self.arrived(data):
             return
-        if self._body_left is not None and len(data) <= self._body_left:
-            super().data_received(data)  # all of it body: no request begins in it
+        within_body = self._body_left is not None and len(data) <= self._body_left
+        if within_body or not (self._held or _LIST in data or data.endswith(_LIST_STARTS)):
+            super().data_received(data)  # no LIST request may begin in it: read whole
             return
         data, self._held = self._held + data, b""
         start = cuts = 0
@@ -234,9 +237,8 @@ class WatchedConnection(HttpToolsProtocol):
         self.head_ended()
         super().on_headers_complete()
         lengths = [value for name, value in self.headers if name == b"content-length"]
-        chunked = any(name == b"transfer-encoding" for name, _ in self.headers)
-        if len(lengths) == 1 and lengths[0].isdigit() and len(lengths[0]) < 19 and not chunked:
-            self._body_left = int(lengths[0])
+        if len(lengths) == 1 and lengths[0].isdigit() and len(lengths[0]) < 19:
+            self._body_left = int(lengths[0])  # a length beside a chunked coding is refused
         self.body_begun()
 
     def on_body(self, body: bytes) -> None:

@@ -36,8 +36,11 @@ class VaultBody(BaseModel):
 
 
 def duration_seconds(value: Any) -> int:
-    """Seconds from a number, a numeric string or a Go duration (ValueError otherwise, or
-    outside 0 to ten years)."""
+    """Seconds from a number, a numeric string or a Go duration, the empty string 0 as Vault
+    reads it (`bao write ... ttl=` sends it); ValueError otherwise, or outside 0 to ten
+    years."""
+    if value == "":
+        return 0
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         # Nor written out to say so: a list of millions of entries took seconds to.
         raise ValueError("a duration is a number of seconds or a string like '1h30m'")

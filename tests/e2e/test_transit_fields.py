@@ -84,6 +84,11 @@ CASES: dict[str, list[Step]] = {
         _config(min_decryption_version="+1"),
     ],
     "config with empty strings": [ROTATE, _config(min_decryption_version="", deletion_allowed="")],
+    "an auto-rotate period empty, then set, then empty again": [
+        _config(auto_rotate_period=""),
+        _config(auto_rotate_period="1h"),
+        _config(auto_rotate_period=""),
+    ],
     "config with what Vault refuses": [
         _config(deletion_allowed="yes"),
         _config(deletion_allowed=2),

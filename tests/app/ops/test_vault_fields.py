@@ -38,7 +38,7 @@ def test_a_duration_out_of_range_is_refused_alike(value: object) -> None:
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [(0, 0), (MAX_SECONDS, MAX_SECONDS), (90.9, 90), ("90", 90), ("1h30m", 5400)],
+    [(0, 0), (MAX_SECONDS, MAX_SECONDS), (90.9, 90), ("90", 90), ("1h30m", 5400), ("", 0)],
 )
 def test_a_duration_in_range_is_its_seconds(value: object, seconds: int) -> None:
     assert duration_seconds(value) == seconds

@@ -62,6 +62,12 @@ def _wrap_bad_ttl(client: hvac.Client) -> Any:
     return client.adapter.post("/v1/sys/wrapping/wrap", json={"zip": "zap"}, headers=headers)
 
 
+def _wrap_empty_ttl(client: hvac.Client) -> Any:
+    """An empty TTL is none: the answer is not wrapped."""
+    answer = client.adapter.get("/v1/sys/mounts", headers={"X-Vault-Wrap-TTL": ""})
+    return [answer["wrap_info"], "transit/" in answer["data"]]
+
+
 def _wrap_too_long(client: hvac.Client) -> Any:
     headers = {"X-Vault-Wrap-TTL": "9999h"}
     return client.adapter.post("/v1/sys/wrapping/wrap", json={"zip": "zap"}, headers=headers)
@@ -158,6 +164,7 @@ CASES: dict[str, Case] = {
     "wrap": _wrap,
     "wrap without a ttl": _wrap_without_ttl,
     "wrap bad ttl": _wrap_bad_ttl,
+    "wrap empty ttl": _wrap_empty_ttl,
     "wrap ttl longer than allowed": _wrap_too_long,
     "wrapping lookup": _lookup,
     "wrapping lookup unknown": _lookup_unknown,

@@ -441,6 +441,10 @@ def test_the_system_tools_answer_as_on_openbao(
                 ("", ["input=aGVsbG8=", "algorithm=sha2-384"]),
             )
         ]
+        # No input: the hash of nothing; Transit's hash refuses it.
+        nothing = bao(server, tmp_path, "write", "-f", "-field=sum", "sys/tools/hash/sha2-512")
+        sums.append(nothing.stdout)
+        no_input = bao(server, tmp_path, "write", "-f", "transit/hash/sha2-512").returncode
         runs = [
             bao(server, tmp_path, "write", "-f", "-field=random_bytes", path, *args)
             for path, args in (
@@ -459,10 +463,12 @@ def test_the_system_tools_answer_as_on_openbao(
                 ("sys/tools/random/abc", []),
             )
         ]
-        seen[name] = (sums, [len(text) for text in drawn], refusals)
+        seen[name] = (sums, [len(text) for text in drawn], refusals, no_input)
         assert len(bytes.fromhex(drawn[0])) == 24 and len(base64.b64decode(drawn[1])) == 16
     assert seen["cipherd"] == seen["openbao"]
     assert seen["cipherd"][0][0].strip() == hashlib.sha256(b"hello").hexdigest()
+    assert seen["cipherd"][0][3].strip() == hashlib.sha512(b"").hexdigest()
+    assert seen["cipherd"][3] != 0
 
 
 def test_lease_revocation_by_prefix_through_the_bao_command(

@@ -84,6 +84,14 @@ CASES: dict[str, list[Step]] = {
         _config(min_decryption_version="+1"),
     ],
     "config with empty strings": [ROTATE, _config(min_decryption_version="", deletion_allowed="")],
+    "a create of an existing key checks its options first": [
+        ("keys/k", {"type": "no-such-type"}),
+        ("keys/k", {"convergent_encryption": True}),
+        ("keys/k", {"key_size": 32}),
+        ("keys/k", {"auto_rotate_period": "1s"}),
+        ("keys/k", {"auto_rotate_period": "soon"}),
+        ("keys/k", {"type": "ed25519"}),  # a valid type: the existing key, unchanged
+    ],
     "an auto-rotate period empty, then set, then empty again": [
         _config(auto_rotate_period=""),
         _config(auto_rotate_period="1h"),

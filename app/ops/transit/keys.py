@@ -194,18 +194,21 @@ def create(
     elsewhere rather than drawn here, with the parameters `noted` that mark it so
     (`app.ops.transit.imports`); such a creation is not idempotent: KeyExistsError if the name
     is taken, even by a key made meanwhile."""
+    # Vault's checks of the options come first, as in Vault: a bad one is a 400 for a key that
+    # exists too.
+    native = native_type(body.type)
+    if body.convergent_encryption and not body.derived:
+        raise invalid_input("convergent encryption requires derivation to be enabled")
+    if body.type != "hmac" and body.key_size:
+        raise invalid_input(f"key_size is not valid for algorithm {body.type}")
+    period = rotation_period(body.auto_rotate_period)
     existing = existing_key(store, name)
     if existing is not None:
         if material is not None:
             raise KeyExistsError(name)
         return existing
-    native = native_type(body.type)
-    if body.convergent_encryption and not body.derived:
-        raise invalid_input("convergent encryption requires derivation to be enabled")
     if body.type == "hmac" and body.key_size not in (0, HMAC_KEY_BYTES):
         raise invalid_input(f"key_size: this service's hmac keys have {HMAC_KEY_BYTES} bytes")
-    if body.type != "hmac" and body.key_size:
-        raise invalid_input(f"key_size is not valid for algorithm {body.type}")
     request = KeyCreate(
         name=name,
         type=native,
@@ -215,7 +218,6 @@ def create(
         derived=body.derived,
         convergent=body.convergent_encryption,
     )
-    period = rotation_period(body.auto_rotate_period)
     patch = key_patch(auto_rotate_seconds=period) if period else None
     try:
         keys.create(store, request, settings, noted, material)

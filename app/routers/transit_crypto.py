@@ -337,7 +337,9 @@ def _with_input(body: TransitDataRequest) -> TransitDataRequest:
 async def _sign(request: Request, name: str, algorithm: str | None) -> Response:
     call = await transit_call(request, "sign_sign", Operation.SIGN, name)
     body = _with_input(await read_body(request, TransitDataRequest))
-    key = await call.services.transit.key(call.name, missing="signing key not found")
+    key = signing.as_signer(
+        await call.services.transit.key(call.name, missing="signing key not found")
+    )
     options = _sign_options(key.latest.type, body, algorithm)
     return await _run(
         request,
@@ -381,6 +383,8 @@ async def _verify(request: Request, name: str, algorithm: str | None) -> Respons
     chosen = crypto.algorithm_of(named) if is_hmac else signing.signing_hash_of(named)
     missing = _NO_ENCRYPTION_KEY if is_hmac else "signature verification key not found"
     key = await call.services.transit.key(call.name, any_type=is_hmac, missing=missing)
+    if not is_hmac:
+        key = signing.as_signer(key)
     options = signing.SignOptions() if is_hmac else _sign_options(key.latest.type, body, algorithm)
     return await _run(
         request,

@@ -609,6 +609,29 @@ def test_an_export_holds_no_retired_version(servers: dict[str, httpx.Client]) ->
     assert seen["cipherd"][0] == ("", 200, ["3"]) and seen["cipherd"][1][1] == 400
 
 
+def test_a_batch_on_a_key_that_cannot_sign_is_refused_whole(
+    servers: dict[str, httpx.Client],
+) -> None:
+    """A signature or its verification asked of a key that cannot sign is the request's 400,
+    batched or not, as on OpenBao (cipherd answered each entry's error under a 200)."""
+    seen = {}
+    for name, client in servers.items():
+        key = "cannot-sign-" + secrets.token_hex(3)
+        client.post(f"/v1/transit/keys/{key}", json={}).raise_for_status()
+        signature = "vault:v1:" + TEXT
+        outcomes = []
+        for verb, body in (
+            ("sign", {"input": TEXT}),
+            ("verify", {"input": TEXT, "signature": signature}),
+        ):
+            single = client.post(f"/v1/transit/{verb}/{key}", json=body)
+            batch = client.post(f"/v1/transit/{verb}/{key}", json={"batch_input": [body, body]})
+            outcomes.append((verb, single.status_code, batch.status_code))
+        seen[name] = outcomes
+    assert seen["cipherd"] == seen["openbao"]
+    assert seen["cipherd"] == [("sign", 400, 400), ("verify", 400, 400)]
+
+
 @pytest.mark.parametrize("key_type", ["aes256-gcm96", "ed25519"])
 def test_a_retired_version_makes_nothing(servers: dict[str, httpx.Client], key_type: str) -> None:
     """An encryption, data key, HMAC or signature naming a version below min_decryption_version

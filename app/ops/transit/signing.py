@@ -112,7 +112,8 @@ def sign_options(
     return SignOptions(hash=signed, prehashed=prehashed, format=_FORMATS[marshaling], jws=jws)
 
 
-def _signer(key: VersionedKey) -> SigningKey:
+def as_signer(key: VersionedKey) -> SigningKey:
+    """The key as a signer (400 for a key that cannot sign, a batch's whole answer too)."""
     if not isinstance(key, SigningKey):
         raise user_error(f"message signing not supported for key type {key.latest.type}")
     return key
@@ -127,7 +128,7 @@ def _message(item: TransitItem) -> bytes:
 
 
 def sign_item(key: VersionedKey, item: TransitItem, options: SignOptions) -> dict[str, Any]:
-    signer = _signer(key)
+    signer = as_signer(key)
     message = _message(item)
     version = made_with(key, item)
     context = context_of(key, item)
@@ -151,7 +152,7 @@ def verify_item(
         if not isinstance(key, TransitKey):
             raise user_error("hmac verification needs the key as Transit's")
         return {"valid": key.verify_hmac(message, algorithm, item.hmac)}
-    signer = _signer(key)
+    signer = as_signer(key)
     latest = signer.latest.version
     version, signature = unprefixed(item.signature, "signature", latest, options.jws)
     if signer.latest.type.startswith("ecdsa-p") and not options.jws and not _der(signature):

@@ -197,39 +197,40 @@ class BackupDocument(BaseModel):
 def backup(store: KeyStore, name: str, wrapping_key: bytes) -> bytes:
     """Every version, the parameters, the policies, the FE ledger and the Transit HMAC keys of
     `name`, signed by this instance and ECIES-encrypted to `wrapping_key`."""
-    info = store.keys.get(name)
-    if not info.params.get("allow_backup"):
-        raise Problem(
-            403,
-            "backup-not-allowed",
-            "Backup not allowed",
-            f"key {name!r} was not created with allow_backup",
-        )
-    if len(info.versions) > MAX_BACKUP_VERSIONS:
-        raise invalid_input(
-            f"key {name!r} has {len(info.versions)} versions, over the {MAX_BACKUP_VERSIONS} a "
-            "backup holds: trim it first (POST /v1/keys/{name}/trim)"
-        )
     try:  # as the recipient names it: uncompressed, whichever form the request gave
         recipient = secp256k1.encode(secp256k1.parse(wrapping_key), compressed=False)
     except InvalidKeyError as exc:
         raise invalid_input(f"wrapping_key: {exc}") from None
-    versions, released = [], []
-    for version in info.versions:
-        material = store.keys.material(name, version.version)
-        versions.append(
-            {
-                "version": version.version,
-                "created_at": version.created_at,
-                "secret": _b64(material.secret),
-                "public": _b64(material.public),
-            }
-        )
-        after: int | None = 0
-        while after is not None:  # the version's ledger, page by page
-            page = store.ledger.functions(name, version.version, after=after)
-            released.extend(page.functions)
-            after = page.next
+    with store.transaction() as held:  # the key as it stands: a trim or rotation waits for it
+        info = held.keys.locked(name)
+        if not info.params.get("allow_backup"):
+            raise Problem(
+                403,
+                "backup-not-allowed",
+                "Backup not allowed",
+                f"key {name!r} was not created with allow_backup",
+            )
+        if len(info.versions) > MAX_BACKUP_VERSIONS:
+            raise invalid_input(
+                f"key {name!r} has {len(info.versions)} versions, over the "
+                f"{MAX_BACKUP_VERSIONS} a backup holds: trim it first (POST /v1/keys/{name}/trim)"
+            )
+        versions, released = [], []
+        for version in info.versions:
+            material = held.keys.material(name, version.version)
+            versions.append(
+                {
+                    "version": version.version,
+                    "created_at": version.created_at,
+                    "secret": _b64(material.secret),
+                    "public": _b64(material.public),
+                }
+            )
+            after: int | None = 0
+            while after is not None:  # the version's ledger, page by page
+                page = held.ledger.functions(name, version.version, after=after)
+                released.extend(page.functions)
+                after = page.next
     key: dict[str, Any] = {
         "name": info.name,
         "type": info.type,

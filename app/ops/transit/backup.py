@@ -179,29 +179,30 @@ def _written(native: str, secret: bytes, public: bytes) -> dict[str, Any]:
 def make(store: KeyStore, name: str, transit_name: str) -> str:
     """The backup of key `name`, as Transit's `backup/:name` gives it (named `transit_name`).
     The key keeps the backup's time and version (`backup_info`), as Vault's does."""
-    info = store.keys.get(name)
-    transit = transit_type(info.type)
-    if transit not in _TYPE_NUMBERS:
-        raise bad_backup(f"a key of type {info.type} has no Transit backup here")
-    if not info.exportable:
-        raise bad_backup("exporting is disallowed on the policy")
-    if not info.params.get("allow_backup"):
-        raise bad_backup("plaintext backup is disallowed on the policy")
-    backed_up = {"time": vault_time(store.clock.now()), "version": info.latest_version}
-    info = store.keys.set_params(name, {BACKUP_INFO: backed_up})
-    convergent = bool(info.params.get("convergent"))
-    entries: dict[str, dict[str, Any]] = {}
-    for v in info.versions:
-        material = store.keys.material(name, v.version)
-        entry = dict(_EMPTY_ENTRY)
-        entry.update(_written(info.type, material.secret, material.public or b""))
-        entry.update(
-            hmac_key=_b64(hmac_keys.of(material)),
-            time=vault_time(v.created_at),
-            convergent_version=3 if convergent else 0,
-            creation_time=int(v.created_at),
-        )
-        entries[str(v.version)] = entry
+    with store.transaction() as held:  # the key as it stands, and its stamp, or neither
+        info = held.keys.locked(name)
+        transit = transit_type(info.type)
+        if transit not in _TYPE_NUMBERS:
+            raise bad_backup(f"a key of type {info.type} has no Transit backup here")
+        if not info.exportable:
+            raise bad_backup("exporting is disallowed on the policy")
+        if not info.params.get("allow_backup"):
+            raise bad_backup("plaintext backup is disallowed on the policy")
+        backed_up = {"time": vault_time(store.clock.now()), "version": info.latest_version}
+        info = held.keys.set_params(name, {BACKUP_INFO: backed_up})
+        convergent = bool(info.params.get("convergent"))
+        entries: dict[str, dict[str, Any]] = {}
+        for v in info.versions:
+            material = held.keys.material(name, v.version)
+            entry = dict(_EMPTY_ENTRY)
+            entry.update(_written(info.type, material.secret, material.public or b""))
+            entry.update(
+                hmac_key=_b64(hmac_keys.of(material)),
+                time=vault_time(v.created_at),
+                convergent_version=3 if convergent else 0,
+                creation_time=int(v.created_at),
+            )
+            entries[str(v.version)] = entry
     policy = {
         "name": transit_name,
         "keys": entries,

@@ -12,10 +12,12 @@ from typing import TypeVar
 
 import pytest
 
-from app.ops import backup, byok
+from app.ops import backup, byok, keys
 from app.ops.approle import AppRoles, NewSecretId
 from app.ops.errors import Problem
 from app.ops.keyring import Keyring
+from app.ops.keys import KeyCreate
+from app.ops.transit import backup as transit_backup
 from app.ops.transit import keys as transit_keys
 from app.ops.transit import mounts as transit_mounts
 from app.ops.transit.keys import TransitKeyCreate
@@ -168,3 +170,32 @@ def test_imports_of_one_new_name_at_once_make_a_key_and_its_versions(
         made = together(store, store_url, act)
         assert sorted(made) == [False] * (PROCESSES - 1) + [True]
         assert store.keys.get(name).latest_version == PROCESSES
+
+
+def test_a_backup_racing_a_trim_holds_the_key_as_it_stood(
+    store: KeyStore, store_url: str, settings: Settings
+) -> None:
+    """Native and Transit backups while the key's old versions are trimmed: each holds the
+    versions before the trim or after it, never a 404 for a version trimmed meanwhile (14 of
+    24 were)."""
+    recipient = backup.wrapping_public_key(store)
+    for attempt in range(3):
+        name = f"backed-up-{attempt}"
+        creation = KeyCreate(name=name, type="aes256-gcm", exportable=True, allow_backup=True)
+        keys.create(store, creation, settings)
+        for _ in range(3):
+            keys.rotate(store, None, name)
+        calls = iter(range(PROCESSES))
+
+        def act(on: KeyStore, name: str = name, calls: Iterator[int] = calls) -> None:
+            call = next(calls)
+            if call == 0:
+                on.keys.set_policy(name, lambda key: {"min_decryption_version": 4})
+                on.keys.trim(name)
+            elif call % 2:
+                backup.backup(on, name, recipient)
+            else:
+                transit_backup.make(on, name, name)
+
+        together(store, store_url, act)
+        assert [v.version for v in store.keys.get(name).versions] == [4]

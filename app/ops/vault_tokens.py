@@ -184,13 +184,19 @@ def write_role(store: KeyStore, name: str, role: VaultTokenRole) -> None:
     """Store a token role, kept with the login methods' roles under the token mount."""
     if not ROLE_NAME.fullmatch(name):
         raise invalid_input(f"role name {name[:64]!r}: letters, digits, '_', '.', '-'")
-    document = role.model_dump()
-    # `bound_cidrs`: Vault's older name, taken when the newer is not given (and then read back
-    # under both names, as Vault does).
-    blocks = cidr_blocks("token_bound_cidrs", role.token_bound_cidrs or role.bound_cidrs)
-    document["token_bound_cidrs"] = blocks
-    document["bound_cidrs"] = [] if role.token_bound_cidrs else blocks
-    if not store.auth_roles.put(TOKEN.accessor, name, document, MAX_ROLES):
+    given = role.model_dump(include=role.model_fields_set)
+    if {"token_bound_cidrs", "bound_cidrs"} & role.model_fields_set:
+        # `bound_cidrs`: Vault's older name, taken when the newer is not given (and then read
+        # back under both names, as Vault does).
+        blocks = cidr_blocks("token_bound_cidrs", role.token_bound_cidrs or role.bound_cidrs)
+        given["token_bound_cidrs"] = blocks
+        given["bound_cidrs"] = [] if role.token_bound_cidrs else blocks
+
+    def changed(current: dict[str, Any] | None) -> dict[str, Any]:
+        """The fields given, on the role as stored (a new one's defaults), as Vault writes."""
+        return {**(current or VaultTokenRole().model_dump()), **given}
+
+    if store.auth_roles.write(TOKEN.accessor, name, changed, MAX_ROLES) is None:
         raise invalid_input(f"at most {MAX_ROLES} token roles")
 
 

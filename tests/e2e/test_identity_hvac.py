@@ -75,6 +75,15 @@ def _role(client: hvac.Client) -> Any:
     return client.auth.token.read_role(name)
 
 
+def _role_updated(client: hvac.Client) -> Any:
+    """A role written again with one field keeps the others, as Vault updates a role."""
+    name = _name()
+    client.auth.token.create_or_update_role(name, allowed_policies=["orders"], token_period="1h")
+    client.adapter.post(f"/v1/auth/token/roles/{name}", json={"bound_cidrs": ["10.0.0.0/8"]})
+    client.auth.token.create_or_update_role(name, orphan=True)
+    return client.auth.token.read_role(name)
+
+
 def _child_beyond_its_parent(client: hvac.Client) -> Any:
     """A token that may make tokens asks for a policy it does not carry."""
     maker = 'path "auth/token/*" {\n  capabilities = ["create", "update"]\n}'
@@ -218,6 +227,7 @@ CASES: dict[str, Callable[[hvac.Client], Any]] = {
     "revoke_self": _revoke_self,
     "revoke_accessor": _revoke_accessor,
     "role": _role,
+    "role_updated": _role_updated,
     "role_list": _list_roles,
     "role_deleted": _deleted_role,
     "create_through_role": _create_through_role,

@@ -146,6 +146,13 @@ class Authenticator:
         policies = self._cached_policies(record.policies)
         return None if policies is None else self._principal_with(record, policies)
 
+    def stored_admin_hash(self, token: str | None) -> bytes | None:
+        """What the store holds for `token`, a caller's admin token: its hash, or None when it
+        is the configured one (the store holds none until a rotation)."""
+        digest = self._digest(token)
+        configured = self._configured_admin
+        return None if configured and hmac.compare_digest(digest, configured) else digest
+
     def is_admin(self, state: AuthState, digest: bytes) -> bool:
         admin = state.admin_token_hash or self._configured_admin
         return bool(

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from app.http.deps import AdminChange, ServicesDep, admin_of, audit_note
+from app.http.deps import AdminChange, ServicesDep, Token, admin_of, audit_note
 from app.http.operation import operation_id
 from app.http.schemas import Base64Bytes
 from app.ops import admin_token, backup, root
@@ -75,5 +75,6 @@ async def rotate_keyring(request: Request, services: ServicesDep, _: SystemChang
     summary="Replace the admin token: the former one is refused on every replica from its next "
     "request (admin)",
 )
-async def rotate_admin_token(services: ServicesDep, _: AdminChange) -> AdminToken:
-    return AdminToken(admin_token=await in_thread(admin_token.rotate, services.store))
+async def rotate_admin_token(services: ServicesDep, _: AdminChange, token: Token) -> AdminToken:
+    replacing = services.auth.stored_admin_hash(token)
+    return AdminToken(admin_token=await in_thread(admin_token.rotate, services.store, replacing))

@@ -74,12 +74,20 @@ class AuthStateRepository:
             advance(cursor)
 
     @moves_generation
-    def set_admin_token_hash(self, token_hash: bytes) -> None:
-        """Replace the admin token (by its SHA-256): the former one is refused everywhere from
-        the next request."""
+    def set_admin_token_hash(self, token_hash: bytes, replacing: bytes | None) -> bool:
+        """Replace the admin token (by its SHA-256) if the store still holds `replacing` (None:
+        none yet, the configured one serves); False (nothing changed) if another replaced it.
+        The former one is refused everywhere from the next request."""
         with self._session.transaction(write=True) as cursor:
+            row_lock = self._session.dialect.row_lock
+            cursor.execute(f"SELECT admin_token_hash FROM auth_state WHERE id = 1{row_lock}")
+            row = cursor.fetchone()
+            held = None if row is None or row[0] is None else bytes(row[0])
+            if held != replacing:
+                return False
             cursor.execute("UPDATE auth_state SET admin_token_hash = ? WHERE id = 1", (token_hash,))
             advance(cursor)
+            return True
 
 
 def _read(session: Session) -> AuthState:

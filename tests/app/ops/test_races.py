@@ -12,11 +12,12 @@ from typing import TypeVar
 
 import pytest
 
-from app.ops import backup, byok, keys, vault_tokens
+from app.ops import admin_token, backup, byok, keys, vault_tokens
 from app.ops.approle import AppRoles, NewSecretId
 from app.ops.errors import Problem
 from app.ops.keyring import Keyring
 from app.ops.keys import KeyCreate
+from app.ops.token_values import hash_token
 from app.ops.transit import backup as transit_backup
 from app.ops.transit import keys as transit_keys
 from app.ops.transit import mounts as transit_mounts
@@ -223,3 +224,19 @@ def test_a_token_role_written_at_once_keeps_every_field(store: KeyStore, store_u
     together(store, store_url, write)
     role = vault_tokens.read_role(store, "r")
     assert all(role[field] == value for fields in given for field, value in fields.items())
+
+
+def test_admin_token_rotations_at_once_hand_out_one_token(store: KeyStore, store_url: str) -> None:
+    """Rotations of the admin token at once, each by a caller holding the same one: one wins
+    and the others are 409s (each handed out a token, and all but the last never worked)."""
+
+    def rotate(on: KeyStore) -> str | None:
+        try:
+            return admin_token.rotate(on, None)
+        except Problem as refused:
+            assert refused.status == 409
+            return None
+
+    handed_out = [token for token in together(store, store_url, rotate) if token is not None]
+    assert len(handed_out) == 1
+    assert store.auth_state.read().admin_token_hash == hash_token(handed_out[0])

@@ -57,7 +57,8 @@ def test_first_writes_of_a_policy_at_once_are_one_creation_and_replacements(
 def test_the_admin_token_hash_is_stored_and_moves_the_generation(store: KeyStore) -> None:
     state = store.auth_state.read()
     assert state.admin_token_hash is None
-    store.auth_state.set_admin_token_hash(b"a" * 32)
+    assert store.auth_state.set_admin_token_hash(b"a" * 32, None)
+    assert not store.auth_state.set_admin_token_hash(b"b" * 32, None)  # replaced meanwhile
     rotated = store.auth_state.read()
     assert rotated.admin_token_hash == b"a" * 32
     assert rotated.generation == state.generation + 1

@@ -30,6 +30,7 @@ from app.store import (
     KeyNotFoundError,
     KeyPendingDeletionError,
     KeyStore,
+    MountExistsError,
     MountMigration,
     MountNotFoundError,
     SecretMount,
@@ -57,6 +58,10 @@ class Found:
 
     mount: SecretMount
     rest: str
+
+
+# How many key prefixes a mount's enabling draws when mounts enabled at once take them.
+_PREFIX_ATTEMPTS = 3
 
 
 class Mounts:
@@ -121,15 +126,24 @@ class Mounts:
                 f"plugin not found in the catalog: {engine}; this service mounts {ENGINE!r} only"
             )
         self._check_path(path)
-        mount = SecretMount(
-            accessor=f"transit_{secrets.token_hex(4)}",
-            path=path,
-            type=engine,
-            key_prefix=self._free_prefix(path),
-            description=description,
-            created_at=self.store.clock.now(),
-        )
-        self.store.secret_mounts.add(mount, fixed=(ENGINE,))
+        for attempt in range(_PREFIX_ATTEMPTS):
+            mount = SecretMount(
+                accessor=f"transit_{secrets.token_hex(4)}",
+                path=path,
+                type=engine,
+                key_prefix=self._free_prefix(path),
+                description=description,
+                created_at=self.store.clock.now(),
+            )
+            try:
+                self.store.secret_mounts.add(mount, fixed=(ENGINE,))
+                break
+            except MountExistsError:
+                # A mount enabled meanwhile at another path of the same prefix (`a/x` beside
+                # `a-x`) took it: draw the next one. At this path, the path is the clash.
+                taken = self.store.secret_mounts.prefix_taken(mount.key_prefix)
+                if not taken or attempt == _PREFIX_ATTEMPTS - 1:
+                    raise
         self._refresh()
         return mount
 

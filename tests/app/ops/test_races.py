@@ -24,7 +24,7 @@ from app.ops.transit import mounts as transit_mounts
 from app.ops.transit.keys import TransitKeyCreate
 from app.ops.vault_tokens import VaultTokenRole
 from app.settings import Settings
-from app.store import KeyStore, MountNotFoundError, open_store
+from app.store import KeyStore, MountExistsError, MountNotFoundError, open_store
 from core import ecies
 from tests.app.store.stores import at_once, root
 from tests.conftest import STORES
@@ -240,3 +240,24 @@ def test_admin_token_rotations_at_once_hand_out_one_token(store: KeyStore, store
     handed_out = [token for token in together(store, store_url, rotate) if token is not None]
     assert len(handed_out) == 1
     assert store.auth_state.read().admin_token_hash == hash_token(handed_out[0])
+
+
+def test_mounts_of_one_key_prefix_enabled_at_once_are_both_made(
+    store: KeyStore, store_url: str
+) -> None:
+    """`a/x` and `a-x` both ask for the key prefix `a-x.`: enabled at once, each is made, one
+    with the next prefix (one was a 400 "path is already in use" for a free path)."""
+    for attempt in range(3):
+        paths = iter([f"a{attempt}/x", f"a{attempt}-x"] * (PROCESSES // 2))
+
+        def enable(on: KeyStore, paths: Iterator[str] = paths) -> str | None:
+            path = next(paths)
+            try:
+                return transit_mounts.Mounts(on, 0).enable(path, "transit", "").path
+            except MountExistsError:  # the same path, enabled by another: one of them stands
+                return None
+
+        made = {path for path in together(store, store_url, enable) if path is not None}
+        assert made == {f"a{attempt}/x", f"a{attempt}-x"}
+        prefixes = [m.key_prefix for m in store.secret_mounts.all() if m.path in made]
+        assert len(set(prefixes)) == 2

@@ -1,16 +1,14 @@
 """Requests at once from several processes on one database, as replicas and workers send them:
 each verb that reads and then writes holds what it promised, on SQLite and on PostgreSQL, where
 a row lock on no row locks nothing and a read outside the write is stale by the time it writes.
+The stores are this folder's (`conftest.py`), each process another opened on the same database.
 """
 
 import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TypeVar
-
-import pytest
 
 from app.ops import admin_token, backup, byok, keys, vault_tokens
 from app.ops.approle import AppRoles, NewSecretId
@@ -24,28 +22,12 @@ from app.ops.transit import mounts as transit_mounts
 from app.ops.transit.keys import TransitKeyCreate
 from app.ops.vault_tokens import VaultTokenRole
 from app.settings import Settings
-from app.store import KeyStore, MountExistsError, MountNotFoundError, open_store
+from app.store import KeyStore, MountExistsError, MountNotFoundError
 from core import ecies
-from tests.app.store.stores import at_once, root
-from tests.conftest import STORES
+from tests.app.store.stores import at_once
 
 T = TypeVar("T")
 PROCESSES = 8
-
-
-@pytest.fixture(params=STORES)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.sqlite3'}"
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[KeyStore]:
-    opened = open_store(store_url, root())
-    yield opened
-    opened.close()
 
 
 def together(store: KeyStore, url: str, act: Callable[[KeyStore], T]) -> list[T]:

@@ -127,11 +127,11 @@ def _message(item: TransitItem) -> bytes:
     return decoded(item.input, "input")
 
 
-def sign_item(key: VersionedKey, item: TransitItem, options: SignOptions) -> dict[str, Any]:
-    signer = as_signer(key)
+def sign_item(signer: SigningKey, item: TransitItem, options: SignOptions) -> dict[str, Any]:
+    """One entry's signature, by a key the request checked can sign (`as_signer`)."""
     message = _message(item)
-    version = made_with(key, item)
-    context = context_of(key, item)
+    version = made_with(signer, item)
+    context = context_of(signer, item)
     sealed = signer.sign(message, options, False, version, options.salt, context)
     signed = {
         "signature": prefixed(sealed.version, sealed.data, urlsafe=options.jws),

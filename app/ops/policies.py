@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from app.ops.errors import Problem, invalid_input
 from app.ops.grants import (
@@ -49,10 +49,16 @@ def checked_patterns(keys: list[str]) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
+# Key-name globs as a rule or a token's inline rule takes them: each in the grammar, once.
+KeyPatterns = Annotated[
+    list[Annotated[str, Field(pattern=KEY_PATTERN)]], AfterValidator(checked_patterns)
+]
+
+
 class PolicyRule(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    keys: list[Annotated[str, Field(pattern=KEY_PATTERN)]] = Field(
+    keys: KeyPatterns = Field(
         min_length=1, max_length=100, description="glob patterns of key names, e.g. 'orders-*'"
     )
     operations: list[Operation] = Field(min_length=1, max_length=len(Operation))
@@ -63,11 +69,6 @@ class PolicyRule(BaseModel):
         "(`orders-*` under `payments` is `payments/encrypt/orders-*`), and no other mount's; "
         "none: native key names, every mount's",
     )
-
-    @field_validator("keys")
-    @classmethod
-    def _in_the_grammar(cls, keys: list[str]) -> list[str]:
-        return checked_patterns(keys)
 
 
 # What `POST /v1/policies/{name}` takes (a docstring would reach the OpenAPI document).

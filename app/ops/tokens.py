@@ -21,7 +21,6 @@ from pydantic import (
     StrictBool,
     StrictFloat,
     StrictInt,
-    field_validator,
 )
 
 from app.ops.errors import Problem, forbidden, invalid_input
@@ -37,7 +36,7 @@ from app.ops.identity import (
 )
 from app.ops.keys import timestamp
 from app.ops.lifecycle import EXPIRED_PER_PASS
-from app.ops.policies import KEY_PATTERN, checked_patterns
+from app.ops.policies import KeyPatterns
 from app.store import KeyStore, TokenRecord
 from app.store.patterns import covers
 from app.store.tokens import MAX_DEPTH
@@ -63,7 +62,7 @@ class TokenCreate(BaseModel):
     description: str = Field(
         "", max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$", description="no control characters"
     )
-    keys: list[Annotated[str, Field(pattern=KEY_PATTERN)]] = Field(
+    keys: KeyPatterns = Field(
         default_factory=list,
         max_length=100,
         description="glob patterns of key names, e.g. 'orders-*': with `operations`, the "
@@ -99,11 +98,6 @@ class TokenCreate(BaseModel):
         description="also answer an AWS access key pair that signs requests to the KMS API "
         "(POST /) as this token",
     )
-
-    @field_validator("keys")
-    @classmethod
-    def _in_the_grammar(cls, keys: list[str]) -> list[str]:
-        return checked_patterns(keys)
 
 
 class TokenOut(BaseModel):

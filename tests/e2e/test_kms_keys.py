@@ -137,18 +137,29 @@ def test_native_keys_by_alias(server: Server, kms: Any) -> None:
 
 
 def test_an_alias_never_takes_the_name_of_a_key_to_come(server: Server) -> None:
-    """A token that may configure its own key names an alias after a key not yet made: the
-    key of that name cannot then be made (it would be reached through the alias's key), and
-    the alias reaches only the token's key."""
+    """An alias's name is a key name: a token names only aliases its scope may configure (else
+    it could take a name that others' requests then send to its key), and the key of an
+    alias's name cannot then be made (it would be reached through the alias's key)."""
     with server.client() as http:
         assert http.post("/v1/keys", json={"name": "squat-mine", "type": "aes256-gcm"}).is_success
         narrow = kms_client(server, credentials(server, keys=["squat-*"]))
-        narrow.create_alias(AliasName="alias/payments-to-come", TargetKeyId="squat-mine")
+        for change, arguments in (
+            (narrow.create_alias, {"TargetKeyId": "squat-mine"}),
+            (narrow.update_alias, {"TargetKeyId": "squat-mine"}),
+            (narrow.delete_alias, {}),
+        ):
+            denied = code(change, AliasName="alias/payments-to-come", **arguments)
+            assert denied == ("AccessDeniedException", 400), change
         answer = http.post("/v1/keys", json={"name": "payments-to-come", "type": "aes256-gcm"})
+        assert answer.status_code == 201, answer.text
+        narrow.create_alias(AliasName="alias/squat-to-come", TargetKeyId="squat-mine")
+        answer = http.post("/v1/keys", json={"name": "squat-to-come", "type": "aes256-gcm"})
         assert answer.status_code == 409, answer.text
-        assert "alias/payments-to-come" in answer.json()["detail"]
-    described = narrow.describe_key(KeyId="alias/payments-to-come")["KeyMetadata"]
+        assert "alias/squat-to-come" in answer.json()["detail"]
+    described = narrow.describe_key(KeyId="alias/squat-to-come")["KeyMetadata"]
     assert described["KeyId"] == "squat-mine"
+    narrow.delete_alias(AliasName="alias/squat-to-come")
+    assert code(narrow.describe_key, KeyId="alias/squat-to-come")[0] == "NotFoundException"
 
 
 def test_a_description_changes_on_a_key_createkey_made(server: Server, kms: Any) -> None:

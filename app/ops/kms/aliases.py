@@ -1,7 +1,9 @@
 """KMS's aliases: CreateAlias, UpdateAlias, DeleteAlias, ListAliases. An alias names one key
 (`app.store.kms_aliases`); every key is also `alias/<its native name>` without one being made
-(`keyids.by_alias`), so no alias may take a key's name. Changing an alias is configuring its
-key: the token needs `configure` on the key (on both keys, to point it elsewhere)."""
+(`keyids.by_alias`), so no alias may take a key's name. An alias's name is thus a key name (the
+part after `alias/`), and changing an alias is configuring both it and its key: the token needs
+`configure` on the alias's name and on the key (on both keys, to point it elsewhere), as AWS asks
+for permission on the alias and on the key."""
 
 from typing import Annotated, Any
 
@@ -26,6 +28,8 @@ def _checked_alias(call: KmsCall, alias: str) -> str:
         )
     if alias.startswith("alias/aws/"):
         raise KmsError("InvalidAliasNameException", "Aliases beginning with alias/aws/ are AWS's.")
+    # Else a token could name an alias that others' requests then send to its key.
+    call.allow(Operation.CONFIGURE, alias.removeprefix("alias/"))
     return alias
 
 

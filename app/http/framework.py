@@ -102,7 +102,8 @@ class HandlerRoute(APIRoute):
     solves the dependency graph afresh for every request and wraps it in exit stacks and a
     second exception layer; FastAPI still documents it from its endpoint and dependencies.
     `query_names` are the query parameters `handler` reads: a request that names any other is
-    refused before it (as `install_routes` makes every other route refuse it)."""
+    refused before it (as `install_routes` makes every other route refuse it), unless its
+    endpoint `takes_any_query`."""
 
     def __init__(
         self,
@@ -113,9 +114,10 @@ class HandlerRoute(APIRoute):
     ) -> None:
         super().__init__(path, endpoint, **kwargs)
         self.query_names: frozenset[str] = frozenset()
+        any_query = getattr(endpoint, _ANY_QUERY, False)
 
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["query_string"]:
+            if scope["query_string"] and not any_query:
                 _refuse_unknown_query(scope, self.query_names)
             response = await handler(Request(scope, receive, send))
             await response(scope, receive, send)

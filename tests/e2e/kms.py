@@ -102,21 +102,24 @@ def signed_post(
     signed: dict[str, str] | None = None,
     unsigned: dict[str, str] | None = None,
     sent: bytes | None = None,
+    query: str = "",
+    sent_query: str | None = None,
 ) -> httpx.Response:
-    """`POST /` with `X-Amz-Target: target` and `content_type` (None: no such header) and
-    `body`, signed by botocore's own SigV4 signer with the `signed` headers too, for what
-    boto3's client would not send; then the `unsigned` headers added and `sent` in the body's
-    place, if given."""
+    """`POST /?query` with `X-Amz-Target: target` and `content_type` (None: no such header)
+    and `body`, signed by botocore's own SigV4 signer with the `signed` headers too, for what
+    boto3's client would not send; then the `unsigned` headers added, and `sent` in the body's
+    place and `sent_query` in the query's, if given."""
     given = {"X-Amz-Target": target, "Content-Type": content_type}
     headers = {name: value for name, value in given.items() if value is not None}
     headers.update(signed or {})
-    request = AWSRequest("POST", server.url + "/", data=body, headers=headers)
+    request = AWSRequest("POST", f"{server.url}/?{query}".rstrip("?"), data=body, headers=headers)
     SigV4Auth(
         ReadOnlyCredentials(creds.access_key_id, creds.secret_access_key, None), "kms", REGION
     ).add_auth(request)
     prepared = request.prepare()
     headers = {**dict(prepared.headers), **(unsigned or {})}
-    return httpx.post(prepared.url, headers=headers, content=body if sent is None else sent)
+    url = prepared.url if sent_query is None else f"{server.url}/?{sent_query}"
+    return httpx.post(url, headers=headers, content=body if sent is None else sent)
 
 
 def error_of(exc: pytest.ExceptionInfo[Any]) -> tuple[str, int]:

@@ -5,6 +5,7 @@ AWS key pair revoked with it."""
 import datetime
 import hashlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import botocore.auth
@@ -114,6 +115,19 @@ def test_members_checked_by_the_server(server: Server) -> None:
             kms.list_keys(**wrong)
         assert error_of(exc) == ("ValidationException", 400)
         assert "1 validation error detected" in exc.value.response["Error"]["Message"]
+
+
+def test_a_bad_blob_is_described_without_its_characters(server: Server) -> None:
+    """Base64's own error names a symbol of the value and its offset; the answer names the
+    member only."""
+    answer = signed_post(
+        server, credentials(server), "TrentService.Decrypt", b'{"CiphertextBlob": "ab c"}'
+    )
+    assert (answer.status_code, answer.json()["__type"]) == (400, "ValidationException")
+    assert answer.json()["message"] == (
+        "1 validation error detected: Value at 'CiphertextBlob' failed to satisfy constraint: "
+        "Member must be valid base64"
+    )
 
 
 def test_unknown_action_member_and_body(server: Server) -> None:
@@ -259,6 +273,47 @@ def test_the_action_type_and_amz_headers_are_signed_always(server: Server, heade
     )
     assert (answer.status_code, answer.json()["__type"]) == (400, "InvalidSignatureException")
     assert f"does not sign: {header.lower()}" in answer.json()["message"]
+
+
+def test_a_query_is_signed_and_else_ignored(server: Server) -> None:
+    """A query on `POST /` is answered in AWS's shape: signed, it is taken (and ignored);
+    changed after signing, InvalidSignatureException; a presigned request (its signature in the
+    query, no Authorization header), MissingAuthenticationTokenException. It was a 422 problem
+    document before any of this, which botocore could not read."""
+    creds = credentials(server)
+    taken = signed_post(server, creds, "TrentService.ListKeys", b"{}", query="Action=x&b=%20")
+    assert taken.status_code == 200, taken.text
+    changed = signed_post(
+        server, creds, "TrentService.ListKeys", b"{}", query="Action=x", sent_query="Action=y"
+    )
+    assert (changed.status_code, changed.json()["__type"]) == (400, "InvalidSignatureException")
+    presigned = httpx.post(
+        server.url + "/?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=" + "0" * 64,
+        headers={"X-Amz-Target": "TrentService.ListKeys", "Content-Type": AMZ_JSON},
+        content=b"{}",
+    )
+    assert presigned.headers["content-type"] == AMZ_JSON
+    assert (presigned.status_code, presigned.json()["__type"]) == (
+        403,
+        "MissingAuthenticationTokenException",
+    )
+
+
+def test_a_wrong_body_digest_counts_as_a_failed_signature(tmp_path: Path) -> None:
+    """A signed X-Amz-Content-SHA256 that is not the body's is a failed signature, counted
+    against the address as the others are: past the allowance, ThrottlingException. It was
+    never counted."""
+    burst = {"CIPHERD_AUTH_FAILURES_BURST": "3", "CIPHERD_AUTH_FAILURES_PER_SECOND": "0.01"}
+    for started_server in started(tmp_path, **burst):
+        creds = credentials(started_server)
+        wrong = {"X-Amz-Content-SHA256": hashlib.sha256(b"other").hexdigest()}
+        types = [
+            signed_post(started_server, creds, "TrentService.ListKeys", b"{}", signed=wrong).json()[
+                "__type"
+            ]
+            for _ in range(5)
+        ]
+    assert types == ["InvalidSignatureException"] * 3 + ["ThrottlingException"] * 2
 
 
 def test_token_rate(server: Server) -> None:

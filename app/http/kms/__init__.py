@@ -33,7 +33,7 @@ from starlette.types import Scope
 
 from app.http.body import header
 from app.http.deps import arrival, audit_note, client_address, services
-from app.http.framework import HandlerRoute
+from app.http.framework import HandlerRoute, takes_any_query
 from app.http.kms import sigv4
 from app.http.operation import operation_id
 from app.http.problems import BodyMemoryFull, BodyTooLarge
@@ -98,15 +98,15 @@ async def _signed(request: Request, service: Services, note: AuditNote) -> tuple
     assert found is not None
     credential, principal = found
     body = await request.body()
-    canonical = sigv4.canonical_request(
-        scope["method"],
-        scope.get("raw_path", b"/").decode("latin-1"),
-        scope.get("query_string", b"").decode("latin-1"),
-        scope["headers"],
-        auth.signed_headers,
-        _payload_hash(scope, body),
-    )
     try:
+        canonical = sigv4.canonical_request(
+            scope["method"],
+            scope.get("raw_path", b"/").decode("latin-1"),
+            scope.get("query_string", b"").decode("latin-1"),
+            scope["headers"],
+            auth.signed_headers,
+            _payload_hash(scope, body),
+        )
         sigv4.verify(credential.secret, auth, signed_at, canonical)
     except KmsError as error:
         _refuse(request, error)
@@ -167,6 +167,10 @@ def _action(request: Request, actions: dict[str, Action]) -> Action:
     return found
 
 
+# Base64's own error names a symbol of the value and where it stands.
+_BASE64 = "Member must be valid base64"
+
+
 def _members(action: Action, body: bytes) -> Any:
     """The request's members as the action's request model (ValidationException, in AWS's
     words, naming the members but never their values)."""
@@ -175,7 +179,7 @@ def _members(action: Action, body: bytes) -> Any:
     except ValidationError as exc:
         described = "; ".join(
             f"Value at '{'.'.join(str(p) for p in e['loc']) or 'body'}' failed to satisfy "
-            f"constraint: {e['msg']}"
+            f"constraint: {_BASE64 if e['type'] == 'bytes_invalid_encoding' else e['msg']}"
             for e in first_errors(exc, 10)
         )
         count = exc.error_count()
@@ -257,6 +261,9 @@ def router_for(actions: dict[str, Action]) -> APIRouter:
             return error_answer(error, note, request_id)
         return _answer(200, answer, request_id)
 
+    # A query is AWS's to ignore: SigV4 signs it, and a presigned one lacks the Authorization
+    # header (MissingAuthenticationTokenException), either answered in AWS's shape.
+    @takes_any_query
     async def kms(x_amz_target: _Target) -> None:
         pass
 

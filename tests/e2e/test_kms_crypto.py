@@ -168,9 +168,13 @@ def test_decrypt_failures(server: Server, kms: Any) -> None:
         "CiphertextBlob"
     ]
     invalid = ("InvalidCiphertextException", 400)
-    # Another context, none, or one more pair.
+    # Another context, none, or one more pair: the blob names its version, so the message
+    # speaks of none (it spoke of passing an earlier key_version).
     for context in ({"a": "2"}, {}, {"a": "1", "b": "2"}):
-        assert fails(kms.decrypt, CiphertextBlob=blob, EncryptionContext=context) == invalid
+        with pytest.raises(ClientError) as exc:
+            kms.decrypt(CiphertextBlob=blob, EncryptionContext=context)
+        assert error_of(exc) == invalid
+        assert exc.value.response["Error"]["Message"] == "The ciphertext is not valid."
     # A changed byte anywhere: in the header (another version, name length, format) or payload.
     size = len(name)
     for at in (0, 1, 2 + size + 2, 2 + size + 3, len(blob) - 1, 6 + size):
@@ -456,6 +460,36 @@ def test_re_encrypt(server: Server, kms: Any) -> None:
     )
     assert back["SourceKeyId"] == arn(rsa_key)
     assert kms.decrypt(CiphertextBlob=back["CiphertextBlob"])["Plaintext"] == MESSAGE
+
+
+def test_a_dry_run_may_ignore_the_ciphertext(server: Server, kms: Any) -> None:
+    """DryRunModifiers IGNORE_CIPHERTEXT: a Decrypt or ReEncrypt checks the key its KeyId
+    names and the token's scope, with no ciphertext or whatever one, and answers
+    DryRunOperationException, as AWS does (botocore sends none). Without the modifier a
+    ciphertext is required; a dry run ignoring it needs a KeyId."""
+    source = native_key(server, "kms-dry-source", "aes256-gcm")
+    destination = native_key(server, "kms-dry-destination", "aes256-gcm")
+    signing = native_key(server, "kms-dry-p256", "ecdsa-p256")
+    ignoring = {"DryRun": True, "DryRunModifiers": ["IGNORE_CIPHERTEXT"]}
+    dry = ("DryRunOperationException", 400)
+    assert fails(kms.decrypt, KeyId=source, **ignoring) == dry
+    assert fails(kms.decrypt, KeyId=source, CiphertextBlob=b"\x01bad", **ignoring) == dry
+    again = {"SourceKeyId": source, "DestinationKeyId": destination, **ignoring}
+    assert fails(kms.re_encrypt, **again) == dry
+    validation = ("ValidationException", 400)
+    assert fails(kms.decrypt, **ignoring) == validation
+    assert fails(kms.decrypt, KeyId=source, DryRun=True) == validation
+    assert fails(kms.decrypt, KeyId=signing, **ignoring) == ("InvalidKeyUsageException", 400)
+    assert fails(kms.re_encrypt, **{**again, "DestinationKeyId": signing}) == (
+        "InvalidKeyUsageException",
+        400,
+    )
+    encrypt_only = kms_client(
+        server, credentials(server, keys=["kms-dry-*"], operations=["encrypt"])
+    )
+    assert fails(encrypt_only.decrypt, KeyId=source, **ignoring) == ("AccessDeniedException", 400)
+    unknown = {"DryRun": True, "DryRunModifiers": ["IGNORE_EVERYTHING"]}
+    assert fails(kms.decrypt, KeyId=source, CiphertextBlob=b"\x01", **unknown) == validation
 
 
 def test_generate_random(server: Server, kms: Any, creds: Credentials) -> None:

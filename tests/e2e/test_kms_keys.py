@@ -212,6 +212,12 @@ def test_list_keys_pages(server: Server) -> None:
     pages = kms.get_paginator("list_keys").paginate(PaginationConfig={"PageSize": 3})
     listed = [k["KeyId"] for page in pages for k in page["Keys"]]
     assert listed == [f"page-{i}" for i in range(7)]
+    # Whose keys: the account's own; none are shared from other accounts.
+    own = kms.list_keys(ResourceOwners=["SELF", "OTHER_ACCOUNTS_VIA_RAM"], Limit=3)
+    assert own == {**first, "ResponseMetadata": own["ResponseMetadata"]}
+    shared = kms.list_keys(ResourceOwners=["OTHER_ACCOUNTS_VIA_RAM"])
+    assert (shared["Keys"], shared["Truncated"]) == ([], False)
+    assert code(kms.list_keys, ResourceOwners=["ANYONE"])[0] == "ValidationException"
 
 
 def test_enable_disable(server: Server, kms: Any) -> None:
@@ -249,6 +255,12 @@ def test_rotation(kms: Any, server: Server) -> None:
     assert code(unvalidated.enable_key_rotation, KeyId=key_id, RotationPeriodInDays=30)[0] == (
         "ValidationException"
     )
+    # A native period under a day is a whole day in KMS's terms, never 0 (AWS's least is 90).
+    with server.client() as http:
+        patched = http.patch(f"/v1/keys/{key_id}", json={"auto_rotate_seconds": 3600})
+        assert patched.status_code == 200, patched.text
+    status = kms.get_key_rotation_status(KeyId=key_id)
+    assert (status["KeyRotationEnabled"], status["RotationPeriodInDays"]) == (True, 1)
     signing = kms.create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")["KeyMetadata"]
     for call in (kms.enable_key_rotation, kms.get_key_rotation_status, kms.rotate_key_on_demand):
         assert code(call, KeyId=signing["KeyId"])[0] == "UnsupportedOperationException"

@@ -12,6 +12,7 @@ KeyId that is not the key a symmetric blob names, IncorrectKeyException.
 """
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
@@ -31,7 +32,8 @@ CiphertextBlobField = Annotated[bytes, Field(min_length=1, max_length=6144)]
 # One error is enough: a context of a million numbers was a million errors, gigabytes of them.
 Context = Annotated[dict[str, str], Field(fail_fast=True)] | None
 # AWS takes one modifier (IGNORE_CIPHERTEXT); the bound stops a long list at once.
-DryRunModifierList = Annotated[list[str], Field(max_length=8)] | None
+IGNORE_CIPHERTEXT: Final = "IGNORE_CIPHERTEXT"
+DryRunModifierList = Annotated[list[Literal["IGNORE_CIPHERTEXT"]], Field(max_length=8)] | None
 EncryptionAlgorithmField = Literal[
     "SYMMETRIC_DEFAULT", "RSAES_OAEP_SHA_1", "RSAES_OAEP_SHA_256", "SM2PKE"
 ]
@@ -155,14 +157,20 @@ def _encrypted(call: KmsCall, key: AeadKey | RsaKey, plaintext: bytes, context: 
 
 
 async def _decrypted(
-    call: KmsCall, key_id: str | None, blob: bytes, context: Context, algorithm: str
+    call: KmsCall, key_id: str | None, blob: bytes | None, context: Context, algorithm: str
 ) -> tuple[str, bytes]:
     """The key's name and the plaintext of `blob`: a symmetric blob names its key (`key_id`,
-    if given, must name the same: IncorrectKeyException); an RSA one needs `key_id`."""
+    if given, must name the same: IncorrectKeyException); an RSA one needs `key_id`. No blob
+    (a dry run ignoring it): what can be checked without it, on the key `key_id` names."""
     named = None
     if key_id is not None:
         named = await call.key(key_id, "aead_decrypt", Operation.DECRYPT)
         await call.services.keyring.fetch(named)  # NotFoundException for no such key
+    if blob is None:
+        if named is None:
+            raise validation("A dry run with IGNORE_CIPHERTEXT needs the KeyId of the key to check")
+        await encryption_key(call, named, algorithm)
+        return named, b""
     parsed = ciphertext.parse(blob) if algorithm == SYMMETRIC else None
     if algorithm == SYMMETRIC:
         if parsed is None:
@@ -219,7 +227,7 @@ async def encrypt(call: KmsCall, request: EncryptRequest) -> dict[str, Any]:
 
 
 class DecryptRequest(BlobRequest):
-    CiphertextBlob: CiphertextBlobField
+    CiphertextBlob: CiphertextBlobField | None = None  # required but in a dry run ignoring it
     EncryptionContext: Context = None
     GrantTokens: GrantTokenList = None
     KeyId: KeyIdField | None = None
@@ -229,19 +237,33 @@ class DecryptRequest(BlobRequest):
     DryRunModifiers: DryRunModifierList = None
 
 
+def _blob_to_open(blob: bytes | None, dry: bool, modifiers: Sequence[str] | None) -> bytes | None:
+    """The ciphertext a decryption opens; None for a dry run with IGNORE_CIPHERTEXT, which
+    opens none, whether or not one is given."""
+    if dry and IGNORE_CIPHERTEXT in (modifiers or ()):
+        return None
+    if blob is None:
+        raise validation(
+            "1 validation error detected: Value at 'CiphertextBlob' failed to satisfy "
+            "constraint: Field required"
+        )
+    return blob
+
+
 @action("Decrypt")
 async def decrypt(call: KmsCall, request: DecryptRequest) -> dict[str, Any]:
     no_recipient(request.Recipient)
     algorithm = request.EncryptionAlgorithm
+    blob = _blob_to_open(request.CiphertextBlob, request.DryRun, request.DryRunModifiers)
     name, plaintext = await _decrypted(
-        call, request.KeyId, request.CiphertextBlob, request.EncryptionContext, algorithm
+        call, request.KeyId, blob, request.EncryptionContext, algorithm
     )
     dry_run(request.DryRun)
     return {"KeyId": call.arn(name), "Plaintext": b64(plaintext), "EncryptionAlgorithm": algorithm}
 
 
 class ReEncryptRequest(BlobRequest):
-    CiphertextBlob: CiphertextBlobField
+    CiphertextBlob: CiphertextBlobField | None = None  # required but in a dry run ignoring it
     SourceEncryptionContext: Context = None
     SourceKeyId: KeyIdField | None = None
     DestinationKeyId: KeyIdField
@@ -257,10 +279,11 @@ class ReEncryptRequest(BlobRequest):
 async def re_encrypt(call: KmsCall, request: ReEncryptRequest) -> dict[str, Any]:
     """The plaintext of one blob under another key (or the same one's latest version), without
     it leaving the service: decrypt on the source, encrypt on the destination."""
+    blob = _blob_to_open(request.CiphertextBlob, request.DryRun, request.DryRunModifiers)
     source, plaintext = await _decrypted(
         call,
         request.SourceKeyId,
-        request.CiphertextBlob,
+        blob,
         request.SourceEncryptionContext,
         request.SourceEncryptionAlgorithm,
     )

@@ -57,6 +57,9 @@ _BY_SLUG = {
     "version-too-old": "InvalidCiphertextException",
     "decryption-failed": "InvalidCiphertextException",
 }
+# The native detail of a blob that does not open speaks of key versions, which a KMS blob names
+# itself: the cause is rather its encryption context, or the blob.
+_MESSAGE_BY_SLUG = {"decryption-failed": "The ciphertext is not valid."}
 _BY_STATUS = {
     400: "ValidationException",
     401: "UnrecognizedClientException",
@@ -79,7 +82,7 @@ def kms_error(exc: Exception) -> KmsError | None:
     if problem is None:
         return None
     type_ = _BY_SLUG.get(problem.slug) or _BY_STATUS.get(problem.status, "KMSInternalException")
-    error = KmsError(type_, problem.detail)
+    error = KmsError(type_, _MESSAGE_BY_SLUG.get(problem.slug, problem.detail))
     error.retry_after = problem.retry_after if problem.status in (429, 503) else None
     if problem.status in (429, 503) and error.retry_after is None:
         error.retry_after = 1

@@ -8,7 +8,7 @@ is described from its type (`specs`). DisableKey is the native policy `enabled: 
 """
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -107,9 +107,15 @@ async def describe_key(call: KmsCall, request: DescribeKeyRequest) -> dict[str, 
     return {"KeyMetadata": specs.metadata(info, call.arn(name), call.services.settings)}
 
 
+ResourceOwner = Literal["SELF", "OTHER_ACCOUNTS_VIA_RAM"]
+
+
 class ListKeysRequest(KmsRequest):
     Limit: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_PAGE
     Marker: MarkerField | None = None
+    # Whose keys: the account's own (SELF), or others' shared through RAM, of which there are
+    # none here.
+    ResourceOwners: Annotated[list[ResourceOwner], Field(min_length=1, max_length=2)] | None = None
 
 
 @action("ListKeys")
@@ -117,6 +123,8 @@ async def list_keys(call: KmsCall, request: ListKeysRequest) -> dict[str, Any]:
     """The keys the token may read, by name, a page at a time (the marker: the last name)."""
     call.record("keys_list_keys")
     call.allow(Operation.READ, None)
+    if request.ResourceOwners is not None and "SELF" not in request.ResourceOwners:
+        return {"Keys": [], "Truncated": False}
     page, next_after = await in_thread(
         keys.readable_page, call.services.store, call.principal, request.Marker, request.Limit
     )

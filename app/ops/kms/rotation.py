@@ -76,7 +76,9 @@ async def get_key_rotation_status(call: KmsCall, request: KeyIdRequest) -> dict[
     answer: dict[str, Any] = {"KeyRotationEnabled": bool(period), "KeyId": call.arn(name)}
     if period:
         latest = max(v.created_at for v in info.versions)
-        answer |= {"RotationPeriodInDays": round(period / DAY), "NextRotationDate": latest + period}
+        # In whole days, as AWS counts them: at least one for a native period under a day.
+        days = max(1, round(period / DAY))
+        answer |= {"RotationPeriodInDays": days, "NextRotationDate": latest + period}
     return answer
 
 

@@ -13,9 +13,12 @@ subject and the role's bound claims (exact, or globs). The identity's stable nam
 metadata. A refusal says which check failed, never the token.
 """
 
+import base64
 import fnmatch
+import hashlib
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +59,8 @@ DEFAULT_EXPIRATION_LEEWAY = 0
 DEFAULT_NOT_BEFORE_LEEWAY = 0
 MAX_PUBKEYS = 100
 MAX_BOUND_VALUES = 256
+# The longest user claim an identity's name holds as it is (`_identity_part`).
+MAX_USER_CHARS = 256
 MAX_MAPPINGS = 64
 ROLE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 MAX_ROLES_PER_MOUNT = 10_000
@@ -224,6 +229,8 @@ def role_of(current: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str,
         raise invalid_input(f"claim_mappings: an object of at most {MAX_MAPPINGS} claims")
     if len(set(mappings.values())) != len(mappings):
         raise invalid_input("claim_mappings: two claims map to the same metadata field")
+    if "role" in mappings.values():  # a login's metadata names its role there
+        raise invalid_input('metadata key "role" is reserved and may not be a mapping destination')
     if len(role["bound_audiences"]) > MAX_BOUND_VALUES:
         raise invalid_input(f"bound_audiences: at most {MAX_BOUND_VALUES}")
     if not (role["bound_audiences"] or role["bound_subject"] or role["bound_claims"]):
@@ -291,20 +298,24 @@ def _signed_claims(
     if len(jwt) > MAX_JWT_BYTES:
         raise _invalid_token(f"the token is over {MAX_JWT_BYTES} bytes")
     compact = "".join(jwt.split())  # as Vault's parser: `jwt=@file` sends the file's line break
+    # The header first, read here: joserfc refuses to parse a token of an algorithm it lacks
+    # (ML-DSA), which is rather a token of an algorithm the mount does not take.
     try:
-        token = jws.extract_compact(compact.encode("ascii"))
-        header = token.headers()
-    except (JoseError, ValueError, UnicodeError):
+        encoded = compact.partition(".")[0].encode("ascii")
+        header = _json_object(base64.b64decode(encoded + b"=" * (-len(encoded) % 4), b"-_", True))
+    except (ValueError, UnicodeError):
         raise _invalid_token("the token is not a compact JWS") from None
-    if not isinstance(header, dict):
-        raise _invalid_token("the token is not a compact JWS")
-    crit = header.get("crit")
-    if crit is not None and not (isinstance(crit, list) and all(isinstance(c, str) for c in crit)):
-        raise _invalid_token("the token's crit is not a list of names")
     algs = config["jwt_supported_algs"] or list(SUPPORTED_ALGS)
     alg, kid = header.get("alg"), header.get("kid")
     if not isinstance(alg, str) or alg not in algs:
         raise _invalid_token(f"the token's algorithm {str(alg)[:16]!r} is not one of {algs}")
+    crit = header.get("crit")
+    if crit is not None and not (isinstance(crit, list) and all(isinstance(c, str) for c in crit)):
+        raise _invalid_token("the token's crit is not a list of names")
+    try:
+        token = jws.extract_compact(compact.encode("ascii"))
+    except (JoseError, ValueError, UnicodeError):
+        raise _invalid_token("the token is not a compact JWS") from None
     if kid is not None and not isinstance(kid, str):
         raise _invalid_token("the token's kid is not a string")
     candidates, issuer = _keys(config, issuer_keys, kid)
@@ -415,8 +426,26 @@ def verify(
     for source, target in role["claim_mappings"].items():
         value = claim(claims, source)
         if isinstance(value, str | int | float | bool):
-            metadata[target] = str(value)
-    return Verified(user[:256], metadata)
+            metadata[target] = _storable(source, str(value))
+    return Verified(_identity_part(_storable(role["user_claim"], user)), metadata)
+
+
+def _storable(name: str, value: str) -> str:
+    """A claim's value as a token keeps it: no control characters (a NUL, which PostgreSQL
+    text cannot hold; line breaks in what the audit trail names)."""
+    if any(unicodedata.category(char) == "Cc" for char in value):
+        raise _invalid_token(f"claim {name[:64]!r} has control characters")
+    return value
+
+
+def _identity_part(user: str) -> str:
+    """The user claim as the identity's name holds it: whole up to MAX_USER_CHARS; a longer one
+    cut, with the digest of the whole after the cut, so that two that differ past it (long CI
+    subjects that share a prefix) stay two identities."""
+    if len(user) <= MAX_USER_CHARS:
+        return user
+    digest = hashlib.sha256(user.encode()).hexdigest()
+    return f"{user[: MAX_USER_CHARS - len(digest) - 1]}#{digest}"
 
 
 def login(

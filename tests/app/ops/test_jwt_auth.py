@@ -260,8 +260,55 @@ def test_an_unreachable_issuer_is_a_clear_refusal() -> None:
     assert caught.value.status == 400 and gone.jwks_url in caught.value.detail
 
 
+def test_long_subjects_stay_apart_and_control_characters_are_refused(
+    issuer: Issuer, keys: IssuerKeys
+) -> None:
+    """The identity names a user claim whole up to 256 characters; two longer ones that share
+    those (CI subjects with long branch names) were one identity, and now each keeps a digest of
+    itself. A claim with a control character (a NUL) is refused, as no token keeps it."""
+    config = jwks_config(issuer, keys)
+    now = time.time()
+    exact = "repo:acme/" + "a" * 246
+    assert verify(issuer.sign(good(issuer, sub=exact)), config, ROLE, keys, now).user == exact
+    users = {
+        verify(issuer.sign(good(issuer, sub=exact + ending)), config, ROLE, keys, now).user
+        for ending in ("x", "y")
+    }
+    assert len(users) == 2
+    assert all(len(user) == 256 and user.startswith(exact[:191]) for user in users)
+    for claims in ({"sub": "repo:acme/a\x00b"}, {"repository": "acme/app\n"}):
+        token = issuer.sign(good(issuer, **claims))
+        assert "control characters" in refusal(lambda t=token: verify(t, config, ROLE, keys, now))
+
+
+def test_a_token_of_an_algorithm_not_taken_is_named_so(issuer: Issuer, keys: IssuerKeys) -> None:
+    """A token of an algorithm joserfc takes no signature of (ML-DSA-44's are 2,420 bytes,
+    past joserfc's 1,024: RFC 9964) is refused for its algorithm; it was 'not a compact JWS'."""
+
+    def b64url(value: Any) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    token = ".".join(
+        (b64url({"alg": "ML-DSA-44", "kid": "k"}), b64url(good(issuer)), "A" * 3227)
+    )
+    detail = refusal(lambda: verify(token, jwks_config(issuer, keys), ROLE, keys, time.time()))
+    assert "algorithm 'ML-DSA-44' is not one of" in detail
+    assert "not a compact JWS" in refusal(
+        lambda: verify("bm90IGpzb24.e30.", jwks_config(issuer, keys), ROLE, keys, time.time())
+    )
+
+
 def test_roles_are_checked() -> None:
     for changes, message in (
+        (
+            {
+                "role_type": "jwt",
+                "user_claim": "sub",
+                "bound_audiences": ["a"],
+                "claim_mappings": {"team": "role"},
+            },
+            "reserved",
+        ),
         ({"role_type": "jwt", "user_claim": "sub"}, "bound constraint"),
         ({"role_type": "jwt", "bound_audiences": ["a"]}, "user claim"),
         ({"role_type": "oidc", "user_claim": "sub", "bound_audiences": ["a"]}, "oidc"),

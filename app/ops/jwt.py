@@ -19,6 +19,7 @@ from app.ops.errors import invalid_input, wrong_key_type
 from app.ops.keyring import Keyring
 from app.ops.keytypes import KEY_TYPES
 from app.ops.sign import Settled, SigningKey, sign_settled, underived
+from app.ops.versioned import enabled
 
 # The most versions one key set lists (the newest): a key with more live versions retires the
 # older ones with min_decryption_version.
@@ -35,6 +36,11 @@ SETTLED = {
     **{f"ML-DSA-{level}": Settled() for level in ("44", "65", "87")},
 }
 _FIXED = ("alg", "kid")
+# Registered header members that would tell a verifier to read the token otherwise (`crit`,
+# RFC 7797's unencoded `b64`), or to trust a key or certificate the header carries or points
+# to (`jku`, `jwk`, `x5u`, `x5c`) rather than the key set; and JWE's, for a JWS.
+_REFUSED = ("crit", "b64", "jku", "jwk", "x5u", "x5c", "x5t", "x5t#S256", "zip", "enc")
+_TEXT = ("typ", "cty")
 
 
 def _b64url_json(value: Any) -> str:
@@ -57,6 +63,15 @@ def sign(
         )
     fixed = {"alg": chosen, "kid": jwk.kid(material.name, material.version)}
     given = header or {}
+    for name in _REFUSED:
+        if name in given:
+            raise invalid_input(
+                f"header.{name}: not taken; the token is verified with the key set's keys, as "
+                "its header's alg and kid name them"
+            )
+    for name in _TEXT:
+        if name in given and not isinstance(given[name], str):
+            raise invalid_input(f"header.{name}: a string")
     for name in _FIXED:
         if name in given and given[name] != fixed[name]:
             raise invalid_input(
@@ -75,7 +90,7 @@ def jwks(keyring: Keyring, name: str) -> list[dict[str, str]]:
     latest = keyring.material(name)
     if latest.type not in jwk.JWS_ALGORITHMS:
         raise wrong_key_type(name, latest.type, "signatures (a JSON Web Key Set)")
-    underived(latest)
+    underived(enabled(latest))
     info = keyring.store.keys.get(name)
     live = [v.version for v in info.versions if v.version >= latest.min_decryption_version]
     keys = []

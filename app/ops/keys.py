@@ -26,6 +26,7 @@ from app.ops.grants import Operation, Principal
 from app.ops.imported import IMPORTED, IMPORTED_ROTATES, refuse_rotation, taken
 from app.ops.keyring import Keyring
 from app.ops.keytypes import KEY_TYPES, PublicFormat, derivable
+from app.ops.versioned import enabled
 from app.settings import Settings
 from app.store import (
     AUTOMATIC,
@@ -352,7 +353,7 @@ def public_part(
     """The key version whose public part a client asked for, the form given (raw by default,
     der for a type with no raw form) and the public part in it; 409 if its type has none, or
     none in that form, or if it is derived (each context has its own)."""
-    material = keyring.material(name, version)
+    material = enabled(keyring.material(name, version))
     if material.public is None:
         raise Problem(
             409,

@@ -32,6 +32,14 @@ class RequestKey(Protocol):
         loop."""
 
 
+def enabled(material: KeyMaterial) -> KeyMaterial:
+    """The material, if its key is enabled: a disabled key's every use is refused (409
+    key-disabled), its public part and key set included, as KMS's GetPublicKey refuses it."""
+    if material.params.get("disabled"):
+        raise key_disabled(material.name)
+    return material
+
+
 class VersionedKey:
     """A key of one family: its latest version and, on demand, the others.
 
@@ -55,9 +63,7 @@ class VersionedKey:
         (409 key-disabled otherwise)."""
         if material.type not in self.types:
             raise wrong_key_type(material.name, material.type, self.used_for)
-        if material.params.get("disabled"):
-            raise key_disabled(material.name)
-        return material
+        return enabled(material)
 
     def version(self, version: int | None = None) -> KeyMaterial:
         """One version's material (the latest for None); may query the store."""

@@ -6,6 +6,7 @@ import base64
 import json
 from typing import Any
 
+import jwt as pyjwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import mldsa
 from fastapi import FastAPI
@@ -120,15 +121,43 @@ def test_rsa_keys_sign_every_rsa_algorithm(client: TestClient, alg: str) -> None
         verified(forged, key_set, alg)
 
 
+PYJWT_ALGORITHMS = {
+    key_type: alg for key_type, alg in ALGORITHMS.items() if not alg.startswith("ML-DSA")
+}
+
+
+@pytest.mark.parametrize(("key_type", "alg"), list(PYJWT_ALGORITHMS.items()))
+def test_pyjwt_verifies_with_the_key_set_as_its_jwks_client_reads_it(
+    client: TestClient, key_type: str, alg: str
+) -> None:
+    """PyJWT, the other verifier most code uses, finds the token's key in the set by kid. A key
+    of one algorithm carries it, and PyJWT then checks the token's against it; an RSA key signs
+    with six and carries none, which PyJWT's PyJWK reads as RS256: its `.key` is then given with
+    the algorithms the verifier takes (docs/api/signatures.md)."""
+    client.post("/v1/keys", json={"name": "py", "type": key_type})
+    token = sign_jwt(client, "py")
+    found = pyjwt.PyJWKSet.from_dict(jwks(client, "py"))[header(token)["kid"]]
+    if key_type.startswith("rsa-"):
+        with pytest.raises(pyjwt.InvalidAlgorithmError):
+            pyjwt.decode(token, found, algorithms=[alg], audience="orders")
+        for rsa_alg in ("PS256", "PS512", "RS256", "RS384"):
+            signed = sign_jwt(client, "py", alg=rsa_alg)
+            assert pyjwt.decode(signed, found.key, algorithms=[rsa_alg], audience="orders") == (
+                CLAIMS
+            )
+    else:
+        assert found.algorithm_name == alg
+        assert pyjwt.decode(token, found, algorithms=[alg], audience="orders") == CLAIMS
+
+
 def test_the_header_adds_but_does_not_change_alg_or_kid(client: TestClient) -> None:
     client.post("/v1/keys", json={"name": "h", "type": "ecdsa-p256"})
-    token = sign_jwt(client, "h", header={"typ": "at+jwt", "x5u": "https://example.com/x"})
-    assert header(token) == {
-        "typ": "at+jwt",
-        "x5u": "https://example.com/x",
-        "alg": "ES256",
-        "kid": "h:v1",
-    }
+    token = sign_jwt(client, "h", header={"typ": "at+jwt", "cty": "JWT"})
+    assert header(token) == {"typ": "at+jwt", "cty": "JWT", "alg": "ES256", "kid": "h:v1"}
+    # A member of the caller's own goes as given (joserfc's verifier refuses names it does not
+    # know, so it is only read here).
+    custom = sign_jwt(client, "h", header={"trace": [1, "a"]})
+    assert header(custom) == {"typ": "JWT", "trace": [1, "a"], "alg": "ES256", "kid": "h:v1"}
     assert verified(token, jwks(client, "h"), "ES256") == CLAIMS
     same = sign_jwt(client, "h", header={"alg": "ES256", "kid": "h:v1"}, alg="ES256")
     assert header(same)["alg"] == "ES256"
@@ -141,6 +170,15 @@ def test_the_header_adds_but_does_not_change_alg_or_kid(client: TestClient) -> N
         {"alg": "none"},
         {"claims": ["not", "an", "object"]},
         {"header": "alg"},
+        # What would have a verifier read the token otherwise, or trust a key it carries.
+        {"header": {"crit": ["b64"], "b64": False}},
+        {"header": {"b64": True}},
+        {"header": {"jku": "https://example.com/jwks"}},
+        {"header": {"jwk": {"kty": "EC"}}},
+        {"header": {"x5u": "https://example.com/x"}},
+        {"header": {"x5c": ["MII"]}},
+        {"header": {"typ": None}},
+        {"header": {"cty": 1}},
     ):
         refused = client.post("/v1/jwt/h/sign", json={"claims": CLAIMS, **body})
         assert refused.status_code == 422, body

@@ -72,3 +72,20 @@ def test_disabled_key_refuses_use(client: TestClient) -> None:
     assert client.post("/v1/aead/d/decrypt", json={"ciphertext": sealed}).json()["plaintext"] == (
         "aGk="
     )
+
+
+def test_a_disabled_signing_key_publishes_no_public_part(client: TestClient) -> None:
+    """A disabled key's public part and key set are refused as its other uses are (KMS's
+    GetPublicKey gives DisabledException): verifiers that fetch them stop trusting the key
+    until it is enabled again. They were served."""
+    assert client.post("/v1/keys", json={"name": "ds", "type": "ecdsa-p256"}).status_code == 201
+    reads = ("/v1/keys/ds/public", "/v1/keys/ds/public?format=jwk", "/v1/keys/ds/jwks")
+    served = {path: client.get(path).json() for path in reads}
+    assert client.patch("/v1/keys/ds", json={"enabled": False}).json()["enabled"] is False
+    for path in reads:
+        refused = client.get(path)
+        assert refused.status_code == 409, path
+        assert refused.json()["type"] == "urn:cipherd:problem:key-disabled"
+    assert client.get("/v1/keys/ds").status_code == 200  # its description is not a use
+    assert client.patch("/v1/keys/ds", json={"enabled": True}).json()["enabled"] is True
+    assert {path: client.get(path).json() for path in reads} == served

@@ -25,13 +25,13 @@ from app.ops.errors import (
     decryptable,
     encryptable,
     invalid_input,
-    key_disabled,
     wrong_key_type,
 )
 from app.ops.fe_cache import FeCaches
 from app.ops.fe_policy import Function, FunctionPolicy, KeygenRequest, decide, flatten
 from app.ops.fe_pool import Decryption, FePool
 from app.ops.keyring import Keyring
+from app.ops.versioned import enabled
 from app.ops.work import in_thread
 from app.server.metrics import timed
 from app.store import FunctionRecord, KeyMaterial
@@ -60,13 +60,16 @@ class Released:
     max_rank: int | None
 
 
-def _scheme(material: KeyMaterial) -> Scheme:
+def _scheme_of(material: KeyMaterial) -> Scheme:
     scheme = SCHEMES.get(material.type)
     if scheme is None:
         raise wrong_key_type(material.name, material.type, "functional encryption")
-    if material.params.get("disabled"):
-        raise key_disabled(material.name)
     return scheme.on(material.params.get("curve", group.DEFAULT_CURVE))
+
+
+def _scheme(material: KeyMaterial) -> Scheme:
+    """The scheme of a key to be used: enabled (409 otherwise), unlike a read of its ledger."""
+    return _scheme_of(enabled(material))
 
 
 def _function(
@@ -203,7 +206,8 @@ class Fe:
     def functions(self, name: str, version: int | None, after: int, limit: int) -> Released:
         """A page of the functions released under one version of an FE key (the latest by
         default), those after position `after`."""
-        material, _ = self._material(name, version)
+        material = self.keyring.material(name, version)
+        _scheme_of(material)  # an FE key's, disabled or not: what it released stays readable
         page = self.keyring.store.ledger.functions(name, material.version, after=after, limit=limit)
         policy = FunctionPolicy.from_json(material.params.get("fe_policy"))
         return Released(material.version, page.functions, page.next, page.rank, policy.max_rank)

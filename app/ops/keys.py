@@ -308,9 +308,10 @@ class DeletionScheduled(BaseModel):
     deletion_date: datetime
 
 
-def deleted_answer_waits(note: AuditNote, settings: Settings) -> None:
-    """The answer to a deletion waits out the other processes' key caches, once its record is
-    on disk (`delete`)."""
+def answer_waits_for_caches(note: AuditNote, settings: Settings) -> None:
+    """The answer to a change that withdraws a key (a deletion, `delete`; a disabling) waits
+    out the other processes' key caches, once its record is on disk: when the caller hears it
+    is done, no process uses the key any more."""
     note.answer_after = settings.key_cache_seconds
 
 
@@ -320,7 +321,7 @@ def delete(
     """Schedule the key's destruction after `window` seconds (the configured default when
     None); until then nothing may use it, and a restore cancels it.
 
-    Its caller answers once `key_cache_seconds` have passed since (`deleted_answer_waits`):
+    Its caller answers once `key_cache_seconds` have passed since (`answer_waits_for_caches`):
     every process (this replica's other workers, other replicas) may hold the key's material in
     its keyring cache for that long from its fetching, and none fetches it once the deletion is
     stored. So nothing encrypts with a key its caller was told is deleted, nor, once it is

@@ -260,7 +260,7 @@ def delete_key(
     scheduled = keys.delete(
         services.store, services.keyring, name, window_seconds, services.settings
     )
-    keys.deleted_answer_waits(audit_note(request.scope), services.settings)
+    keys.answer_waits_for_caches(audit_note(request.scope), services.settings)
     return scheduled
 
 
@@ -286,6 +286,8 @@ async def patch_key(
 ) -> KeyOut:
     body = await read_json(request, keys.KeyPatch)  # after the token check
     audit_note(request.scope).details.update(body.model_dump(exclude_none=True, mode="json"))
+    if body.enabled is False:
+        keys.answer_waits_for_caches(audit_note(request.scope), services.settings)
     shortest = services.settings.min_auto_rotate_seconds
     return await in_thread(
         keys.change_policy, services.store, services.keyring, name, body, shortest

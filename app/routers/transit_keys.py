@@ -79,7 +79,7 @@ async def delete_key(request: Request, name: TransitName) -> Response:
     services = call.services
     with keys.missing_as(f"error deleting policy {name[:128]}: could not delete key; not found"):
         await in_thread(keys.delete, services.store, services.keyring, call.name, services.settings)
-    native_keys.deleted_answer_waits(audit_note(request.scope), services.settings)
+    native_keys.answer_waits_for_caches(audit_note(request.scope), services.settings)
     return no_content()
 
 

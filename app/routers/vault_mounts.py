@@ -89,7 +89,7 @@ async def disable_mount(request: Request, path: str) -> Response:
     )
     audit_note(request.scope).details.update(mount=path.strip("/")[:128], keys=len(scheduled))
     if scheduled:  # as a deletion: no process still uses them once answered
-        keys.deleted_answer_waits(audit_note(request.scope), services.settings)
+        keys.answer_waits_for_caches(audit_note(request.scope), services.settings)
     return no_content()
 
 

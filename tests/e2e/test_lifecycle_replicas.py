@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.kms import credentials, kms_client
 from tests.e2e.server import restart, running, start
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
@@ -107,3 +108,38 @@ def test_automatic_rotation_is_once_per_period_across_replicas_and_workers(
         len(versions) - 1 == int(elapsed // period)
         or len(versions) - 1 == int(elapsed // period) - 1
     ), (len(versions), elapsed)
+
+
+def test_a_disabling_is_answered_once_no_replica_uses_the_key(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A key disabled through one replica (natively or by KMS's DisableKey) is answered once
+    the other replicas' key caches have run out, as a deletion is: then no use of it succeeds
+    anywhere. The answer came at once, and the other replica went on encrypting for up to
+    CIPHERD_KEY_CACHE_SECONDS after it."""
+    env = {**_env(postgres_url), "CIPHERD_KEY_CACHE_SECONDS": "1.5"}
+    with (
+        running(tmp_path / "a", env=env) as first,
+        running(tmp_path / "b", env=env) as second,
+        first.client() as on_a,
+        second.client() as on_b,
+    ):
+        assert on_a.post("/v1/keys", json={"name": "off", "type": "aez"}).status_code == 201
+        plaintext = {"plaintext": "aGk="}
+        assert on_b.post("/v1/aez/off/encrypt", json=plaintext).status_code == 200  # cached
+        asked = time.monotonic()
+        assert on_a.patch("/v1/keys/off", json={"enabled": False}).status_code == 200
+        assert time.monotonic() - asked >= 1.5
+        refused = on_b.post("/v1/aez/off/encrypt", json=plaintext)
+        assert (refused.status_code, refused.json()["type"]) == (
+            409,
+            "urn:cipherd:problem:key-disabled",
+        )
+        assert on_a.patch("/v1/keys/off", json={"enabled": True}).status_code == 200
+        time.sleep(1.5)
+        assert on_b.post("/v1/aez/off/encrypt", json=plaintext).status_code == 200  # cached
+        kms = kms_client(first, credentials(first))
+        asked = time.monotonic()
+        kms.disable_key(KeyId="off")
+        assert time.monotonic() - asked >= 1.5
+        assert on_b.post("/v1/aez/off/encrypt", json=plaintext).status_code == 409

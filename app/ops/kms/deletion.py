@@ -31,7 +31,7 @@ async def schedule_key_deletion(
     scheduled = await in_thread(
         keys.delete, services.store, services.keyring, name, window, services.settings
     )
-    keys.deleted_answer_waits(call.note, services.settings)
+    keys.answer_waits_for_caches(call.note, services.settings)
     return {
         "KeyId": call.arn(name),
         "DeletionDate": scheduled.deletion_date.timestamp(),

@@ -148,6 +148,8 @@ async def _set_enabled(call: KmsCall, key_id: str, enabled: bool) -> dict[str, A
     await in_thread(
         keys.change_policy, services.store, services.keyring, name, KeyPatch(enabled=enabled)
     )
+    if not enabled:
+        keys.answer_waits_for_caches(call.note, services.settings)
     return {}
 
 

@@ -154,6 +154,19 @@ def test_without_a_policy_every_release_is_still_in_the_ledger(client: TestClien
     assert len(client.get("/v1/fe/fe/functions?key_version=1").json()["functions"]) == 3
 
 
+def test_a_disabled_keys_ledger_stays_readable(client: TestClient) -> None:
+    """Disabling a key refuses its uses, not the reading of what it released: an auditor reads
+    the ledger of a key disabled for a suspected leak. It was a 409 key-disabled."""
+    create(client, "fe", "ipfe-opt", 2, None)
+    assert client.post("/v1/fe/fe/keygen", json={"y": [1, 2]}).status_code == 200
+    client.patch("/v1/keys/fe", json={"enabled": False}).raise_for_status()
+    refused = client.post("/v1/fe/fe/keygen", json={"y": [2, 1]})
+    assert (refused.status_code, refused.json()["type"]) == (409, "urn:cipherd:problem:key-disabled")
+    listed = client.get("/v1/fe/fe/functions")
+    assert listed.status_code == 200, listed.text
+    assert [f["function"] for f in listed.json()["functions"]] == [[1, 2]]
+
+
 def test_a_large_quadratic_key_keeps_a_bounded_ledger(client: TestClient) -> None:
     """Released 128×128 matrices took a basis row each of ever longer integers, read and
     written whole at every keygen (the 26th took 6 s): a basis holds 65,536 entries at most,

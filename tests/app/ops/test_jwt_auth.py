@@ -288,9 +288,7 @@ def test_a_token_of_an_algorithm_not_taken_is_named_so(issuer: Issuer, keys: Iss
     def b64url(value: Any) -> str:
         return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
 
-    token = ".".join(
-        (b64url({"alg": "ML-DSA-44", "kid": "k"}), b64url(good(issuer)), "A" * 3227)
-    )
+    token = ".".join((b64url({"alg": "ML-DSA-44", "kid": "k"}), b64url(good(issuer)), "A" * 3227))
     detail = refusal(lambda: verify(token, jwks_config(issuer, keys), ROLE, keys, time.time()))
     assert "algorithm 'ML-DSA-44' is not one of" in detail
     assert "not a compact JWS" in refusal(

@@ -161,7 +161,10 @@ def test_a_disabled_keys_ledger_stays_readable(client: TestClient) -> None:
     assert client.post("/v1/fe/fe/keygen", json={"y": [1, 2]}).status_code == 200
     client.patch("/v1/keys/fe", json={"enabled": False}).raise_for_status()
     refused = client.post("/v1/fe/fe/keygen", json={"y": [2, 1]})
-    assert (refused.status_code, refused.json()["type"]) == (409, "urn:cipherd:problem:key-disabled")
+    assert (refused.status_code, refused.json()["type"]) == (
+        409,
+        "urn:cipherd:problem:key-disabled",
+    )
     listed = client.get("/v1/fe/fe/functions")
     assert listed.status_code == 200, listed.text
     assert [f["function"] for f in listed.json()["functions"]] == [[1, 2]]

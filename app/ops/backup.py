@@ -81,9 +81,11 @@ MAX_BACKUP_VERSIONS = 10_000
 MAX_KEY_VERSION = 10**9
 # The most entry operations replaying a backup's FE ledger may take (a few seconds).
 MAX_LEDGER_WORK = 2 * 10**7
-# The policies a backup carries beside its `KeyCreate`, as PATCH takes them.
+# The policies a backup carries beside its `KeyCreate`, as PATCH takes them; and `enabled`, false
+# only, for a disabled key: it is imported disabled, and an instance that predates the field
+# refuses the backup rather than bring the key back usable.
 VERSION_POLICIES = frozenset(
-    {"min_decryption_version", "min_encryption_version", "auto_rotate_seconds"}
+    {"min_decryption_version", "min_encryption_version", "auto_rotate_seconds", "enabled"}
 )
 
 
@@ -171,7 +173,9 @@ class LedgerEntry(BaseModel):
     function: (
         Entries | Annotated[list[Entries], Field(min_length=1, max_length=4096, fail_fast=True)]
     )
-    principal: str = Field(min_length=1, max_length=128)
+    # No control characters: a NUL, which PostgreSQL text cannot hold, would tie the key to
+    # SQLite instances.
+    principal: str = Field(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")
     time: Seconds
     rank: StrictInt = Field(ge=0)
 
@@ -241,15 +245,18 @@ def backup(store: KeyStore, name: str, wrapping_key: bytes) -> bytes:
     for param in ("dimension", "curve", "fe_policy", "derived", "convergent"):
         if param in info.params:
             key[param] = info.params[param]
+    policies: dict[str, Any] = {
+        "min_decryption_version": info.min_decryption_version,
+        "min_encryption_version": info.min_encryption_version,
+        "auto_rotate_seconds": round(info.auto_rotate_seconds or 0),
+    }
+    if info.params.get("disabled"):
+        policies["enabled"] = False
     document = {
         "recipient": _b64(recipient),
         "made_at": store.clock.now(),
         "key": key,
-        "policies": {
-            "min_decryption_version": info.min_decryption_version,
-            "min_encryption_version": info.min_encryption_version,
-            "auto_rotate_seconds": round(info.auto_rotate_seconds or 0),
-        },
+        "policies": policies,
         "versions": versions,
         "ledger": [
             {
@@ -336,6 +343,10 @@ def restore(
     extra = document.policies.model_fields_set - VERSION_POLICIES
     if extra:
         raise invalid_input(f"backup.policies: {sorted(extra)} travel in backup.key")
+    if document.policies.enabled is not None:
+        if document.policies.enabled:
+            raise invalid_input("backup.policies.enabled: carried as false only")
+        params["disabled"] = True
     versions = _checked_versions(key.type, params, document.versions)
     numbers = [v.version for v in versions]
     if document.transit_hmac_keys:

@@ -178,6 +178,8 @@ def _forgeries(recipient: bytes) -> dict[str, dict[str, Any]]:
             min_decryption_version=2, min_encryption_version=1
         ),
         "policies-smuggle-exportable": with_policies(exportable=True),
+        # Carried as false only, for a disabled key.
+        "policies-enabled-true": with_policies(enabled=True),
         "secp256k1-secret-0": with_version(0, secret=b64(bytes(32))),
         "secp256k1-secret-n": with_version(0, secret=b64(SECP256K1_N.to_bytes(32, "big"))),
         "secp256k1-public-not-its-secret": with_version(
@@ -255,6 +257,11 @@ def _forgeries(recipient: bytes) -> dict[str, dict[str, Any]]:
         # A release time past year 9999 was stored, then every listing of the key's functions
         # answered 500, and its next backup carried it on.
         "ledger-time-past-9999": fe(ledger=[{**entry([1, 0, 0], 1), "time": 253402300800.0}]),
+        # PostgreSQL text holds no NUL: taken by SQLite alone, the key could not move on.
+        "ledger-principal-with-a-nul": fe(ledger=[{**entry([1, 0, 0], 1), "principal": "a\x00"}]),
+        "ledger-principal-with-a-line-break": fe(
+            ledger=[{**entry([1, 0, 0], 1), "principal": "a\nb"}]
+        ),
         "ledger-time-1e300": fe(ledger=[{**entry([1, 0, 0], 1), "time": 1e300}]),
         "ledger-time-far-ahead": fe(
             ledger=[{**entry([1, 0, 0], 1), "time": time.time() + 10 * 86400}]
@@ -382,6 +389,32 @@ def test_signing_keys_travel_with_every_version(tmp_path: Path) -> None:
                         target.get(path, params=query).json()
                         == source.get(path, params=query).json()
                     )
+
+
+def test_a_disabled_key_travels_disabled(tmp_path: Path) -> None:
+    """A key disabled (in an incident, say) is imported disabled: its backup carries `enabled`
+    false, and an instance that predates that field refuses the backup rather than bring the
+    key back usable. It came back enabled."""
+    with instance(tmp_path, "source") as source:
+        signer = wrapping(source)["signing_key"]
+        with instance(tmp_path, "target", [signer]) as target:
+            to = {"wrapping_key": b64(wrapping(target)["public_key"])}
+            body = {"name": "off", "type": "aez", "allow_backup": True}
+            assert source.post("/v1/keys", json=body).status_code == 201
+            sealed_before = source.post("/v1/aez/off/encrypt", json={"plaintext": b64(b"m")})
+            source.patch("/v1/keys/off", json={"enabled": False}).raise_for_status()
+            blob = source.post("/v1/keys/off/backup", json=to).json()["backup"]
+            imported = target.post("/v1/keys/import", json={"backup": blob})
+            assert imported.status_code == 201, imported.text
+            assert imported.json()["enabled"] is False
+            refused = target.post("/v1/aez/off/encrypt", json={"plaintext": b64(b"m")})
+            assert (refused.status_code, refused.json()["type"]) == (
+                409,
+                "urn:cipherd:problem:key-disabled",
+            )
+            target.patch("/v1/keys/off", json={"enabled": True}).raise_for_status()
+            opened = target.post("/v1/aez/off/decrypt", json=sealed_before.json())
+            assert opened.json()["plaintext"] == b64(b"m")
 
 
 def test_the_fe_ledger_travels_so_the_budget_holds(tmp_path: Path) -> None:

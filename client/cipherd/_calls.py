@@ -51,6 +51,10 @@ def b64(data: bytes) -> str:
 
 
 def _name(name: str) -> str:
+    """A key name as one path segment. "." and ".." would be read as a move within the path
+    (`/v1/keys/.` is `/v1/keys/`, another call), and no key has them, or no name."""
+    if name in ("", ".", ".."):
+        raise ValueError(f"not a key name: {name!r}")
     return quote(name, safe="")
 
 

@@ -14,6 +14,7 @@ from cipherd._declare import (
     AEAD_OPTIONS,
     AEZ_OPTIONS,
     COMMANDS,
+    CONTEXT,
     ECIES_OPTIONS,
     HPKE_OPTIONS,
     IN,
@@ -33,6 +34,7 @@ from cipherd._declare import (
     binary,
     command,
     integers,
+    json_object,
     json_value,
     options,
     read_all,
@@ -70,7 +72,7 @@ __all__ = ["COMMANDS"]  # filled by the declarations below
         default=None,
         help="deletion is refused until it is turned off",
     ),
-    arg("--fe-policy", type=json_value, metavar="JSON", help="FE key types: the function policy"),
+    arg("--fe-policy", type=json_object, metavar="JSON", help="FE key types: the function policy"),
     arg(
         "--derived",
         action="store_true",
@@ -144,7 +146,7 @@ def _keys_get(client: Client, args: argparse.Namespace) -> Any:
         default=None,
         help="the admin may export it from now on (never undone)",
     ),
-    arg("--fe-policy", type=json_value, metavar="JSON", help="FE key types: the function policy"),
+    arg("--fe-policy", type=json_object, metavar="JSON", help="FE key types: the function policy"),
     arg(
         "--enabled",
         action=argparse.BooleanOptionalAction,
@@ -493,7 +495,7 @@ def _approle_role_id(client: Client, args: argparse.Namespace) -> Any:
 
 
 SECRET_ID_OPTIONS = (
-    arg("--metadata", type=json_value, metavar="JSON", help="an object of strings"),
+    arg("--metadata", type=json_object, metavar="JSON", help="an object of strings"),
     arg("--cidr-list", type=words, metavar="CIDRS", help="where it may log in from"),
     arg("--ttl", type=int, metavar="S", help="its TTL in seconds (default: the role's)"),
     arg("--num-uses", type=int, metavar="N", help="logins it allows (default: the role's)"),
@@ -592,7 +594,7 @@ def _payload_commands(
 
     @command(
         f"{family} datakey",
-        "a fresh data key and its encryption under the key (with AEZ's nonce and tau)",
+        "a fresh data key and its encryption under the key, with what its decryption takes",
         *(NAME, *datakey_arguments),
     )
     def datakey(client: Client, args: argparse.Namespace) -> Any:
@@ -672,9 +674,9 @@ ENVELOPE = arg(
 )
 
 
-@command("sign", "sign a message with a key", NAME, MESSAGE, *SIGN_OPTIONS, ENVELOPE)
+@command("sign", "sign a message with a key", NAME, MESSAGE, *SIGN_OPTIONS, CONTEXT, ENVELOPE)
 def _sign(client: Client, args: argparse.Namespace) -> Any:
-    chosen = values(args, (*SIGN_OPTIONS, ENVELOPE))
+    chosen = values(args, (*SIGN_OPTIONS, CONTEXT, ENVELOPE))
     return client.signatures.sign(args.name, read_all(args.source), **chosen)
 
 
@@ -682,8 +684,8 @@ def _sign(client: Client, args: argparse.Namespace) -> Any:
     "jwt sign",
     "a JWT of the claims, signed with a key (prints jwt and key_version)",
     NAME,
-    arg("--claims", type=json_value, required=True, metavar="JSON", help='e.g. {"sub": "alice"}'),
-    arg("--header", type=json_value, metavar="JSON", help="fields added to the token's header"),
+    arg("--claims", type=json_object, required=True, metavar="JSON", help='e.g. {"sub": "alice"}'),
+    arg("--header", type=json_object, metavar="JSON", help="fields added to the token's header"),
     arg("--alg", metavar="ALG", help="the key's algorithm (RSA: PS256, the default, ... RS512)"),
 )
 def _jwt_sign(client: Client, args: argparse.Namespace) -> Any:
@@ -700,6 +702,7 @@ def _jwt_sign(client: Client, args: argparse.Namespace) -> Any:
     arg("--type", choices=SIGNING_TYPES, help="--public-key's type"),
     KEY_VERSION,
     *SIGN_OPTIONS,
+    CONTEXT,
 )
 def _verify(client: Client, args: argparse.Namespace) -> Any:
     message = read_all(args.source)
@@ -708,6 +711,8 @@ def _verify(client: Client, args: argparse.Namespace) -> Any:
     if args.public_key is not None:
         if args.type is None:
             raise UsageError("verify --public-key needs --type")
+        if args.context is not None:
+            raise UsageError("verify --context is a derived key NAME's, not a --public-key's")
         valid = client.signatures.verify_with_public_key(
             args.type, args.public_key, message, args.signature, **values(args, SIGN_OPTIONS)
         )
@@ -717,7 +722,7 @@ def _verify(client: Client, args: argparse.Namespace) -> Any:
             message,
             args.signature,
             key_version=args.key_version,
-            **values(args, SIGN_OPTIONS),
+            **values(args, (*SIGN_OPTIONS, CONTEXT)),
         )
     return Verdict({"valid": valid}, valid, "the signature is not valid")
 

@@ -9,6 +9,7 @@ declarations (`cipherd._commands`).
 import argparse
 import base64
 import json
+import math
 import os
 import sys
 import tempfile
@@ -158,11 +159,32 @@ def integers(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"not integers separated by commas: {text!r}") from None
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"{text[:16]} is past the largest float")
+    return number
+
+
 def json_value(text: str) -> Any:
+    """Strict JSON, as the service reads it: no NaN or Infinity, no number past a float."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json, parse_float=_finite)
+    except RecursionError:
+        raise argparse.ArgumentTypeError("not JSON: nested too deeply") from None
     except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not JSON ({error}): {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not JSON ({error}): {text[:64]!r}") from None
+
+
+def json_object(text: str) -> dict[str, Any]:
+    value = json_value(text)
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"not a JSON object: {text[:64]!r}")
+    return value
 
 
 def words(text: str) -> list[str]:
@@ -213,6 +235,7 @@ AEZ_OPTIONS = (
     ),
     arg("--tau", type=int, metavar="BYTES", help="bytes of expansion (default 16)"),
 )
+CONTEXT = arg("--context", type=base64_bytes, metavar="B64", help="a derived key's context, base64")
 AEAD_OPTIONS = (
     arg(
         "--associated-data",
@@ -220,7 +243,7 @@ AEAD_OPTIONS = (
         metavar="B64",
         help="authenticated, not encrypted, base64",
     ),
-    arg("--context", type=base64_bytes, metavar="B64", help="a derived key's context, base64"),
+    CONTEXT,
 )
 HPKE_OPTIONS = (
     arg("--info", type=base64_bytes, metavar="B64", help="RFC 9180's info, base64"),

@@ -53,6 +53,14 @@ class Retries:
 NO_RETRIES = Retries(attempts=1)
 
 
+def _checked_token(token: str | None) -> str | None:
+    """A token as a header carries it: visible ASCII (ValueError otherwise, here rather than a
+    UnicodeEncodeError, or a line break taken for a network failure, when it is sent)."""
+    if token and not (token.isascii() and token.isprintable() and " " not in token):
+        raise ValueError("a token is visible ASCII, without spaces or line breaks")
+    return token
+
+
 @dataclass(frozen=True)
 class Settings:
     """Where the service is and how to reach it, from the arguments or else the environment:
@@ -83,10 +91,13 @@ class Settings:
         env = os.environ
         token_file = token_file or env.get("CIPHERD_TOKEN_FILE")
         if token is None and token_file:
-            token = Path(token_file).read_text().strip()
+            try:
+                token = Path(token_file).read_text().strip()
+            except UnicodeDecodeError:
+                raise ValueError(f"{token_file}: a token file holds text (UTF-8)") from None
         return cls(
             address=(address or env.get("CIPHERD_ADDR") or DEFAULT_ADDRESS).rstrip("/"),
-            token=token if token is not None else env.get("CIPHERD_TOKEN"),
+            token=_checked_token(token if token is not None else env.get("CIPHERD_TOKEN")),
             ca_file=ca_file or env.get("CIPHERD_CA_FILE"),
             client_cert=client_cert or env.get("CIPHERD_CLIENT_CERT_FILE"),
             client_key=client_key or env.get("CIPHERD_CLIENT_KEY_FILE"),

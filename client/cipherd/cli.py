@@ -114,6 +114,8 @@ def _run(run: _declare.Run, args: argparse.Namespace) -> int:
         client = Client(args.address, token_file=args.token_file, ca_file=args.ca_file)
     except OSError as error:
         return _fail(USAGE, f"cannot read {error.filename}: {error.strerror}")
+    except ValueError as error:  # a token no header can carry
+        return _fail(USAGE, str(error))
     try:
         with client:
             answer = run(client, args)

@@ -60,3 +60,22 @@ def test_a_missing_section_is_found() -> None:
     headings = _headings(REPO / "docs" / "performance" / "index.md")
     assert "Signatures" in headings  # from bench/README.md, included
     assert "No such section" not in headings
+
+
+def test_the_command_line_page_lists_every_client_command() -> None:
+    """Each command `cipherd` offers stands in docs/clients/cli.md's synopsis (the aead, hpke
+    and rsa commands were missing from it)."""
+    from cipherd._commands import COMMANDS
+
+    synopsis = (REPO / "docs" / "clients" / "cli.md").read_text()
+    missing = [
+        " ".join(declared.words)
+        for declared in COMMANDS
+        if not re.search(
+            rf"^cipherd {re.escape(declared.words[0])}\b"
+            + "".join(rf".*\b{re.escape(word)}\b" for word in declared.words[1:]),
+            synopsis,
+            re.MULTILINE,
+        )
+    ]
+    assert missing == []

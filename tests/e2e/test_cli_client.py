@@ -402,6 +402,17 @@ def test_signatures_and_hmac_verdicts(server: Server, tmp_path: Path) -> None:
     short = cipherd(server, "sign", key, "--prehashed", stdin=b"short", status=3)
     assert b"32-byte" in short.stderr
 
+    # A derived ed25519 key signs for a context, and verifies under that context only.
+    tenant = name("tenant")
+    cipherd(server, "keys", "create", tenant, "ed25519", "--derived")
+    alice = ["--context", base64.b64encode(b"alice").decode()]
+    signed = answer(cipherd(server, "sign", tenant, *alice, stdin=b"m"))["signature"]
+    cipherd(server, "verify", tenant, *alice, "--signature", signed, stdin=b"m")
+    bob = ["--context", base64.b64encode(b"bob").decode()]
+    cipherd(server, "verify", tenant, *bob, "--signature", signed, stdin=b"m", status=1)
+    cipherd(server, "sign", tenant, stdin=b"m", status=3)  # a derived key needs its context
+    cipherd(server, "verify", *by_public_key, *alice, stdin=b"m", status=2)
+
     mac_key = name("mac")
     cipherd(server, "keys", "create", mac_key, "hmac")
     mac = answer(cipherd(server, "hmac", mac_key, "--algorithm", "sha512", stdin=b"m"))
@@ -534,6 +545,37 @@ def test_usage_and_an_unreachable_service(tmp_path: Path) -> None:
     cipherd(None, "keys", "list", "--token-file", str(tmp_path / "none"), status=2)
     unreachable = cipherd(None, "keys", "list", "--address", "http://127.0.0.1:9", status=4)
     assert b"cannot reach http://127.0.0.1:9" in unreachable.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (("jwt", "sign", "k", "--claims", "[1]"), b"not a JSON object"),
+        (("jwt", "sign", "k", "--claims", '{"a": NaN}'), b"NaN is not a JSON number"),
+        (("jwt", "sign", "k", "--claims", '{"a": 1e400}'), b"past the largest float"),
+        (("jwt", "sign", "k", "--claims", "{}", "--header", "[1]"), b"not a JSON object"),
+        (("jwt", "sign", "k", "--claims", "[" * 3000 + "]" * 3000), b"nested too deeply"),
+        (("keys", "update", "k", "--fe-policy", '"text"'), b"not a JSON object"),
+    ],
+)
+def test_arguments_that_are_not_what_they_name_are_usage_errors(
+    argv: tuple[str, ...], said: bytes
+) -> None:
+    """Each was a traceback with status 1, the status of a negative verdict."""
+    refused = cipherd(None, *argv, status=2)
+    assert said in refused.stderr and b"Traceback" not in refused.stderr
+
+
+def test_a_token_no_header_can_carry_is_a_usage_error(tmp_path: Path) -> None:
+    """A token outside visible ASCII was a UnicodeEncodeError traceback; one with a line break
+    was "cannot reach" the service (status 4); a token file that is not text, a traceback."""
+    for token in ("tök", "a\nb", "a b"):
+        refused = cipherd(None, "keys", "list", env={"CIPHERD_TOKEN": token}, status=2)
+        assert b"a token is visible ASCII" in refused.stderr
+    binary = tmp_path / "token"
+    binary.write_bytes(b"\xff\xfe")
+    refused = cipherd(None, "keys", "list", "--token-file", str(binary), status=2)
+    assert b"a token file holds text" in refused.stderr
 
 
 class _Failing(http.server.BaseHTTPRequestHandler):

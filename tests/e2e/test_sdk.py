@@ -399,6 +399,22 @@ def test_the_async_client(server: Server) -> None:
     asyncio.run(scenario())
 
 
+def test_names_and_tokens_no_request_can_carry_are_refused_before_one(
+    client: cipherd.Client, server: Server
+) -> None:
+    """A name of "." or ".." moved within the path (`keys.get(".")` was `GET /v1/keys/`, the
+    listing, then a TypeError); a token outside visible ASCII was a UnicodeEncodeError when
+    sent, or with a line break an UnreachableError."""
+    for name in ("", ".", ".."):
+        with pytest.raises(ValueError, match="not a key name"):
+            client.keys.get(name)
+        with pytest.raises(ValueError, match="not a key name"):
+            client.hmac.verify(name, b"x", b"y")
+    for token in ("tök", "a\nb"):
+        with pytest.raises(ValueError, match="visible ASCII"):
+            cipherd.Client(server.url, token=token)
+
+
 def test_settings_from_the_environment(
     server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,6 +24,7 @@ from app.store import (
     MountNotFoundError,
     NulInTextError,
     RootKeyMismatchError,
+    RootKeyUnreachableError,
     StorageFullError,
     StoreUnavailableError,
     VersionNotFoundError,
@@ -178,6 +179,8 @@ _PROBLEMS: tuple[tuple[type[Exception], int, str, str, str | None], ...] = (
         "a keyring term does not open under this process's root key; it was rotated, and the "
         "new root key must be given to this process",
     ),
+    # The token that holds it is out of reach: tried again by a later request.
+    (RootKeyUnreachableError, 503, "root-key-unavailable", "Root key unavailable", None),
 )
 
 KNOWN_ERRORS: tuple[type[Exception], ...] = (Problem, *(entry[0] for entry in _PROBLEMS))

@@ -124,6 +124,10 @@ def read_root_key_file(path: Path, settings: Settings) -> bytes:
             text = file.read()
     except OSError as exc:
         raise BootstrapError(f"cannot read {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError:  # its message would show a byte of the key
+        raise BootstrapError(
+            f"the root key file {path} is not text: it holds the key's base64"
+        ) from None
     if mode & 0o077 and not settings.root_key_file_ignore_mode:
         raise BootstrapError(
             f"the root key file {path} is open to its group or others (mode "
@@ -245,6 +249,20 @@ def root_key(settings: Settings, pkcs11_key: str | None = None) -> RootKey:
     if settings.root_key_pkcs11_module is None:
         if pkcs11_key is not None:
             raise BootstrapError("a PKCS#11 key needs the CIPHERD_ROOT_KEY_PKCS11_* settings")
+        given = [
+            name
+            for name, value in (
+                ("TOKEN", settings.root_key_pkcs11_token),
+                ("KEY", settings.root_key_pkcs11_key),
+                ("PIN_FILE", settings.root_key_pkcs11_pin_file),
+            )
+            if value
+        ]
+        if given:  # else a token meant to hold the root key would quietly hold none
+            raise BootstrapError(
+                "CIPHERD_ROOT_KEY_PKCS11_MODULE is needed with CIPHERD_ROOT_KEY_PKCS11_"
+                + ", CIPHERD_ROOT_KEY_PKCS11_".join(given)
+            )
         return KeyWrapper(load_root_key(settings))
     from app.server.hsm import Pkcs11RootKey, Pkcs11Settings
 

@@ -33,6 +33,17 @@ class RootKeyMismatchError(KeyStoreError):
         )
 
 
+class RootKeyUnreachableError(KeyStoreError):
+    """The device that holds the root key cannot be reached now (a PKCS#11 token removed, its
+    session lost): nothing is wrapped or unwrapped until it can, which a later call tries."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the token that holds the root key cannot be reached; the service tries it again on "
+            "the next request that needs it"
+        )
+
+
 class UnwrapError(Exception):
     """A stored secret does not authenticate under the key that wrapped it and its row's
     identity."""

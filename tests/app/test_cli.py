@@ -286,6 +286,32 @@ def test_serve_refuses_a_root_key_file_others_may_read(tmp_path: Path) -> None:
     assert root_key.read_text().strip() not in refusal
 
 
+def test_serve_refuses_a_root_key_file_of_raw_bytes_without_showing_one(tmp_path: Path) -> None:
+    """A file of the key's 32 raw bytes rather than their base64 (an easy mistake) was a
+    traceback naming a byte of the key."""
+    root_key = tmp_path / "root-key"
+    root_key.write_bytes(b"\xf2" * 32)
+    root_key.chmod(0o600)
+    refusal = _refused_serve(tmp_path / "data", {"CIPHERD_ROOT_KEY_FILE": str(root_key)})
+    assert f"the root key file {root_key} is not text" in refusal
+    assert "0xf2" not in refusal and "Traceback" not in refusal
+
+
+def test_pkcs11_settings_without_a_module_are_refused_not_replaced(tmp_path: Path) -> None:
+    """The token, key and PIN file of a PKCS#11 root key without its module started the service
+    on a root key generated into the data directory."""
+    pin = tmp_path / "pin"
+    pin.write_text("1234\n")
+    settings = {
+        "CIPHERD_ROOT_KEY_PKCS11_TOKEN": "cipherd",
+        "CIPHERD_ROOT_KEY_PKCS11_KEY": "root",
+        "CIPHERD_ROOT_KEY_PKCS11_PIN_FILE": str(pin),
+    }
+    refusal = _refused_serve(tmp_path / "data", settings)
+    assert "CIPHERD_ROOT_KEY_PKCS11_MODULE is needed with CIPHERD_ROOT_KEY_PKCS11_TOKEN" in refusal
+    assert not (tmp_path / "data" / "root-key").exists()
+
+
 def _refused_serve(data_dir: Path, environment: dict[str, str]) -> str:
     """What `cipherd serve` says when it refuses to start: one line, exit status 1."""
     # A real process: were the check missing, `serve` would start and the timeout would fail.

@@ -189,6 +189,31 @@ def test_the_service_runs_restarts_and_rotates_its_root_in_softhsm(
         assert http.get("/v1/keys/orders").json()["latest_version"] == 2
 
 
+def test_a_token_lost_while_running_is_503_until_it_is_back(tmp_path: Path, hsm: Hsm) -> None:
+    """The token's files moved away under a running process: what needs the root key is 503
+    root-key-unavailable with Retry-After, and once they are back the process reopens its
+    session by itself. It answered 500 for good, the token back or not, until a restart."""
+    tokens = tmp_path / "tokens"
+    shutil.copytree(hsm.conf.parent / "tokens", tokens)
+    conf = tmp_path / "softhsm2.conf"
+    conf.write_text(f"directories.tokendir = {tokens}\nobjectstore.backend = file\n")
+    env = hsm.env(SOFTHSM2_CONF=str(conf))
+    with e2e.running(tmp_path / "data", env=env) as server, server.client() as http:
+        assert http.post("/v1/keys", json={"name": "k", "type": "aes256-gcm"}).status_code == 201
+        sealed = http.post("/v1/aead/k/encrypt", json={"plaintext": _b64(b"kept")}).json()
+        tokens.rename(tmp_path / "away")
+        refused = http.post("/v1/sys/keyring/rotate")
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["type"] == "urn:cipherd:problem:root-key-unavailable"
+        assert int(refused.headers["retry-after"]) >= 1
+        (tmp_path / "away").rename(tokens)
+        rotated = http.post("/v1/sys/keyring/rotate")
+        assert rotated.status_code == 200, rotated.text
+        opened = http.post("/v1/aead/k/decrypt", json=sealed)
+        assert base64.b64decode(opened.json()["plaintext"]) == b"kept"
+        assert http.post("/v1/keys", json={"name": "k2", "type": "aez"}).status_code == 201
+
+
 @pytest.mark.parametrize(
     ("changes", "named"),
     [
@@ -202,18 +227,21 @@ def test_the_service_runs_restarts_and_rotates_its_root_in_softhsm(
         ),
         ({"CIPHERD_ROOT_KEY_PKCS11_PIN_FILE": ""}, "CIPHERD_ROOT_KEY_PKCS11_PIN_FILE"),
         ({"CIPHERD_ROOT_KEY_FILE": "/etc/hostname"}, "CIPHERD_ROOT_KEY_PKCS11_MODULE"),
+        # A PIN file that is not text: its decoding error named a byte of the PIN.
+        ({"pin": b"3141\xff5926"}, "CIPHERD_ROOT_KEY_PKCS11_PIN_FILE"),
     ],
 )
 def test_unusable_pkcs11_settings_stop_the_start_in_one_line(
-    tmp_path: Path, hsm: Hsm, changes: dict[str, str], named: str
+    tmp_path: Path, hsm: Hsm, changes: dict[str, str | bytes], named: str
 ) -> None:
-    env = hsm.env(**{k: v for k, v in changes.items() if k != "pin"})
+    env = hsm.env(**{k: v for k, v in changes.items() if isinstance(v, str) and k != "pin"})
     if "pin" in changes:
         wrong = tmp_path / "wrong-pin"
-        wrong.write_text(changes["pin"])
+        pin = changes["pin"]
+        wrong.write_bytes(pin if isinstance(pin, bytes) else pin.encode())
         env["CIPHERD_ROOT_KEY_PKCS11_PIN_FILE"] = str(wrong)
     result = _cipherd(e2e._environment(tmp_path / "data", env), "serve", "--port", "0")
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and named in lines[0], result.stderr
-    assert PIN not in result.stderr
+    assert PIN not in result.stderr and "0xff" not in result.stderr

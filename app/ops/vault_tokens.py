@@ -249,8 +249,9 @@ def lookup_data(record: TokenRecord, now: float, token: str = "") -> dict[str, A
     return dict(sorted(data.items()))
 
 
-def admin_lookup_data(now: float) -> dict[str, Any]:
-    """The admin token as Vault's lookup-self answers a root token (never the token)."""
+def admin_lookup_data(now: float, token: str) -> dict[str, Any]:
+    """The admin token as Vault's lookup-self answers a root token, to its holder: with its
+    `id`, which `bao login` keeps as the token to use (an empty one, it kept none)."""
     return {
         "accessor": "",
         "creation_time": 0,
@@ -259,7 +260,7 @@ def admin_lookup_data(now: float) -> dict[str, Any]:
         "entity_id": "",
         "expire_time": None,
         "explicit_max_ttl": 0,
-        "id": "",
+        "id": token,
         "issue_time": vault_time(0),
         "meta": None,
         "num_uses": 0,

@@ -132,14 +132,13 @@ async def lookup_self(request: Request) -> Response:
     principal = await caller(request)
     store = services(request).store
     now = store.clock.now()
+    presented = vault_token(request.scope) or ""
     if principal.token_id is None:
-        return await answer(request, vault_tokens.admin_lookup_data(now))
+        return await answer(request, vault_tokens.admin_lookup_data(now, presented))
     record = principal.last_use_of
     if record is None:
         record = await in_thread(tokens.own, store, principal)
-    return await answer(
-        request, vault_tokens.lookup_data(record, now, vault_token(request.scope) or "")
-    )
+    return await answer(request, vault_tokens.lookup_data(record, now, presented))
 
 
 @router.post("/lookup", summary="A token, by its value", openapi_extra=REF)

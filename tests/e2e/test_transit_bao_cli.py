@@ -186,3 +186,27 @@ def test_bao_writes_settings_as_strings_and_cipherd_reads_them(baos: dict[str, B
         f"context={context}",
     )
     assert opened["data"]["plaintext"] == SECRET
+
+
+def test_bao_login_keeps_the_admin_token_as_it_keeps_openbaos_root(
+    baos: dict[str, Bao], tmp_path: Path
+) -> None:
+    """`bao login TOKEN` keeps the `id` lookup-self answers as the token to use: cipherd's
+    admin token was answered with an empty id, so the command kept none and every later
+    command without BAO_TOKEN was a 403."""
+    for name, server in baos.items():
+        home = tmp_path / name
+        home.mkdir()
+        env = {"PATH": os.environ["PATH"], "HOME": str(home), "BAO_ADDR": server.url}
+
+        def bao(*args: str, env: dict[str, str] = env) -> subprocess.CompletedProcess[str]:
+            command = [bao_binary(), *args]
+            return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+        login = bao("login", "-no-print", server.token)
+        assert login.returncode == 0, (name, login.stderr)
+        assert (home / ".vault-token").read_text().strip() == server.token, name
+        looked_up = bao("token", "lookup", "-format=json")
+        assert looked_up.returncode == 0, (name, looked_up.stderr)
+        data = json.loads(looked_up.stdout)["data"]
+        assert (data["id"], data["policies"]) == (server.token, ["root"]), name

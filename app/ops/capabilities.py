@@ -53,8 +53,9 @@ _VERBS: dict[str, tuple[tuple[Operation, ...], ...]] = {
     "keys": ((Operation.READ,),),
 }
 # Transit's verbs of no key, which every token may use here (Vault's default policy gives
-# neither).
+# neither), and their kin at sys/tools (`sys/tools/random/16`, `sys/tools/hash/sha2-512`).
 _KEYLESS = ("hash", "random")
+_TOOLS = tuple(f"sys/tools/{verb}" for verb in _KEYLESS)
 _BACKUP = ("backup", "restore")
 
 
@@ -66,6 +67,8 @@ def capabilities(principal: Principal, path: str, mounts: dict[str, SecretMount]
         return ["root"]
     if path in _OWN:
         return _OWN[path]
+    if any(path == tool or path.startswith(tool + "/") for tool in _TOOLS):
+        return ["update"]
     found = resolve(mounts, path)
     if found is not None:
         return _transit(principal, found.mount, found.rest.split("/"))

@@ -53,6 +53,11 @@ AUTH_ADMIN = Principal(
         (ENCRYPT_ONLY, "transit/hash/sha2-256", ["update"]),
         (ENCRYPT_ONLY, "transit/random/32", ["update"]),
         (ENCRYPT_ONLY, "transit/randomness", ["deny"]),
+        # Open to every token here, as Transit's: they were `deny`, yet allowed.
+        (ENCRYPT_ONLY, "sys/tools/hash", ["update"]),
+        (ENCRYPT_ONLY, "sys/tools/hash/sha2-512", ["update"]),
+        (ENCRYPT_ONLY, "sys/tools/random/16", ["update"]),
+        (ENCRYPT_ONLY, "sys/tools/randomness", ["deny"]),
         (ENCRYPT_ONLY, "transit/encrypt/orders-eu/extra", ["deny"]),
         (ORDERS, "payments/sign/k", ["update"]),
         (ORDERS, "payments/verify/k", ["update"]),  # an HMAC verifies at the same path

@@ -116,9 +116,11 @@ class HandlerRoute(APIRoute):
         self.query_names: frozenset[str] = frozenset()
         any_query = getattr(endpoint, _ANY_QUERY, False)
 
+        ignores = ignores_unknown_query(self)
+
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["query_string"] and not any_query:
-                _refuse_unknown_query(scope, self.query_names)
+                _check_query(scope, self.query_names, ignores)
             response = await handler(Request(scope, receive, send))
             await response(scope, receive, send)
 
@@ -152,7 +154,9 @@ def install_routes(app: FastAPI, routers: Sequence[APIRouter]) -> list[BaseRoute
             and not isinstance(route, HandlerRoute)
             and not getattr(route.endpoint, _ANY_QUERY, False)
         ):
-            route.app = _KnownQueryOnly(route.app, _query_names(route))
+            route.app = _KnownQueryOnly(
+                route.app, _query_names(route), ignores_unknown_query(route)
+            )
     app.router.routes[:] = routes + documentation
     return routes + documentation
 
@@ -185,22 +189,33 @@ class _KnownQueryOnly:
 
     app: ASGIApp
 
-    def __init__(self, app: ASGIApp, known: frozenset[str]) -> None:
+    def __init__(self, app: ASGIApp, known: frozenset[str], ignores: bool) -> None:
         self.app = app.app if isinstance(app, _KnownQueryOnly) else app
         self.known = known
+        self.ignores = ignores
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["query_string"]:
-            _refuse_unknown_query(scope, self.known)
+            _check_query(scope, self.known, self.ignores)
         await self.app(scope, receive, send)
 
 
-def _refuse_unknown_query(scope: Scope, known: frozenset[str]) -> None:
+def ignores_unknown_query(route: object) -> bool:
+    """Whether a route speaks a protocol that goes on past query parameters it does not take
+    and names them in its answer (Vault's: `state["ignored_query"]`), rather than refusing
+    them as the native API does."""
+    return bool(getattr(route, "ignores_unknown_query", False))
+
+
+def _check_query(scope: Scope, known: frozenset[str], ignores: bool) -> None:
     """A 422 if the request's query names a parameter not in `known`: a misspelt or invented
     option (`DELETE /v1/keys/k?version=1`) must not be silently ignored while the request goes
-    on to do something else."""
+    on to do something else. Where the route `ignores` them, they are noted instead, for its
+    answer to name."""
     unknown = sorted(set(QueryParams(scope["query_string"]).keys()) - known)
-    if unknown:
+    if unknown and ignores:
+        scope["state"]["ignored_query"] = unknown
+    elif unknown:
         raise RequestValidationError(
             [
                 {

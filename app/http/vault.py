@@ -61,7 +61,10 @@ VAULT_PREFIXES = (
 
 
 class VaultRoute(APIRoute):
-    """A route at one of Vault's paths, answered in Vault's shapes."""
+    """A route at one of Vault's paths, answered in Vault's shapes; a query parameter it does
+    not take is named in the answer's warnings, as Vault names it, not refused."""
+
+    ignores_unknown_query = True
 
 
 class VaultHandlerRoute(HandlerRoute, VaultRoute):
@@ -285,6 +288,9 @@ def envelope(
     # AttributeError for a name not set, most requests' case.
     state = request.scope["state"]
     noted = [*(warnings or []), *(state.get("vault_warnings") or [])]
+    if "ignored_query" in state:
+        names = _names(set(state["ignored_query"]))
+        noted.append(f"Endpoint ignored these unrecognized parameters: {names}")
     return {
         "request_id": state["request_id"],
         "lease_id": "",

@@ -115,7 +115,6 @@ class HandlerRoute(APIRoute):
         super().__init__(path, endpoint, **kwargs)
         self.query_names: frozenset[str] = frozenset()
         any_query = getattr(endpoint, _ANY_QUERY, False)
-
         ignores = ignores_unknown_query(self)
 
         async def app(scope: Scope, receive: Receive, send: Send) -> None:

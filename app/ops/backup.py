@@ -53,6 +53,7 @@ from app.ops.keys import (
 )
 from app.ops.keytypes import KEY_TYPES
 from app.ops.transit import hmac_keys
+from app.ops.versioned import DISABLED, disabled
 from app.settings import Settings
 from app.store import (
     FunctionLedger,
@@ -250,7 +251,7 @@ def backup(store: KeyStore, name: str, wrapping_key: bytes) -> bytes:
         "min_encryption_version": info.min_encryption_version,
         "auto_rotate_seconds": round(info.auto_rotate_seconds or 0),
     }
-    if info.params.get("disabled"):
+    if disabled(info.params):
         policies["enabled"] = False
     document = {
         "recipient": _b64(recipient),
@@ -346,7 +347,7 @@ def restore(
     if document.policies.enabled is not None:
         if document.policies.enabled:
             raise invalid_input("backup.policies.enabled: carried as false only")
-        params["disabled"] = True
+        params[DISABLED] = True
     versions = _checked_versions(key.type, params, document.versions)
     numbers = [v.version for v in versions]
     if document.transit_hmac_keys:

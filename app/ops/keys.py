@@ -26,7 +26,7 @@ from app.ops.grants import Operation, Principal
 from app.ops.imported import IMPORTED, IMPORTED_ROTATES, refuse_rotation, taken
 from app.ops.keyring import Keyring
 from app.ops.keytypes import KEY_TYPES, PublicFormat, derivable
-from app.ops.versioned import enabled
+from app.ops.versioned import DISABLED, disabled, enabled
 from app.settings import Settings
 from app.store import (
     AUTOMATIC,
@@ -156,7 +156,7 @@ def key_out(info: KeyInfo, with_versions: bool) -> KeyOut:
         state=info.state,
         deletion_date=None if info.deletion_date is None else timestamp(info.deletion_date),
         deletion_protection=info.deletion_protection,
-        enabled=not info.params.get("disabled"),
+        enabled=not disabled(info.params),
         min_decryption_version=info.min_decryption_version,
         min_encryption_version=info.min_encryption_version,
         auto_rotate_seconds=None
@@ -466,7 +466,7 @@ def change_policy(
             policy = checked_fe_policy(body.fe_policy, info.type, info.params["dimension"])
             info = held.keys.set_params(name, {"fe_policy": policy})
         if body.enabled is not None:
-            info = held.keys.set_params(name, {"disabled": None if body.enabled else True})
+            info = held.keys.set_params(name, {DISABLED: None if body.enabled else True})
     if keyring is not None:
         keyring.forget(name)
     return key_out(info, with_versions=True)

@@ -249,7 +249,7 @@ def lookup_data(record: TokenRecord, now: float, token: str = "") -> dict[str, A
     return dict(sorted(data.items()))
 
 
-def admin_lookup_data(now: float, token: str) -> dict[str, Any]:
+def admin_lookup_data(token: str) -> dict[str, Any]:
     """The admin token as Vault's lookup-self answers a root token, to its holder: with its
     `id`, which `bao login` keeps as the token to use (an empty one, it kept none)."""
     return {

@@ -11,8 +11,8 @@ brings what such an item will read into the keyring's cache from a coroutine, so
 never waits on the store there.
 """
 
-from collections.abc import Callable, Sequence
-from typing import ClassVar, Generic, Protocol, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from app.ops import envelope
 from app.ops.envelope import Sealed
@@ -32,10 +32,18 @@ class RequestKey(Protocol):
         loop."""
 
 
+# The parameter a disabled key carries (`PATCH /v1/keys/{name}` with `enabled: false`).
+DISABLED = "disabled"
+
+
+def disabled(params: Mapping[str, Any]) -> bool:
+    return bool(params.get(DISABLED))
+
+
 def enabled(material: KeyMaterial) -> KeyMaterial:
     """The material, if its key is enabled: a disabled key's every use is refused (409
     key-disabled), its public part and key set included, as KMS's GetPublicKey refuses it."""
-    if material.params.get("disabled"):
+    if disabled(material.params):
         raise key_disabled(material.name)
     return material
 

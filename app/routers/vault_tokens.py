@@ -134,7 +134,7 @@ async def lookup_self(request: Request) -> Response:
     now = store.clock.now()
     presented = vault_token(request.scope) or ""
     if principal.token_id is None:
-        return await answer(request, vault_tokens.admin_lookup_data(now, presented))
+        return await answer(request, vault_tokens.admin_lookup_data(presented))
     record = principal.last_use_of
     if record is None:
         record = await in_thread(tokens.own, store, principal)

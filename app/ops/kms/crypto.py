@@ -24,6 +24,7 @@ from app.ops.kms import ciphertext, specs
 from app.ops.kms.actions import GrantTokenList, KeyIdField, KmsCall, KmsRequest, action
 from app.ops.kms.errors import KmsError, validation
 from app.ops.rsa import RsaKey
+from app.ops.versioned import disabled
 from app.store import KeyMaterial, KeyNotFoundError, VersionNotFoundError
 
 # Blob members: base64 in the JSON body, with AWS's bounds.
@@ -64,7 +65,7 @@ class Bound:
 def usable(call: KmsCall, material: KeyMaterial, usage: str) -> str:
     """The key's spec, once the key is enabled (DisabledException) and of `usage`
     (InvalidKeyUsageException)."""
-    if specs.disabled(material.params):
+    if disabled(material.params):
         raise KmsError("DisabledException", f"{call.arn(material.name)} is disabled.")
     described = specs.described(material)
     if described is None or usage not in specs.usages_of(material):

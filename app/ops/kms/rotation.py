@@ -17,6 +17,7 @@ from app.ops.kms import specs
 from app.ops.kms.actions import KeyIdField, KmsCall, KmsRequest, action
 from app.ops.kms.errors import KmsError, pending_deletion, unsupported
 from app.ops.kms.keys import MarkerField
+from app.ops.versioned import disabled
 from app.ops.work import in_thread
 from app.store import AUTOMATIC, KeyInfo, KeyVersionInfo
 
@@ -34,7 +35,7 @@ def _rotatable(call: KmsCall, info: KeyInfo, enabled: bool = True) -> None:
         return
     if info.state == "pending-deletion":
         raise pending_deletion(call.arn(info.name))
-    if specs.disabled(info.params):
+    if disabled(info.params):
         raise KmsError("DisabledException", f"{call.arn(info.name)} is disabled.")
 
 

@@ -12,6 +12,7 @@ ML_DSA_44, _65, _87           ml-dsa-44, ...    SIGN_VERIFY
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from app.ops.versioned import disabled
 from app.settings import Settings
 from app.store import KeyInfo
 
@@ -115,10 +116,6 @@ def legacy_spec(spec: str) -> dict[str, str]:
     its deprecation (ML-DSA, Ed25519)."""
     newer = spec.startswith("ML_DSA_") or spec == "ECC_NIST_EDWARDS25519"
     return {} if newer else {"CustomerMasterKeySpec": spec}
-
-
-def disabled(params: dict[str, Any]) -> bool:
-    return bool(params.get("disabled"))
 
 
 def key_state(info: KeyInfo) -> str:
